@@ -1,0 +1,189 @@
+"""A per-device cache of every note's stat, hash and frontmatter, refreshed cheaply by stat.
+
+It is derived state (delete it and it rebuilds) that lets writes check keys and duplicates, and lets
+the indexer find what changed, without parsing 10k YAML headers on every command.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import NoteError
+from .notes import Note, read_note
+from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS notes (
+    path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha TEXT,
+    kind TEXT, id TEXT, memory_key TEXT, status TEXT, layer TEXT, agent TEXT, task TEXT,
+    content_hash TEXT, meta TEXT, problem TEXT
+);
+CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
+CREATE INDEX IF NOT EXISTS notes_key ON notes(memory_key);
+CREATE INDEX IF NOT EXISTS notes_hash ON notes(content_hash);
+"""
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, dt.datetime | dt.date):
+        return v.isoformat()
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, list | tuple | set):
+        return [_jsonable(x) for x in v]
+    if v is None or isinstance(v, str | int | float | bool):
+        return v
+    return str(v)
+
+
+def classify(path: str, meta: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(kind, layer, agent, task) of a note, from where it lives and its frontmatter."""
+    parts = path.split("/")
+    agent = task = ""
+    layer = "shared"
+    if parts[0] == AGENTS_DIR and len(parts) > 2:
+        agent = parts[1]
+        layer = "private"
+        if len(parts) > 4 and parts[2] == "Tasks":
+            layer, task = "task", parts[3]
+    if path == CORE_MEMORY or parts[-1] == "Core Memory.md":
+        kind = "core"
+    elif path.startswith(CONVERSATIONS_DIR + "/"):
+        kind = "conversation"
+        if len(parts) > 3:
+            agent = agent or parts[2]
+    elif meta.get("id") and meta.get("type") and (
+        path.startswith(MEMORY_DIR + "/") or (parts[0] == AGENTS_DIR and ("Memory" in parts[2:3] or "Tasks" in parts[2:3]))
+    ):
+        kind = "memory"
+        # Frontmatter may narrow the layer (a task memory), never widen a private folder to shared.
+        fm_layer = str(meta.get("layer") or "")
+        if layer == "shared" and fm_layer in ("private", "task") and meta.get("agent"):
+            layer, agent, task = fm_layer, str(meta.get("agent")), str(meta.get("task") or "")
+    else:
+        kind = "note"
+    return kind, layer, agent, task
+
+
+@dataclass
+class Entry:
+    path: str
+    mtime_ns: int
+    size: int
+    sha: str
+    kind: str
+    id: str
+    memory_key: str
+    status: str
+    layer: str
+    agent: str
+    task: str
+    content_hash: str
+    meta: dict[str, Any]
+    problem: str | None
+
+    @property
+    def title(self) -> str:
+        t = self.meta.get("title")
+        return str(t) if t else self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+
+class Catalog:
+    def __init__(self, vault: Vault, *, max_note_bytes: int = 5 * 1024 * 1024) -> None:
+        self.vault = vault
+        self.max_note_bytes = max_note_bytes
+        vault.state.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(vault.state / "catalog.sqlite", timeout=30, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def refresh(self, *, only: list[str] | None = None) -> dict[str, list[str]]:
+        """Re-read notes whose stat changed; returns the paths that were added/changed/removed."""
+        known = {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
+        if only is not None:
+            seen = {}
+            for rel in only:
+                try:
+                    st = self.vault.abs(rel).stat()
+                    seen[rel] = st
+                except OSError:
+                    pass
+            candidates = set(only)
+        else:
+            seen = dict(walk_markdown(self.vault.root))
+            candidates = set(known) | set(seen)
+        added, changed, removed = [], [], []
+        rows = []
+        for rel in sorted(candidates):
+            st = seen.get(rel)
+            if st is None:
+                if rel in known:
+                    removed.append(rel)
+                continue
+            if known.get(rel) == (st.st_mtime_ns, st.st_size):
+                continue
+            (changed if rel in known else added).append(rel)
+            rows.append(self._row(rel, st.st_mtime_ns, st.st_size))
+        if rows or removed:
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                self.db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
+        return {"added": added, "changed": changed, "removed": removed}
+
+    def _row(self, rel: str, mtime_ns: int, size: int) -> tuple:
+        try:
+            note = read_note(self.vault.root / rel, rel, max_bytes=self.max_note_bytes)
+        except NoteError as e:
+            return (rel, mtime_ns, size, "", "broken", "", "", "", "", "", "", "", "{}", e.problem)
+        return self._note_row(note, mtime_ns, size)
+
+    def _note_row(self, note: Note, mtime_ns: int, size: int) -> tuple:
+        meta = _jsonable(note.meta)
+        kind, layer, agent, task = classify(note.path, note.meta)
+        status = str(meta.get("status") or ("active" if kind == "memory" else ""))
+        return (
+            note.path, mtime_ns, size, note.raw_sha256, kind, str(meta.get("id") or ""), str(meta.get("memory_key") or ""),
+            status, layer, agent, task, str(meta.get("content_hash") or ""), json.dumps(meta, ensure_ascii=False), note.problem,
+        )
+
+    def _entries(self, where: str = "1=1", args: tuple = ()) -> list[Entry]:
+        cur = self.db.execute(f"SELECT * FROM notes WHERE {where}", args)
+        out = []
+        for r in cur:
+            out.append(Entry(*r[:12], json.loads(r[12] or "{}"), r[13]))
+        return out
+
+    def all(self) -> list[Entry]:
+        return self._entries()
+
+    def by_id(self, memory_id: str) -> Entry | None:
+        rows = self._entries("id = ?", (memory_id,))
+        return rows[0] if rows else None
+
+    def by_key(self, key: str) -> list[Entry]:
+        return self._entries("memory_key = ? AND kind = 'memory'", (key,))
+
+    def by_content_hash(self, h: str) -> list[Entry]:
+        return self._entries("content_hash = ? AND kind = 'memory'", (h,))
+
+    def memories(self) -> list[Entry]:
+        return self._entries("kind = 'memory'")
+
+    def problems(self) -> list[Entry]:
+        return self._entries("problem IS NOT NULL")
+
+    def shas(self) -> dict[str, str]:
+        return {r[0]: r[1] for r in self.db.execute("SELECT path, sha FROM notes WHERE sha != ''")}
+
+
+def note_path_exists(root: Path, rel: str) -> bool:
+    return (root / rel).exists()

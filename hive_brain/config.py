@@ -1,0 +1,148 @@
+"""Settings, resolved in one place: flags > ``HIVE_BRAIN_*`` env > config file > defaults.
+
+Kept import-light: the prompt hook imports this module.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidAgentId, UsageError
+
+APP = "hive-brain"
+
+
+def _user_data_dir() -> Path:
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / APP
+
+
+def _user_config_dir() -> Path:
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / APP
+
+
+def _user_cache_dir() -> Path:
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / APP
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / APP
+
+
+@dataclass
+class Settings:
+    vault: Path | None = None
+    state_dir: Path = field(default_factory=_user_data_dir)
+    model_dir: Path = field(default_factory=lambda: _user_cache_dir() / "models")
+    agent_id: str | None = None
+    lock_timeout: float = 30.0
+    hook_deadline: float = 1.5
+    hook_budget_chars: int = 8000
+    scoped_permissions: bool = False
+    semantic: bool = True
+    max_note_bytes: int = 5 * 1024 * 1024
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {}
+        for f in fields(self):
+            if f.name == "sources":
+                continue
+            v = getattr(self, f.name)
+            out[f.name] = str(v) if isinstance(v, Path) else v
+        return out
+
+
+_ENV = {
+    "vault": "HIVE_BRAIN_VAULT",
+    "state_dir": "HIVE_BRAIN_STATE_DIR",
+    "model_dir": "HIVE_BRAIN_MODEL_DIR",
+    "agent_id": "HIVE_AGENT_ID",
+    "lock_timeout": "HIVE_BRAIN_LOCK_TIMEOUT",
+    "hook_deadline": "HIVE_BRAIN_HOOK_DEADLINE",
+    "hook_budget_chars": "HIVE_BRAIN_HOOK_BUDGET",
+    "scoped_permissions": "HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS",
+    "semantic": "HIVE_BRAIN_SEMANTIC",
+    "max_note_bytes": "HIVE_BRAIN_MAX_NOTE_BYTES",
+}
+
+
+def config_file() -> Path:
+    explicit = os.environ.get("HIVE_BRAIN_CONFIG")
+    return Path(explicit) if explicit else _user_config_dir() / "config.toml"
+
+
+def _coerce(name: str, value: Any) -> Any:
+    default = Settings.__dataclass_fields__[name]
+    kind = default.type
+    try:
+        if name in ("vault", "state_dir", "model_dir"):
+            return Path(os.path.expanduser(str(value))) if value not in (None, "") else None
+        if "bool" in str(kind):
+            if isinstance(value, bool):
+                return value
+            return str(value).strip().lower() in ("1", "true", "yes", "on")
+        if "float" in str(kind):
+            return float(value)
+        if "int" in str(kind):
+            return int(value)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"setting {name!r} has an invalid value {value!r}", hint="fix the env var or config file") from e
+    return value
+
+
+def resolve(**flags: Any) -> Settings:
+    """Build settings from flags (None = not given), env, the config file and defaults."""
+    s = Settings()
+    path = config_file()
+    if path.is_file():
+        import tomllib
+
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise UsageError(f"config file {path} is not valid TOML: {e}", hint="fix or remove it") from e
+        for k, v in data.items():
+            k = k.replace("-", "_")
+            if k in Settings.__dataclass_fields__ and k != "sources":
+                setattr(s, k, _coerce(k, v))
+                s.sources[k] = f"config:{path}"
+    for k, env in _ENV.items():
+        if env in os.environ:
+            setattr(s, k, _coerce(k, os.environ[env]))
+            s.sources[k] = f"env:{env}"
+    for k, v in flags.items():
+        if v is not None:
+            setattr(s, k, _coerce(k, v))
+            s.sources[k] = "flag"
+    if s.state_dir is None:
+        s.state_dir = _user_data_dir()
+    if s.model_dir is None:
+        s.model_dir = _user_cache_dir() / "models"
+    if "agent_id" in s.sources:
+        s.agent_id = validate_agent_id(s.agent_id)
+    return s
+
+
+def validate_agent_id(agent_id: str | None) -> str:
+    """An agent id that was given must be real: empty or odd ids never mean "everyone"."""
+    import re
+
+    if agent_id is None or not str(agent_id).strip():
+        raise InvalidAgentId(
+            "agent id is empty", hint="set HIVE_AGENT_ID to a name like 'claude-code', or unset it to act as the owner"
+        )
+    a = str(agent_id).strip()
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", a) or ".." in a:
+        raise InvalidAgentId(
+            f"agent id {a!r} is malformed", hint="use letters, digits, '.', '_' or '-' (at most 64 characters)"
+        )
+    return a

