@@ -172,6 +172,14 @@ def temp_dir(prefix: str) -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+_T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    """A progress line on stderr (tables and JSON stay clean)."""
+    print(f"[{time.perf_counter() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
 def short_error(e: BaseException, limit: int = 300) -> str:
     msg = f"{type(e).__name__}: {e}".strip()
     return msg if len(msg) <= limit else msg[: limit - 3] + "..."

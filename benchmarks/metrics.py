@@ -92,20 +92,21 @@ def mean(values: Sequence[float]) -> float:
 
 
 def aggregate(records: Sequence[Mapping[str, Any]], metrics: Sequence[str],
-              group_key: str | None = None) -> dict[str, dict[str, float]]:
+              group_key: str | None = None) -> dict[str, dict[str, float | None]]:
     """Mean of each metric over ``records`` ("pooled"), and per value of ``group_key`` when given.
 
-    Records missing a metric (or holding None) are left out of that metric's mean.
+    Records missing a metric (or holding None) are left out of that metric's mean; a metric no
+    record has is None (JSON null).
     """
     groups: dict[str, list[Mapping[str, Any]]] = {"pooled": list(records)}
     if group_key:
         for r in records:
             groups.setdefault(str(r[group_key]), []).append(r)
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, float | None]] = {}
     for g, rs in groups.items():
-        row: dict[str, float] = {"n": len(rs)}
+        row: dict[str, float | None] = {"n": len(rs)}
         for m in metrics:
             vals = [float(r[m]) for r in rs if r.get(m) is not None]
-            row[m] = round(mean(vals), 4) if vals else math.nan
+            row[m] = round(mean(vals), 4) if vals else None
         out[g] = row
     return out

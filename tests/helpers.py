@@ -1,0 +1,28 @@
+"""Small helpers shared by tests (not fixtures)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from click.testing import CliRunner
+
+from hive_brain.cli import main
+
+
+def run(*args: str, input: str | None = None, ok: bool = True) -> Any:
+    """Run the CLI with --json; return the parsed JSON (and check the exit code)."""
+    res = CliRunner().invoke(main, [*args, "--json"], input=input, catch_exceptions=False)
+    if ok:
+        assert res.exit_code == 0, res.output
+    try:
+        data = json.loads(res.output)
+    except ValueError:
+        data = {"raw": res.output}
+    if not ok:
+        data["_exit"] = res.exit_code
+    return data
+
+
+def remember(title: str, content: str, type_: str = "preference", *extra: str) -> dict:
+    return run("remember", "--type", type_, "--title", title, "--content", content, *extra)

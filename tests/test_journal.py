@@ -1,0 +1,121 @@
+"""Kill the writer (SIGKILL) at every step of the journal; the next command must leave no half change."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hive_brain.journal import STEPS
+from hive_brain.notes import parse_text
+
+from .helpers import remember, run
+
+SCRIPT = """
+import sys
+from hive_brain.engine import Engine
+eng = Engine.open()
+eng.memory.evolve(sys.argv[1], "We switched to bun for speed.")
+"""
+
+
+def _notes(vault: Path) -> dict[str, dict]:
+    out = {}
+    for p in (vault / "Memory/Distillations/Agent Memory").glob("*.md"):
+        n = parse_text(p.name, p.read_text())
+        assert n.problem is None, (p, n.problem)
+        out[n.meta["id"]] = n.meta
+    return out
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_kill_at_every_step_then_recover(vault_path, step):
+    old = remember("Package manager", "Use pnpm.")
+    remember("Unrelated", "Keep me intact.", "fact")
+    env = {**os.environ, "HIVE_BRAIN_CRASH_AT": step}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, old["id"]], env=env, capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    # Any next command recovers first.
+    doc = run("doctor")
+    assert doc["problems"] == []
+    notes = _notes(vault_path)
+    staged = list((vault_path / ".hive-brain/staging").glob("*/*"))
+    assert staged == [], "staging left behind"
+    heads = [m for m in notes.values() if m["memory_key"] == "preference/package-manager" and m["status"] == "active"]
+    assert len(heads) == 1, "exactly one current version"
+    if len(notes) == 3:  # rolled forward: new note and old note both updated
+        assert notes[old["id"]]["status"] == "superseded"
+        new_id = notes[old["id"]]["superseded_by"]
+        assert notes[new_id]["supersedes"] == old["id"]
+    else:  # rolled back: nothing of the change is visible
+        assert len(notes) == 2 and notes[old["id"]]["status"] == "active"
+        assert not notes[old["id"]].get("superseded_by")
+    # Staged-and-marked records must roll forward (the change was fully staged).
+    if step in ("after-mark", "mid-apply", "after-apply", "after-publish"):
+        assert len(notes) == 3
+    if step in ("after-record", "mid-stage", "after-stage"):
+        assert len(notes) == 2
+    # The vault still accepts writes.
+    remember("After crash", "Writes still work.", "fact")
+
+
+WRITER = """
+import sys
+from hive_brain.engine import Engine
+from hive_brain.memory import MemoryInput
+eng = Engine.open()
+w = int(sys.argv[1])
+for i in range(25):
+    eng.memory.remember(MemoryInput(type="fact", title=f"writer {w} fact {i}", content=f"Writer {w} recorded fact {i}."))
+"""
+
+
+def test_eight_concurrent_writers_lose_nothing(vault_path):
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(w)], stderr=subprocess.PIPE, text=True) for w in range(8)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    notes = _notes(vault_path)
+    assert len(notes) == 200
+    keys = [m["memory_key"] for m in notes.values()]
+    assert len(set(keys)) == 200
+
+
+def test_lock_timeout_names_holder(vault_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys,time\nfrom hive_brain.engine import Engine\nfrom hive_brain.lock import vault_lock\n"
+         "e=Engine.open()\nwith vault_lock(e.vault.state, command='test-holder'):\n  print('held', flush=True)\n  time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        env_timeout = {"HIVE_BRAIN_LOCK_TIMEOUT": "0.3"}
+        os.environ.update(env_timeout)
+        try:
+            res = run("remember", "--type", "fact", "--title", "x", "--content", "y", ok=False)
+        finally:
+            del os.environ["HIVE_BRAIN_LOCK_TIMEOUT"]
+        assert res["error"] == "LockTimeout" and f"pid {holder.pid}" in res["message"] and "test-holder" in res["message"]
+    finally:
+        holder.kill()
+        holder.wait()
+    # The OS released the dead holder's lock.
+    remember("after", "lock released")
+
+
+def test_torn_journal_record_is_discarded(vault_path):
+    from hive_brain.engine import Engine
+
+    eng = Engine.open()
+    jdir = eng.vault.state / "journal"
+    jdir.mkdir(parents=True, exist_ok=True)
+    (jdir / "deadbeef.json").write_text('{"id": "deadbeef", "sta')
+    doc = run("doctor")
+    assert doc["recovered"][0]["action"] == "discarded"
+    assert not any(jdir.iterdir())
+    assert json.dumps(doc)

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import pytest
+
+from hive_brain.errors import NoteError
+from hive_brain.notes import memory_filename, new_memory_id, parse_bytes, parse_text, render, slugify
+
+
+@pytest.mark.parametrize(
+    "title",
+    ["../../etc/passwd", "..\\..\\windows\\system32", "CON", "nul", "a" * 300, "🎉🎉🎉", "a/b\\c:d*e?f\"g<h>i|j", ".hidden", " ", "中文标题"],
+)
+def test_memory_filenames_are_safe(title, tmp_path):
+    name = memory_filename(title, new_memory_id())
+    assert "/" not in name and "\\" not in name and ".." not in name
+    assert not name.startswith(".")
+    assert name.endswith(".md") and len(name.encode()) < 200
+    stem = name.rsplit("-", 1)[0].split(".")[0].lower()
+    assert stem not in ("con", "nul", "prn", "aux")
+    # It really is a plain file inside the folder.
+    p = tmp_path / name
+    p.write_text("x")
+    assert p.resolve().parent == tmp_path.resolve()
+
+
+def test_unknown_keys_survive_rewrite():
+    n = parse_text("a.md", "---\ntitle: x\ncssclasses: [wide]\nmy_key: {nested: 1}\n---\nbody\n")
+    out = render({**n.meta, "status": "active"}, n.body)
+    again = parse_text("a.md", out)
+    assert again.meta["cssclasses"] == ["wide"] and again.meta["my_key"] == {"nested": 1}
+    assert again.body.strip() == "body"
+
+
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        ("---\ntitle: [unclosed\n---\nbody", "broken YAML"),
+        ("---\ntitle: x\nbody without closing", "not closed"),
+        ("---\n- a\n- b\n---\nbody", "not a key/value"),
+    ],
+)
+def test_broken_frontmatter_is_reported_not_raised(text, problem):
+    n = parse_text("a.md", text)
+    assert problem in n.problem
+    assert n.meta == {} and n.body == text
+
+
+def test_binary_and_non_utf8_raise_note_error():
+    with pytest.raises(NoteError, match="binary"):
+        parse_bytes("x.md", b"\x89PNG\r\n\x00\x00")
+    with pytest.raises(NoteError, match="UTF-8"):
+        parse_bytes("x.md", b"caf\xe9")
+    with pytest.raises(NoteError, match="limit"):
+        parse_bytes("x.md", b"a" * 100, max_bytes=10)
+
+
+def test_slugify_keeps_words():
+    assert slugify("Use pnpm, not npm!") == "use-pnpm-not-npm"
