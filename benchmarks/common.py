@@ -208,7 +208,8 @@ def write_result(name: str, payload: dict[str, Any], results_dir: Path = RESULTS
 
 
 def summary_row(benchmark: str, system: str, metric: str, value: Any, *, target: str | None = None,
-                vs_baseline: str | None = None, status: str = "ok", note: str | None = None) -> dict[str, Any]:
+                vs_baseline: str | None = None, status: str = "ok",
+                note: str | None = None) -> dict[str, Any]:
     """One row of the combined summary table (also the shape stored in summary.json)."""
     return {"benchmark": benchmark, "system": system, "metric": metric, "value": value, "target": target,
             "vs_baseline": vs_baseline, "status": status, "note": note}
@@ -239,7 +240,9 @@ def fmt(v: Any, digits: int = 3) -> str:
 def make_console() -> Any:
     from rich.console import Console
 
-    return Console()
+    # Wide enough for the metric tables when piped to a file; $COLUMNS still wins.
+    width = int(os.environ.get("COLUMNS", "0") or 0) or (None if sys.stdout.isatty() else 180)
+    return Console(width=width)
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], console: Any = None,
@@ -261,11 +264,11 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 # --------------------------------------------------------------------------- standalone entry
 
 
-def run_module(mod: ModuleType, cfg: BenchConfig, console: Any = None) -> dict[str, Any]:
+def run_module(mod: ModuleType, cfg: BenchConfig, console: Any = None, **kwargs: Any) -> dict[str, Any]:
     """Run one benchmark module, write its JSON, print its report; returns the result dict."""
     console = console or make_console()
     t0 = time.perf_counter()
-    result = mod.run(cfg)
+    result = mod.run(cfg, **kwargs)
     result["duration_s"] = round(time.perf_counter() - t0, 2)
     result["mode"] = cfg.mode
     result["result_file"] = str(write_result(mod.NAME, result, cfg.results_dir))
@@ -275,12 +278,15 @@ def run_module(mod: ModuleType, cfg: BenchConfig, console: Any = None) -> dict[s
 
 
 def standalone_main(mod: ModuleType, argv: Sequence[str] | None = None,
-                    extra_args: Callable[[argparse.ArgumentParser], None] | None = None) -> int:
+                    extra_args: Callable[[argparse.ArgumentParser], None] | None = None,
+                    kwargs_from_args: Callable[[argparse.Namespace], dict[str, Any]] | None = None) -> int:
+    """``python -m benchmarks.<name> [--quick|--full] [--bench-data PATH]`` for one benchmark module."""
     ap = argparse.ArgumentParser(prog=f"python -m benchmarks.{mod.NAME}", description=mod.__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(ap)
     if extra_args:
         extra_args(ap)
     args = ap.parse_args(argv)
-    run_module(mod, config_from_args(args))
+    kwargs = kwargs_from_args(args) if kwargs_from_args else {}
+    run_module(mod, config_from_args(args), **kwargs)
     return 0

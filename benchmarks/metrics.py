@@ -35,7 +35,7 @@ def reciprocal_rank(ranked: Sequence[str | None], gold: Collection[str]) -> floa
 
 def session_scores(ranked: Sequence[str | None], gold: Collection[str],
                    ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
-    """any@k: some gold doc in the top k; all@k: every gold doc in the top k; mrr: 1/rank of the first gold."""
+    """any@k: a gold doc in the top k; all@k: every gold doc in the top k; mrr: 1/rank of the first gold."""
     gold_set = set(gold)
     if not gold_set:
         raise ValueError("a question needs at least one gold document")
@@ -63,19 +63,20 @@ def dialog_ids_in(text: str) -> set[str]:
     return set(_ANY_DIALOG_ID.findall(text))
 
 
-def turn_scores(passages_by_rank: Sequence[Sequence[str]], gold_dialog_ids: Collection[str],
+def turn_scores(results: Sequence[tuple[str | None, Sequence[str]]], gold: Mapping[str, str],
                 ks: Sequence[int] = (5, 10)) -> dict[str, float]:
     """Turn level: do the passages of the top-k results contain the evidence dialog ids?
 
-    ``passages_by_rank[i]`` holds the passage texts returned with result i (one or more).
+    ``results[i]`` is (note id, passage texts returned with result i); ``gold`` maps each evidence
+    dialog id to the note that holds it. Dialog ids repeat across conversations ("D3:4" exists in
+    every one), so a passage counts only when it comes from that note.
     """
-    gold = list(dict.fromkeys(gold_dialog_ids))
     if not gold:
         raise ValueError("a question needs at least one gold dialog id")
     first_rank: dict[str, int] = {}
-    for rank, passages in enumerate(passages_by_rank, start=1):
-        for did in gold:
-            if did not in first_rank and any(text_has_dialog_id(t, did) for t in passages):
+    for rank, (doc_id, passages) in enumerate(results, start=1):
+        for did, note in gold.items():
+            if did not in first_rank and doc_id == note and any(text_has_dialog_id(t, did) for t in passages):
                 first_rank[did] = rank
         if len(first_rank) == len(gold):
             break

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .common import latency_summary, median, short_error
+from .common import latency_summary, log, median, short_error
+from .metrics import aggregate
 
 # --------------------------------------------------------------------------- documents and vault
 
@@ -85,7 +86,7 @@ class Retriever(Protocol):
     def close(self) -> None: ...
 
 
-STOP_WORDS = frozenset("""
+_STOP_TEXT = """
 a about above after again against all also am an and any are as at be because been before being below
 between both but by can could did do does doing done down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just let like may me
@@ -93,7 +94,8 @@ might more most much must my myself no nor not now of off on once only or other 
 over own same she should so some such than that the their theirs them themselves then there these they
 this those through to too under until up upon very was we were what whats when where which while who whom
 whose why will with would you your yours yourself yourselves
-""".split())
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _CJK_RUN = re.compile(f"[{_CJK}]+")
@@ -231,9 +233,15 @@ class HiveBrainRetriever:
             raise SystemUnavailable(short_error(e)) from e
 
     def index(self, docs: Sequence[Doc]) -> None:
-        out = self._eng.rebuild(progress=False)
+        try:
+            out = self._eng.rebuild(progress=False)
+        except (ImportError, AttributeError, NotImplementedError) as e:  # index layer not built yet
+            raise SystemUnavailable(f"rebuild: {short_error(e)}") from e
         if isinstance(out, Mapping):
             self.info["rebuild"] = {k: v for k, v in out.items() if isinstance(v, str | int | float | bool)}
+
+    def reset_counters(self) -> None:
+        self.info.pop("abstained", None)
 
     def _doc_id(self, path: str) -> str:
         p = Path(path)
@@ -245,7 +253,15 @@ class HiveBrainRetriever:
         return p.as_posix()
 
     def search(self, query: str, k: int) -> list[Hit]:
-        res = self._eng.recall(query, limit=k, scope=self.scope)
+        try:
+            res = self._eng.recall(query, limit=k, scope=self.scope)
+        except (ImportError, NotImplementedError) as e:  # recall layer not built yet
+            raise SystemUnavailable(f"recall: {short_error(e)}") from e
+        if "first_recall" not in self.info:  # what the engine says about itself (mode, semantic, ...)
+            self.info["first_recall"] = {k: v for k, v in res.items()
+                                         if k != "hits" and isinstance(v, str | int | float | bool)}
+        if res.get("abstained"):
+            self.info["abstained"] = self.info.get("abstained", 0) + 1
         hits = []
         for h in res.get("hits") or []:
             passages = []
@@ -286,33 +302,46 @@ def run_system(system: Retriever, docs: Sequence[Doc], questions: Sequence[Mappi
             system.index(docs)
             runs.append(time.perf_counter() - t0)
         med = median(runs)
-        out["index"] = {"notes": len(docs), "runs_s": [round(r, 4) for r in runs], "first_s": round(runs[0], 4),
-                        "median_s": round(med, 4), "notes_per_s": round(len(docs) / med, 1) if med > 0 else None}
+        out["index"] = {"notes": len(docs), "runs_s": [round(r, 4) for r in runs],
+                        "first_s": round(runs[0], 4), "median_s": round(med, 4),
+                        "notes_per_s": round(len(docs) / med) if med > 0 else None}
     except SystemUnavailable as e:
         out.update(status="unavailable", reason=str(e))
+        _safe_close(system)
         return out
     except Exception as e:
         out.update(status="error", reason=short_error(e))
         _safe_close(system)
         return out
 
-    for q in questions[:warmup]:
-        try:
-            system.search(q["question"], k)
-        except Exception:
-            break
     records, latencies = [], []
     errors, first_error = 0, None
-    for q in questions:
-        t0 = time.perf_counter()
-        try:
-            hits = system.search(q["question"], k)
-        except Exception as e:
-            errors += 1
-            first_error = first_error or short_error(e)
-            hits = []
-        latencies.append(time.perf_counter() - t0)
-        records.append(score(q, hits))
+    try:
+        for q in questions[:warmup]:
+            try:
+                system.search(q["question"], k)
+            except SystemUnavailable:
+                raise
+            except Exception:
+                break
+        if hasattr(system, "reset_counters"):
+            system.reset_counters()
+        for q in questions:
+            t0 = time.perf_counter()
+            try:
+                hits = system.search(q["question"], k)
+            except SystemUnavailable:
+                raise
+            except Exception as e:
+                errors += 1
+                first_error = first_error or short_error(e)
+                hits = []
+            latencies.append(time.perf_counter() - t0)
+            records.append(score(q, hits))
+    except SystemUnavailable as e:
+        _safe_close(system)
+        out.update(status="unavailable", reason=str(e))
+        return out
     _safe_close(system)
     out["latency"] = latency_summary(latencies)
     out["query_errors"] = errors
@@ -332,3 +361,57 @@ def _safe_close(system: Retriever) -> None:
         system.close()
     except Exception:
         pass
+
+
+def evaluate_systems(systems: Sequence[tuple[Retriever, int]], docs: Sequence[Doc],
+                     questions: Sequence[Mapping[str, Any]], scorer: Callable[[str], ScoreFn],
+                     metrics: Sequence[str], group_key: str | None = None, *, k: int = 10,
+                     warmup: int = 3) -> list[dict[str, Any]]:
+    """:func:`run_system` for each (system, index_runs), with metric means pooled and per group."""
+    results = []
+    for system, index_runs in systems:
+        log(f"{system.name}: index {len(docs)} notes x{index_runs}, then {len(questions)} questions")
+        r = run_system(system, docs, questions, scorer(system.granularity), k=k, index_runs=index_runs,
+                       warmup=warmup)
+        if r.get("records"):
+            r["metrics"] = aggregate(r["records"], metrics, group_key)
+        log(f"{system.name}: {r['status']}" + (f" ({r['reason']})" if r.get("reason") else ""))
+        results.append(r)
+    return results
+
+
+def find_result(results: Sequence[Mapping[str, Any]], name: str) -> Mapping[str, Any] | None:
+    return next((r for r in results if r["system"] == name), None)
+
+
+def metric_value(result: Mapping[str, Any] | None, metric: str, group: str = "pooled") -> float | None:
+    if not result or result.get("status") != "ok":
+        return None
+    return result.get("metrics", {}).get(group, {}).get(metric)
+
+
+def status_text(result: Mapping[str, Any]) -> str:
+    return result["status"] + (f": {result['reason']}" if result.get("reason") else "")
+
+
+def systems_rows(results: Sequence[Mapping[str, Any]], metrics: Sequence[str],
+                 group: str = "pooled") -> list[list[Any]]:
+    """Table rows: system, n, the metrics, index notes/s, query p50/p95 ms, status."""
+    rows = []
+    for r in results:
+        m = r.get("metrics", {}).get(group, {}) if r.get("status") == "ok" else {}
+        lat = r.get("latency", {}) if r.get("status") == "ok" else {}
+        rows.append([r["system"], m.get("n"), *(m.get(x) for x in metrics),
+                     r.get("index", {}).get("notes_per_s") if r.get("status") == "ok" else None,
+                     lat.get("median_ms"), lat.get("p95_ms"), r["status"]])
+    return rows
+
+
+def status_notes(results: Sequence[Mapping[str, Any]]) -> str | None:
+    """Why systems did not run (a table caption), or None when all ran."""
+    notes = [f"{r['system']}: {status_text(r)}" for r in results if r.get("status") != "ok"]
+    return "\n".join(notes) or None
+
+
+def systems_columns(metric_headers: Sequence[str]) -> list[str]:
+    return ["system", "n", *metric_headers, "index notes/s", "q p50 ms", "q p95 ms", "status"]

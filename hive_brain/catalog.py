@@ -53,6 +53,8 @@ def classify(path: str, meta: dict[str, Any]) -> tuple[str, str, str, str]:
             layer, task = "task", parts[3]
     if path == CORE_MEMORY or parts[-1] == "Core Memory.md":
         kind = "core"
+    elif parts[0] == "Operations":
+        kind = "operational"
     elif path.startswith(CONVERSATIONS_DIR + "/"):
         kind = "conversation"
         if len(parts) > 3:
@@ -94,11 +96,11 @@ class Entry:
 
 
 class Catalog:
-    def __init__(self, vault: Vault, *, max_note_bytes: int = 5 * 1024 * 1024) -> None:
+    def __init__(self, vault: Vault, *, max_note_bytes: int = 5 * 1024 * 1024, db_path: Path | None = None) -> None:
         self.vault = vault
         self.max_note_bytes = max_note_bytes
         vault.state.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(vault.state / "catalog.sqlite", timeout=30, isolation_level=None)
+        self.db = sqlite3.connect(db_path or vault.state / "catalog.sqlite", timeout=30, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(_SCHEMA)
@@ -161,6 +163,18 @@ class Catalog:
         for r in cur:
             out.append(Entry(*r[:12], json.loads(r[12] or "{}"), r[13]))
         return out
+
+    def by_paths(self, paths: list[str]) -> dict[str, Entry]:
+        out: dict[str, Entry] = {}
+        for i in range(0, len(paths), 500):
+            chunk = paths[i:i + 500]
+            for e in self._entries(f"path IN ({','.join('?' * len(chunk))})", tuple(chunk)):
+                out[e.path] = e
+        return out
+
+    def put_note(self, note: Note, mtime_ns: int = 0, size: int = 0) -> None:
+        """Record a note that is not (or no longer) on disk, e.g. one replayed from a generation."""
+        self.db.execute("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", self._note_row(note, mtime_ns, size))
 
     def all(self) -> list[Entry]:
         return self._entries()

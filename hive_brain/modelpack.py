@@ -23,14 +23,17 @@ Layout on disk::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import struct
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +60,7 @@ REINSTALL_HINT = "run `hive-brain model install --force`"
 # Settings that change the vectors a pack produces; pack_key() covers exactly these (plus file hashes).
 _VECTOR_SETTINGS = ("id", "dim", "pooling", "normalize", "query_prefix", "passage_prefix", "max_tokens")
 _POOLINGS = ("mean", "cls", "none")
+_PACK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _STALE_BUILD_SECONDS = 3600
 _HASH_CHUNK = 1 << 20
 
@@ -168,8 +172,8 @@ def _manifest_problems(manifest: Any) -> list[str]:
             problems.append(f"missing {name!r}")
     if problems:
         return problems
-    if not isinstance(manifest["id"], str) or not manifest["id"] or "/" in manifest["id"]:
-        problems.append("'id' must be a non-empty name without '/'")
+    if not isinstance(manifest["id"], str) or not _PACK_ID.fullmatch(manifest["id"]):
+        problems.append("'id' must be a name of letters, digits, '.', '_' or '-' (not starting with '.')")
     if not isinstance(manifest["dim"], int) or manifest["dim"] <= 0:
         problems.append("'dim' must be a positive integer")
     if manifest["pooling"] not in _POOLINGS:
@@ -181,7 +185,11 @@ def _manifest_problems(manifest: Any) -> list[str]:
         return [*problems, "missing 'files'"]
     for name in PACK_FILES:
         entry = files.get(name)
-        if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and isinstance(entry.get("bytes"), int)):
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("bytes"), int)
+        ):
             problems.append(f"'files' lacks sha256/bytes for {name}")
     return problems
 
@@ -209,7 +217,9 @@ def _file_entry(path: Path) -> dict[str, Any]:
 def _new_build_dir(model_dir: Path, pack_id: str) -> Path:
     model_dir.mkdir(parents=True, exist_ok=True)
     _remove_stale_builds(model_dir)
-    return Path(tempfile.mkdtemp(prefix=f".building-{pack_id}-", dir=model_dir))
+    build_dir = Path(tempfile.mkdtemp(prefix=f".building-{pack_id}-", dir=model_dir))
+    build_dir.chmod(0o755)  # mkdtemp's 0700 would make the published pack private to this user
+    return build_dir
 
 
 def _remove_stale_builds(model_dir: Path) -> None:
@@ -399,6 +409,8 @@ def install_from(
         **{k: v for k, v in overrides.items() if v is not None},
     }
     manifest.setdefault("id", src_dir.resolve().name)
+    if not isinstance(manifest["id"], str) or not _PACK_ID.fullmatch(manifest["id"]):
+        raise ModelError(f"bad pack id {manifest['id']!r}: use letters, digits, '.', '_' or '-'")
     manifest["format"] = MANIFEST_FORMAT
     manifest.setdefault("source", str(src_dir.resolve()))
     expected_dim = manifest.pop("dim", None)
@@ -417,10 +429,14 @@ def install_from(
         _write_manifest(build_dir, manifest)
         vector = _probe_vector(build_dir)
         if expected_dim is not None and vector.shape[0] != expected_dim:
-            raise ModelError(f"{src_dir} produces {vector.shape[0]}-d vectors, but dim {expected_dim} was given")
+            raise ModelError(
+                f"{src_dir} produces {vector.shape[0]}-d vectors, but dim {expected_dim} was given"
+            )
         manifest["dim"] = int(vector.shape[0])
         _write_manifest(build_dir, manifest)
-        _probe_vector(build_dir)
+        problems = verify(build_dir)
+        if problems:
+            raise ModelError(f"cannot install {src_dir}: {problems[0]}")
         return _publish(build_dir, model_dir / manifest["id"], replace=True)
     except BaseException:
         shutil.rmtree(build_dir, ignore_errors=True)
@@ -614,14 +630,19 @@ def write_tokenizer(vocab: E5Vocabulary, out_path: Path, *, max_tokens: int = 51
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
     plain = {"add_dummy_prefix": False, "remove_extra_whitespaces": False, "escape_whitespaces": False}
-    rules = dict(spm.SentencePieceNormalizer(rule_name="nmt_nfkc", **plain).decompile())
-    rules = {src: dst for src, dst in rules.items() if len(src) != 1}
-    for code_point, outputs in vocab.norm_map.items():
-        rules[chr(code_point)] = "".join(map(chr, outputs))
-    spec = spm.SentencePieceNormalizer(norm_map=sorted(rules.items()), **plain).serialized_normalizer_spec()
+    with _quiet_native_stderr():
+        rules = dict(spm.SentencePieceNormalizer(rule_name="nmt_nfkc", **plain).decompile())
+        rules = {src: dst for src, dst in rules.items() if len(src) != 1}
+        for code_point, outputs in vocab.norm_map.items():
+            rules[chr(code_point)] = "".join(map(chr, outputs))
+        spec = spm.SentencePieceNormalizer(
+            norm_map=sorted(rules.items()), **plain
+        ).serialized_normalizer_spec()
 
     tokenizer = Tokenizer(
-        models.Unigram(list(zip(vocab.pieces, vocab.scores, strict=True)), unk_id=vocab.unk, byte_fallback=False)
+        models.Unigram(
+            list(zip(vocab.pieces, vocab.scores, strict=True)), unk_id=vocab.unk, byte_fallback=False
+        )
     )
     tokenizer.normalizer = normalizers.Sequence(
         [normalizers.Precompiled(_precompiled_charsmap(spec)), normalizers.Replace(Regex(" {2,}"), " ")]
@@ -637,6 +658,26 @@ def write_tokenizer(vocab: E5Vocabulary, out_path: Path, *, max_tokens: int = 51
     tokenizer.enable_truncation(max_length=max_tokens)
     tokenizer.enable_padding(pad_id=vocab.pad, pad_token="<pad>")
     tokenizer.save(str(out_path))
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr() -> Iterator[None]:
+    """Silence sentencepiece's C++ (absl) info logging, which bypasses Python's sys.stderr.
+
+    Failures still surface: sentencepiece raises Python exceptions for them.
+    """
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 # --------------------------------------------------------------------------- model.onnx
@@ -703,7 +744,9 @@ class _GraphBuilder:
             bits=4,
             block_size=_Q4_GROUP,
         )
-        return self.node("Add", [product, self.const(prefix + ".bias", self.f32(prefix + ".b"))], prefix + ".add")
+        return self.node(
+            "Add", [product, self.const(prefix + ".bias", self.f32(prefix + ".b"))], prefix + ".add"
+        )
 
     def residual_layernorm(self, x: str, residual: str, prefix: str, weight: str, bias: str) -> str:
         summed = self.node("Add", [x, residual], prefix + ".res")
@@ -745,7 +788,9 @@ def write_onnx(weights: E5Weights, out_path: Path, *, source_name: str) -> None:
         [g.node("Cast", [codes], "emb.cast", to=TensorProto.FLOAT), g.const("c8", np.array(8.0, np.float32))],
         "emb.sub",
     )
-    block_scale = g.node("Cast", [g.node("Gather", ["emb.word.d", ids], "emb.gd")], "emb.dcast", to=TensorProto.FLOAT)
+    block_scale = g.node(
+        "Cast", [g.node("Gather", ["emb.word.d", ids], "emb.gd")], "emb.dcast", to=TensorProto.FLOAT
+    )
     block_scale = g.node("Unsqueeze", [block_scale, g.const("ax_m1", np.array([-1], np.int64))], "emb.dunsq")
 
     # Dynamic shapes [B, S, H] and [B, S, heads, head_dim] from the input.
@@ -754,9 +799,14 @@ def write_onnx(weights: E5Weights, out_path: Path, *, source_name: str) -> None:
     batch = g.node("Gather", [shape, g.const("i0", np.array(0, np.int64))], "batch", axis=0)
     batch_1d = g.node("Unsqueeze", [batch, g.const("ax0", np.array([0], np.int64))], "B1")
     seq_1d = g.node("Unsqueeze", [seq_len, "ax0"], "S1")
-    shape_bsh = g.node("Concat", [batch_1d, seq_1d, g.const("cH", np.array([hidden], np.int64))], "shape_bsh", axis=0)
+    shape_bsh = g.node(
+        "Concat", [batch_1d, seq_1d, g.const("cH", np.array([hidden], np.int64))], "shape_bsh", axis=0
+    )
     shape_heads = g.node(
-        "Concat", [batch_1d, seq_1d, g.const("cNHhd", np.array([n_heads, head_dim], np.int64))], "shape_heads", axis=0
+        "Concat",
+        [batch_1d, seq_1d, g.const("cNHhd", np.array([n_heads, head_dim], np.int64))],
+        "shape_heads",
+        axis=0,
     )
 
     x = g.node("Reshape", [g.node("Mul", [centred, block_scale], "emb.deq"), shape_bsh], "emb.reshape")
@@ -788,7 +838,12 @@ def write_onnx(weights: E5Weights, out_path: Path, *, source_name: str) -> None:
         p = f"l{layer}"
 
         def split_heads(t: str, part: str, perm: list[int], p: str = p) -> str:
-            return g.node("Transpose", [g.node("Reshape", [t, shape_heads], f"{p}.{part}.rs")], f"{p}.{part}.tr", perm=perm)
+            return g.node(
+                "Transpose",
+                [g.node("Reshape", [t, shape_heads], f"{p}.{part}.rs")],
+                f"{p}.{part}.tr",
+                perm=perm,
+            )
 
         q = split_heads(g.linear(x, f"{p}.q", hidden, hidden), "q", [0, 2, 1, 3])
         k = split_heads(g.linear(x, f"{p}.k", hidden, hidden), "k", [0, 2, 3, 1])  # pre-transposed for q @ k
@@ -798,9 +853,15 @@ def write_onnx(weights: E5Weights, out_path: Path, *, source_name: str) -> None:
         context = g.node("MatMul", [g.node("Softmax", [scores], f"{p}.softmax", axis=-1), v], f"{p}.pv")
         context = g.node("Transpose", [context], f"{p}.ctx.tr", perm=[0, 2, 1, 3])
         context = g.node("Reshape", [context, shape_bsh], f"{p}.ctx.rs")
-        x = g.residual_layernorm(x, g.linear(context, f"{p}.ao", hidden, hidden), f"{p}.attn", f"{p}.aln.w", f"{p}.aln.b")
-        intermediate = g.node("Gelu", [g.linear(x, f"{p}.fi", hidden, hdr.ffn)], f"{p}.gelu", domain="com.microsoft")
-        x = g.residual_layernorm(x, g.linear(intermediate, f"{p}.fo", hdr.ffn, hidden), f"{p}.ffn", f"{p}.oln.w", f"{p}.oln.b")
+        x = g.residual_layernorm(
+            x, g.linear(context, f"{p}.ao", hidden, hidden), f"{p}.attn", f"{p}.aln.w", f"{p}.aln.b"
+        )
+        intermediate = g.node(
+            "Gelu", [g.linear(x, f"{p}.fi", hidden, hdr.ffn)], f"{p}.gelu", domain="com.microsoft"
+        )
+        x = g.residual_layernorm(
+            x, g.linear(intermediate, f"{p}.fo", hdr.ffn, hidden), f"{p}.ffn", f"{p}.oln.w", f"{p}.oln.b"
+        )
 
     g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="out_hidden"))
 

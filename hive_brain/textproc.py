@@ -55,19 +55,34 @@ _SEGMENTLESS = (
     "\uff66-\uff9f"  # half-width katakana (NFKC usually maps these already)
     "\U00020000-\U0003134f"  # CJK extensions B..G
 )
-# Combining marks that belong inside a word: Python's \w does not match them, so without this
-# Hindi or Hebrew words with vowel signs would be cut into fragments.
-_WORD_MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0900-\u0dff"
-_WORD = rf"(?:[^\W_{_SEGMENTLESS}]|[{_WORD_MARKS}]|_)"
-# A token: a run of segmentless-script characters, or a word (letters, digits, marks, underscores),
-# with inner apostrophes kept so the stemmer can strip possessives ("user's" -> "user").
-_TOKEN_RE = re.compile(rf"[{_SEGMENTLESS}]+|{_WORD}+(?:['\u2019]{_WORD}+)*")
-_SEGMENTLESS_RE = re.compile(rf"[{_SEGMENTLESS}]")
+# Marks that belong inside a word: Python's \w does not match combining marks, so without these
+# Hindi, Hebrew or Thai words with vowel signs would be cut into fragments.
+_WORD_MARKS = (
+    "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+    "\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3099\u309a"
+)
+_WORD = rf"(?:\w|[{_WORD_MARKS}])"
+# A token: letters, digits, marks, underscores, with inner apostrophes kept so the stemmer can strip
+# possessives ("user's" -> "user"). CJK runs are tokens here too and are split into script runs
+# afterwards: a character class over all the CJK ranges costs ~2 ms to compile, which every
+# English-only process (the hook path) would pay at import, so it is compiled on first use.
+_TOKEN_RE = re.compile(rf"{_WORD}+(?:['\u2019]{_WORD}+)*")
+_FIRST_SEGMENTLESS = "\u0e00"  # no segmentless character sorts below this
+_seg_re: tuple[re.Pattern[str], re.Pattern[str]] | None = None
+
+
+def _seg() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(one segmentless character, alternating runs of segmentless / other characters)."""
+    global _seg_re
+    if _seg_re is None:
+        _seg_re = (re.compile(f"[{_SEGMENTLESS}]"), re.compile(f"[{_SEGMENTLESS}]+|[^{_SEGMENTLESS}]+"))
+    return _seg_re
+
+
 _CAMEL_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+|[^A-Za-z0-9]+")
 
 # English stop words (the usual Snowball/NLTK list plus contractions without apostrophes).
-STOP_WORDS: frozenset[str] = frozenset(
-    """
+_STOP_WORDS_TEXT = """
     a about above after again against all am an and any are aren't as at be because been before being
     below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
     during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
@@ -80,16 +95,16 @@ STOP_WORDS: frozenset[str] = frozenset(
     you'll you're you've your yours yourself yourselves
     s t d ll m re ve dont doesnt didnt isnt arent wasnt werent cant couldnt wont wouldnt shouldnt im ive
     youre theyre thats whats lets hes shes
-    """.split()
-)
+"""
+STOP_WORDS: frozenset[str] = frozenset(_STOP_WORDS_TEXT.split())
 
 
 def _build_fold_table() -> dict[int, str | None]:
-    """Latin and Greek letters -> unaccented ASCII/base letters; combining diacritics removed."""
+    """Latin and Greek letters -> unaccented base letters (case kept, so camelCase still splits)."""
     special = {
-        "ß": "ss", "ẞ": "ss", "æ": "ae", "Æ": "ae", "œ": "oe", "Œ": "oe", "ø": "o", "Ø": "o",
-        "đ": "d", "Đ": "d", "ð": "d", "Ð": "d", "þ": "th", "Þ": "th", "ł": "l", "Ł": "l",
-        "ı": "i", "ħ": "h", "Ħ": "h", "ŋ": "n", "Ŋ": "n", "ſ": "s", "ƒ": "f",
+        "ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe", "ø": "o", "Ø": "O",
+        "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "Th", "ł": "l", "Ł": "L",
+        "ı": "i", "ħ": "h", "Ħ": "H", "ŋ": "n", "Ŋ": "N", "ſ": "s", "ƒ": "f",
         "\u2019": "'", "\u02bc": "'",
     }
     table: dict[int, str | None] = {cp: None for cp in range(0x300, 0x370)}
@@ -101,7 +116,7 @@ def _build_fold_table() -> dict[int, str | None]:
                 continue
             base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
             if base and base != ch:
-                table[cp] = base.lower()
+                table[cp] = base
     for ch, rep in special.items():
         table[ord(ch)] = rep
     return table
@@ -112,14 +127,13 @@ _stem = snowballstemmer.stemmer("english").stemWord
 
 # raw token -> analyzed terms; bounded so a vault full of hashes cannot grow it without limit.
 _CACHE: dict[str, tuple[str, ...]] = {}
+_CACHE_PARTS: dict[str, tuple[str, ...]] = {}  # same, without joined identifiers (content_words)
 _CACHE_MAX = 300_000
 _EMPTY: tuple[str, ...] = ()
 
 
 def _word(tok: str) -> str | None:
-    """One lowercase word -> its term, or None for a stop word."""
-    if not tok.isascii():
-        tok = tok.translate(_FOLD)
+    """One folded, lowercase word -> its term, or None for a stop word."""
     if tok in STOP_WORDS:
         return None
     if "'" in tok:
@@ -141,12 +155,14 @@ def _segmentless(run: str, bigrams: bool) -> list[str]:
 
 
 def _token(tok: str, compounds: bool) -> tuple[str, ...]:
+    if not tok.isascii():
+        tok = tok.replace("\u2019", "'").translate(_FOLD)
     if "_" not in tok and (tok.islower() or tok.isupper() or not tok.isalnum() or tok.isdigit()):
         # Plain word (or an all-caps acronym, or one with apostrophes): the common case.
-        t = _word(tok.lower().replace("\u2019", "'"))
+        t = _word(tok.lower())
         return (t,) if t else _EMPTY
     parts: list[str] = []
-    for piece in tok.replace("\u2019", "'").split("_"):
+    for piece in tok.split("_"):
         if not piece:
             continue
         if piece.islower() or piece.isupper() or "'" in piece:
@@ -155,10 +171,7 @@ def _token(tok: str, compounds: bool) -> tuple[str, ...]:
             parts.extend(p for p in _CAMEL_RE.findall(piece) if p)
     out = [t for t in (_word(p.lower()) for p in parts) if t]
     if compounds and len(parts) > 1:
-        whole = tok.strip("_").lower()
-        if not whole.isascii():
-            whole = whole.translate(_FOLD)
-        out.append(whole[:MAX_TERM_CHARS])
+        out.append(tok.strip("_").lower()[:MAX_TERM_CHARS])
     return tuple(out)
 
 
@@ -179,24 +192,38 @@ def _analyze(text: str, *, bigrams: bool, compounds: bool) -> list[str]:
     text = _clean(text)
     out: list[str] = []
     extend = out.extend
-    cache = _CACHE if (bigrams and compounds) else None
+    cache = _CACHE if compounds else _CACHE_PARTS
     for tok in _TOKEN_RE.findall(text):
-        if cache is not None:
-            hit = cache.get(tok)
-            if hit is not None:
-                extend(hit)
-                continue
-        if _SEGMENTLESS_RE.match(tok):
-            # Runs are long and rarely repeat: not worth caching.
-            extend(_segmentless(tok, bigrams))
+        hit = cache.get(tok)
+        if hit is not None:
+            extend(hit)
             continue
+        if not tok.isascii() and max(tok) >= _FIRST_SEGMENTLESS:
+            one, runs = _seg()
+            if one.search(tok):
+                # Tokens with CJK are long and rarely repeat: not worth caching.
+                for run in runs.findall(tok):
+                    if one.match(run):
+                        extend(_segmentless(run, bigrams))
+                    else:
+                        extend(_token_cached(run, compounds, cache))
+                continue
         res = _token(tok, compounds)
-        if cache is not None:
-            if len(cache) >= _CACHE_MAX:
-                cache.clear()
-            cache[tok] = res
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[tok] = res
         extend(res)
     return out
+
+
+def _token_cached(tok: str, compounds: bool, cache: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    res = cache.get(tok)
+    if res is None:
+        res = _token(tok, compounds) if tok.strip("'\u2019_") else _EMPTY
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[tok] = res
+    return res
 
 
 def analyze(text: str) -> list[str]:
@@ -239,11 +266,15 @@ def content_words(text: str) -> list[str]:
 
 def has_segmentless(text: str) -> bool:
     """True when ``text`` contains CJK (or another script written without spaces)."""
-    return bool(_SEGMENTLESS_RE.search(text))
+    if text.isascii() or max(text) < _FIRST_SEGMENTLESS:
+        return False
+    return bool(_seg()[0].search(text))
 
 
 def count_segmentless(text: str) -> int:
-    return len(_SEGMENTLESS_RE.findall(text))
+    if text.isascii() or max(text) < _FIRST_SEGMENTLESS:
+        return 0
+    return len(_seg()[0].findall(text))
 
 
 def join_terms(terms: Iterable[str]) -> str:

@@ -1,0 +1,100 @@
+"""Run the hive-brain benchmarks and write a combined summary.
+
+    python -m benchmarks.run [--quick|--full] [--only startup,locomo,cmrc] [--bench-data PATH]
+
+--quick (default) subsamples questions and finishes in minutes on 2 cores; --full asks every
+question. Each benchmark writes benchmarks/results/<name>.json; this writes results/summary.json
+and prints one combined table. A benchmark that fails is reported as failed; the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from types import ModuleType
+from typing import Any
+
+from . import cmrc, locomo, startup
+from .common import (
+    add_common_args,
+    config_from_args,
+    make_console,
+    print_table,
+    run_module,
+    short_error,
+    summary_row,
+    write_result,
+)
+
+BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in (startup, locomo, cmrc)}
+
+
+def parse_only(value: str | None) -> list[str]:
+    if not value:
+        return list(BENCHMARKS)
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown benchmark(s): {', '.join(unknown)}; "
+                                         f"choose from {', '.join(BENCHMARKS)}")
+    return names
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_args(ap)
+    ap.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
+    args = ap.parse_args(argv)
+    try:
+        names = parse_only(args.only)
+    except argparse.ArgumentTypeError as e:
+        ap.error(str(e))
+    cfg = config_from_args(args)
+    console = make_console()
+    console.print(f"[bold]hive-brain benchmarks[/bold] ({cfg.mode}); bench data: {cfg.bench_data}")
+
+    t_start = time.perf_counter()
+    entries: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        mod = BENCHMARKS[name]
+        console.rule(name)
+        t0 = time.perf_counter()
+        try:
+            result = run_module(mod, cfg, console)
+            bench_rows = mod.summary_rows(result)
+            entries[name] = {"status": "ok", "duration_s": result["duration_s"],
+                             "result_file": result["result_file"], "rows": bench_rows}
+            rows.extend(bench_rows)
+        except Exception as e:  # one broken benchmark must not hide the others
+            console.print(f"[red]{name} failed:[/red] {short_error(e)}")
+            entries[name] = {"status": "failed", "duration_s": round(time.perf_counter() - t0, 2),
+                             "reason": short_error(e), "traceback": traceback.format_exc()}
+            rows.append(summary_row(name, "-", "-", None, status="failed", note=short_error(e)))
+    total = round(time.perf_counter() - t_start, 2)
+
+    path = write_result("summary", {
+        "mode": cfg.mode,
+        "bench_data": str(cfg.bench_data),
+        "finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        "duration_s": total,
+        "benchmarks": entries,
+    }, cfg.results_dir)
+    console.rule("summary")
+    print_table(f"hive-brain benchmarks: summary ({cfg.mode}, {total:.1f} s)",
+                ["benchmark", "system", "metric", "value", "target", "vs baseline", "status", "note"],
+                [[r["benchmark"], r["system"], r["metric"], r["value"], r["target"], r["vs_baseline"],
+                  r["status"], r["note"]] for r in rows], console)
+    for name, e in entries.items():
+        console.print(f"[dim]{name}: {e['status']}, {e['duration_s']:.1f} s[/dim]")
+    console.print(f"[dim]wrote {path}[/dim]")
+    return 1 if any(e["status"] == "failed" for e in entries.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

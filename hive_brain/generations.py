@@ -1,0 +1,297 @@
+"""Versioned, content-addressed, verified index generations.
+
+A generation says "which notes, with which content, indexed how". Note bytes live once in an
+object store (``objects/ab/<sha256>``). A generation file is either a *checkpoint* (the full
+``path -> sha`` manifest) or a *delta* against its parent (added/changed/removed). Each file
+carries a SHA-256 receipt over its canonical JSON body; ``current`` (a one-line pointer) is moved
+last, only to a generation whose receipt verifies. If ``current`` is damaged, readers fall back to
+the newest older generation that verifies, and say so.
+
+``notes_hash`` is the content hash of the full manifest: the same notes give the same hash, on any
+device, whatever the history (rebuild after deleting the state dir → same ``notes_hash``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import GenerationCorrupt, NotFound
+from .fsutil import atomic_write_text, fsync_dir, sha256_bytes
+
+CHECKPOINT_EVERY = 50  # deltas between checkpoints: bounds the cost of materialising a manifest
+FORMAT = 1
+
+
+def canonical(body: dict) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def manifest_hash(manifest: dict[str, str]) -> str:
+    return sha256_bytes("".join(f"{p}\t{manifest[p]}\n" for p in sorted(manifest)).encode("utf-8"))
+
+
+@dataclass
+class Generation:
+    id: int
+    kind: str  # checkpoint | delta
+    parent: int | None
+    created: str
+    notes_hash: str
+    note_count: int
+    index: dict[str, Any]
+    label: str
+    added: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, str] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    entries: dict[str, str] | None = None  # checkpoints only
+
+    def summary(self) -> dict:
+        return {
+            "id": self.id, "kind": self.kind, "parent": self.parent, "created": self.created, "label": self.label,
+            "notes_hash": self.notes_hash, "notes": self.note_count, "added": len(self.added),
+            "changed": len(self.changed), "removed": len(self.removed), "index": self.index,
+        }
+
+
+class GenerationStore:
+    def __init__(self, state_dir: Path) -> None:
+        self.root = state_dir / "generations"
+        self.gens = self.root / "gens"
+        self.objects = self.root / "objects"
+        self.warnings: list[str] = []
+        self._manifest_cache: dict[int, dict[str, str]] = {}
+
+    # -- objects ------------------------------------------------------------------------------
+    def _obj_path(self, sha: str) -> Path:
+        return self.objects / sha[:2] / sha
+
+    def put_object(self, data: bytes, sha: str | None = None) -> str:
+        sha = sha or sha256_bytes(data)
+        p = self._obj_path(sha)
+        if p.exists():
+            return sha
+        p.parent.mkdir(parents=True, exist_ok=True)
+        # No fsync per object: objects are verified by hash on read and the note is still in the
+        # vault, so a torn object costs a re-read, never data. Keeps rebuilds fast.
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".obj.")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, p)
+        return sha
+
+    def get_object(self, sha: str) -> bytes:
+        p = self._obj_path(sha)
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError as e:
+            raise GenerationCorrupt(f"object {sha[:12]} is missing from the store", hint="run `hive-brain rebuild-index`") from e
+        if sha256_bytes(data) != sha:
+            raise GenerationCorrupt(f"object {sha[:12]} is damaged", hint="run `hive-brain rebuild-index`")
+        return data
+
+    def has_object(self, sha: str) -> bool:
+        return self._obj_path(sha).exists()
+
+    # -- generation files ---------------------------------------------------------------------
+    def _gen_path(self, gid: int) -> Path:
+        return self.gens / f"{gid:08d}.json"
+
+    def ids(self) -> list[int]:
+        if not self.gens.is_dir():
+            return []
+        out = []
+        for p in self.gens.glob("*.json"):
+            try:
+                out.append(int(p.stem))
+            except ValueError:
+                continue
+        return sorted(out)
+
+    def load(self, gid: int) -> Generation:
+        p = self._gen_path(gid)
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+            body, receipt = doc["body"], doc["receipt"]
+        except FileNotFoundError as e:
+            raise NotFound(f"no generation {gid}", hint="list them with `hive-brain generations`") from e
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise GenerationCorrupt(f"generation {gid} is unreadable") from e
+        if sha256_bytes(canonical(body)) != receipt:
+            raise GenerationCorrupt(f"generation {gid} fails its receipt check")
+        return Generation(**{k: body[k] for k in Generation.__dataclass_fields__ if k in body})
+
+    def verify(self, gid: int) -> bool:
+        try:
+            self.manifest(gid)
+            return True
+        except (GenerationCorrupt, NotFound):
+            return False
+
+    def manifest(self, gid: int) -> dict[str, str]:
+        """The full path->sha manifest at a generation (verifying every file on the way)."""
+        if gid in self._manifest_cache:
+            return dict(self._manifest_cache[gid])
+        chain: list[Generation] = []
+        cur: int | None = gid
+        while cur is not None:
+            g = self.load(cur)
+            chain.append(g)
+            if g.kind == "checkpoint":
+                break
+            cur = g.parent
+        else:
+            if not chain or chain[-1].kind != "checkpoint":
+                raise GenerationCorrupt(f"generation {gid} has no checkpoint to start from")
+        man: dict[str, str] = dict(chain[-1].entries or {})
+        for g in reversed(chain[:-1]):
+            for p in g.removed:
+                man.pop(p, None)
+            man.update(g.added)
+            man.update(g.changed)
+        if manifest_hash(man) != chain[0].notes_hash:
+            raise GenerationCorrupt(f"generation {gid}: manifest does not match its notes hash")
+        self._manifest_cache = {gid: man}
+        return dict(man)
+
+    # -- current ------------------------------------------------------------------------------
+    def current_id(self) -> int | None:
+        """The newest verified generation at or below `current` (falls back and warns if damaged)."""
+        ptr = self.root / "current"
+        wanted: int | None = None
+        try:
+            wanted = int(ptr.read_text(encoding="utf-8").strip())
+        except FileNotFoundError:
+            wanted = None
+        except (OSError, ValueError):
+            self.warnings.append("the `current` pointer is damaged; using the newest verified generation")
+        ids = self.ids()
+        if wanted is None and not ids:
+            return None
+        candidates = [i for i in ids if wanted is None or i <= wanted]
+        for gid in reversed(candidates):
+            if self.verify(gid):
+                if wanted is not None and gid != wanted:
+                    self.warnings.append(
+                        f"generation {wanted} is damaged; reading the newest verified generation {gid} instead "
+                        "(run `hive-brain rebuild-index` to repair)"
+                    )
+                return gid
+        if ids:
+            self.warnings.append("no generation verifies; run `hive-brain rebuild-index`")
+        return None
+
+    def publish(self, new_manifest: dict[str, str], *, index: dict[str, Any], label: str, force_checkpoint: bool = False) -> Generation:
+        """Write a generation for `new_manifest`, verify it, then move `current` to it (last)."""
+        self.gens.mkdir(parents=True, exist_ok=True)
+        base_id = self.current_id()
+        base = self.manifest(base_id) if base_id is not None else {}
+        ids = self.ids()
+        gid = (ids[-1] + 1) if ids else 1
+        deltas_since_cp = 0
+        cur = base_id
+        while cur is not None:
+            g = self.load(cur)
+            if g.kind == "checkpoint":
+                break
+            deltas_since_cp += 1
+            cur = g.parent
+        added = {p: s for p, s in new_manifest.items() if p not in base}
+        changed = {p: s for p, s in new_manifest.items() if p in base and base[p] != s}
+        removed = sorted(p for p in base if p not in new_manifest)
+        checkpoint = force_checkpoint or base_id is None or deltas_since_cp + 1 >= CHECKPOINT_EVERY
+        body: dict[str, Any] = {
+            "format": FORMAT,
+            "id": gid,
+            "kind": "checkpoint" if checkpoint else "delta",
+            "parent": base_id,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "notes_hash": manifest_hash(new_manifest),
+            "note_count": len(new_manifest),
+            "index": index,
+            "label": label,
+            "added": added,
+            "changed": changed,
+            "removed": removed,
+        }
+        if checkpoint:
+            body["entries"] = dict(sorted(new_manifest.items()))
+        receipt = sha256_bytes(canonical(body))
+        atomic_write_text(self._gen_path(gid), json.dumps({"body": body, "receipt": receipt}, ensure_ascii=False))
+        self._manifest_cache = {}
+        if self.manifest(gid) != new_manifest:  # verify before pointing at it
+            raise GenerationCorrupt(f"generation {gid} did not verify after writing")
+        atomic_write_text(self.root / "current", f"{gid}\n")
+        fsync_dir(self.root)
+        return self.load(gid)
+
+    def list(self) -> list[dict]:
+        out = []
+        for gid in self.ids():
+            try:
+                out.append({**self.load(gid).summary(), "verified": True})
+            except GenerationCorrupt as e:
+                out.append({"id": gid, "verified": False, "problem": str(e)})
+        return out
+
+    # -- pruning ------------------------------------------------------------------------------
+    def coverage_path(self) -> Path:
+        return self.root / "coverage.json"
+
+    def read_coverage(self) -> dict | None:
+        p = self.coverage_path()
+        if not p.exists():
+            return None
+        try:
+            doc = json.loads(p.read_text(encoding="utf-8"))
+            if sha256_bytes(canonical(doc["body"])) != doc["receipt"]:
+                raise ValueError("receipt mismatch")
+            return doc["body"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise GenerationCorrupt(f"coverage.json is damaged ({e}); pruning is paused", hint="run `hive-brain rebuild-index`") from e
+
+    def earliest_replayable(self) -> int | None:
+        ids = [i for i in self.ids() if self.verify(i)]
+        return ids[0] if ids else None
+
+    def prune(self, keep_last: int = 20) -> dict:
+        """Drop old generations, keeping the newest `keep_last` and a checkpoint they all rest on."""
+        self.read_coverage()  # raises (pauses pruning) if coverage data is damaged
+        cur = self.current_id()
+        if cur is None:
+            return {"removed": [], "kept": []}
+        ids = [i for i in self.ids() if i <= cur]
+        keep = set(ids[-keep_last:])
+        oldest_kept = min(keep)
+        if self.load(oldest_kept).kind != "checkpoint":
+            # Re-root the oldest kept generation as a checkpoint so it stays replayable alone.
+            man = self.manifest(oldest_kept)
+            g = self.load(oldest_kept)
+            body = {**{k: getattr(g, k) for k in Generation.__dataclass_fields__ if k != "entries"}, "format": FORMAT,
+                    "kind": "checkpoint", "entries": dict(sorted(man.items()))}
+            atomic_write_text(self._gen_path(oldest_kept),
+                              json.dumps({"body": body, "receipt": sha256_bytes(canonical(body))}, ensure_ascii=False))
+            self._manifest_cache = {}
+        removed = [i for i in self.ids() if i not in keep and i < oldest_kept]
+        for gid in removed:
+            self._gen_path(gid).unlink(missing_ok=True)
+        # Objects no longer referenced by any kept generation.
+        live: set[str] = set()
+        for gid in sorted(keep):
+            live.update(self.manifest(gid).values())
+        dropped = 0
+        if self.objects.is_dir():
+            for sub in self.objects.iterdir():
+                for obj in sub.iterdir():
+                    if obj.name not in live:
+                        obj.unlink()
+                        dropped += 1
+        body = {"earliest_replayable": oldest_kept, "current": cur, "kept": sorted(keep), "pruned": removed,
+                "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        atomic_write_text(self.coverage_path(), json.dumps({"body": body, "receipt": sha256_bytes(canonical(body))}))
+        return {"removed": removed, "kept": sorted(keep), "objects_removed": dropped, "earliest_replayable": oldest_kept}

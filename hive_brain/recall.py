@@ -1,0 +1,399 @@
+"""Recall: candidates from BM25 and vectors over passages, fused with features into note hits.
+
+Boundaries (layer/agent/kind/type/project/time) are one predicate applied *inside* both the BM25
+query and the vector prefilter. Ranking happens at passage level and is aggregated per note (a long
+note scores by its best passage, helped a little by other matching passages). Every feature that
+moves a note is reported in ``scoreDetails``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import temporal
+from .catalog import Catalog, Entry
+from .predicates import And, Eq, In, Not, Or, Pred, Range, all_of
+
+KINDS_ALL = ("memory", "note", "conversation", "core")
+RRF_K = 10.0
+CANDIDATES = 120
+DROP_BELOW = 0.25  # hits scoring under this fraction of the best are dropped
+
+
+def visibility(agent: str | None) -> Pred:
+    """Shared layer plus the caller's own private/task layers; an owner (no agent) reads shared."""
+    if not agent:
+        return Eq("layer", "shared")
+    return Or((Eq("layer", "shared"), And((Eq("agent", agent), In("layer", ("private", "task"))))))
+
+
+@dataclass
+class View:
+    """What a recall reads: the current index, or a replayed generation."""
+
+    lexical: Any
+    catalog: Catalog
+    vectors: Any = None
+    embedder: Any = None
+    generation: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    semantic_off_reason: str | None = None
+
+
+@dataclass
+class Cand:
+    path: str
+    lex: float = 0.0
+    lex_pid: str | None = None
+    sem: float = -1.0
+    sem_pid: str | None = None
+    pids: dict[str, float] = field(default_factory=dict)  # passage -> fused passage score
+    lex_rank: int | None = None
+    sem_rank: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    score: float = 0.0
+
+
+def _query_terms(q: str) -> list[str]:
+    from .textproc import content_words
+
+    return list(dict.fromkeys(content_words(q)))
+
+
+def _terms_of(text: str) -> set[str]:
+    from .textproc import content_words
+
+    return set(content_words(text))
+
+
+def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] | None = None, project: str | None = None,
+                include_archived: bool = False, window: tuple[int, int] | None = None,
+                cutoff: int | None = None) -> Pred:
+    parts: list[Pred | None] = [visibility(agent), In("kind", kinds)]
+    if types:
+        parts.append(In("type", tuple(types)))
+    if project:
+        parts.append(Eq("project", project))
+    if not include_archived:
+        parts.append(Not(Eq("status", "archived")))
+    if cutoff is not None:
+        parts.append(Range("date", hi=cutoff))
+    if window is not None:
+        # A time window narrows conversations (events); standing memories still apply.
+        parts.append(Or((Not(Eq("kind", "conversation")), Range("date", lo=window[0], hi=window[1]))))
+    p = all_of(*parts)
+    assert p is not None
+    return p
+
+
+def _candidates(view: View, query: str, where: Pred, *, semantic: bool) -> tuple[dict[str, Cand], dict[str, Any]]:
+    info: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    lex_hits = view.lexical.search(query, where=where, limit=CANDIDATES)
+    info["lexical_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+    cands: dict[str, Cand] = {}
+    for h in lex_hits:
+        c = cands.setdefault(h.note_path, Cand(h.note_path))
+        if h.score > c.lex:
+            c.lex, c.lex_pid = h.score, h.passage_id
+        c.pids[h.passage_id] = max(c.pids.get(h.passage_id, 0.0), h.score)
+    sem_hits = []
+    if semantic and view.vectors is not None and view.embedder is not None:
+        t0 = time.perf_counter()
+        qv = view.embedder.embed_queries([query])[0]
+        sem_hits = view.vectors.search(qv, where=where, limit=CANDIDATES)
+        info["semantic_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+    info["semantic"] = bool(sem_hits) or (semantic and view.vectors is not None and view.embedder is not None)
+    sims = [h.similarity for h in sem_hits]
+    for h in sem_hits:
+        c = cands.setdefault(h.note_path, Cand(h.note_path))
+        if h.similarity > c.sem:
+            c.sem, c.sem_pid = h.similarity, h.passage_id
+    # Passage-level fused score (for picking the best passage to show): rank-based.
+    lex_rank_p = {h.passage_id: i for i, h in enumerate(lex_hits)}
+    sem_rank_p = {h.passage_id: i for i, h in enumerate(sem_hits)}
+    for h in sem_hits:
+        cands[h.note_path].pids.setdefault(h.passage_id, 0.0)
+    for c in cands.values():
+        for pid in c.pids:
+            s = 0.0
+            if pid in lex_rank_p:
+                s += 1.0 / (RRF_K + lex_rank_p[pid])
+            if pid in sem_rank_p:
+                s += 1.0 / (RRF_K + sem_rank_p[pid])
+            c.pids[pid] = s
+    info["sim_stats"] = _stats(sims)
+    info["lex_max"] = lex_hits[0].score if lex_hits else 0.0
+    return cands, info
+
+
+def _stats(xs: list[float]) -> dict[str, float] | None:
+    if not xs:
+        return None
+    xs = sorted(xs, reverse=True)
+    mean = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs)) or 1e-6
+    return {"max": xs[0], "mean": mean, "sd": sd, "median": xs[len(xs) // 2]}
+
+
+def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], entries: dict[str, Entry],
+          info: dict[str, Any], ti: temporal.TimeIntent, query: str) -> None:
+    by_lex = sorted((c for c in cands.values() if c.lex > 0), key=lambda c: -c.lex)
+    by_sem = sorted((c for c in cands.values() if c.sem > -1), key=lambda c: -c.sem)
+    for i, c in enumerate(by_lex):
+        c.lex_rank = i
+    for i, c in enumerate(by_sem):
+        c.sem_rank = i
+    lex_max = info.get("lex_max") or 1.0
+    sims = info.get("sim_stats")
+    qnorm = " ".join(query.lower().split()).strip(" ?!.")
+    for c in cands.values():
+        e = entries.get(c.path)
+        rrf = 0.0
+        if c.lex_rank is not None:
+            rrf += 1.0 / (RRF_K + c.lex_rank)
+        if c.sem_rank is not None:
+            rrf += 1.0 / (RRF_K + c.sem_rank)
+        # Other matching passages help a little (a note that answers in several places).
+        extra = sorted(c.pids.values(), reverse=True)[1:4]
+        support = 0.15 * sum(extra)
+        title = (e.title if e else "") or ""
+        text = " ".join(docs[p]["text"] for p in c.pids if p in docs)
+        note_terms = _terms_of(title + " " + text + " " + " ".join(str(x) for x in (e.meta.get("tags") or []) if e) if e else text)
+        cov = (sum(1 for t in q_terms if t in note_terms) / len(q_terms)) if q_terms else 0.0
+        title_terms = _terms_of(title)
+        title_cov = (sum(1 for t in q_terms if t in title_terms) / len(q_terms)) if q_terms else 0.0
+        exact = 1.0 if title and (title.lower() == qnorm or (len(title) > 3 and title.lower() in qnorm)) else 0.0
+        key = (e.memory_key if e else "") or ""
+        key_match = 1.0 if key and key.split("/")[-1].replace("-", " ") in qnorm else 0.0
+        aliases = [str(a).lower() for a in ((e.meta.get("aliases") or []) if e else [])]
+        alias_match = 1.0 if any(a and a in qnorm for a in aliases) else 0.0
+        status = e.status if e else ""
+        conf = e.meta.get("confidence") if e else None
+        try:
+            conf_f = float(conf) if conf is not None else 0.8
+        except (TypeError, ValueError):
+            conf_f = 0.8
+        # Longer questions need proportionally more of their words present.
+        need = 0.6 if len(q_terms) >= 6 else 0.4
+        coverage_factor = 0.55 + 0.45 * min(1.0, cov / need) if q_terms else 1.0
+        mult = coverage_factor
+        mult *= 1.0 + 0.25 * title_cov + 0.3 * exact + 0.2 * key_match + 0.3 * alias_match
+        mult *= 0.9 + 0.1 * conf_f
+        if status == "superseded" and not ti.history and ti.cutoff is None:
+            mult *= 0.6
+        c.score = (rrf + support) * mult
+        c.details = {
+            "bm25": round(c.lex, 4), "bm25Rank": c.lex_rank, "bm25Norm": round(c.lex / lex_max, 4) if c.lex else 0.0,
+            "semantic": round(c.sem, 4) if c.sem > -1 else None, "semanticRank": c.sem_rank,
+            "semanticZ": round((c.sem - sims["mean"]) / sims["sd"], 3) if sims and c.sem > -1 else None,
+            "rrf": round(rrf, 5), "support": round(support, 5), "coverage": round(cov, 3), "titleCoverage": round(title_cov, 3),
+            "exactTitle": exact, "keyMatch": key_match, "aliasMatch": alias_match, "confidence": conf_f,
+            "status": status, "multiplier": round(mult, 4),
+        }
+
+
+def _abstain(ranked: list[Cand], q_terms: list[str], info: dict[str, Any]) -> str | None:
+    """Why nothing fits (or None). Needs both signals weak: lexical coverage and semantic separation."""
+    if not ranked:
+        return "no note matches the question"
+    best = ranked[0].details
+    cov = max(c.details["coverage"] for c in ranked[:3])
+    z = best.get("semanticZ")
+    if not q_terms:
+        return None if z is not None and z > 2.0 else "the question has no searchable words"
+    if cov >= 0.5 or (len(q_terms) <= 2 and cov >= 0.5):
+        return None
+    if z is not None and z >= 2.5 and cov >= 0.2:
+        return None
+    if z is not None and z >= 3.2:
+        return None
+    return f"best match covers {cov:.0%} of the question's words" + (f" (semantic z {z:.1f})" if z is not None else "")
+
+
+def _head(catalog: Catalog, e: Entry, cutoff_ts: int | None) -> Entry:
+    """The newest active version of a chain (or the version current at the cutoff)."""
+    from .notes import date_of
+
+    cur, seen = e, set()
+    while cur.status == "superseded" and cur.meta.get("superseded_by") and cur.id not in seen:
+        seen.add(cur.id)
+        nxt = catalog.by_id(str(cur.meta["superseded_by"]))
+        if nxt is None:
+            break
+        if cutoff_ts is not None:
+            created = date_of(nxt.meta.get("created"))
+            if created is not None and created.timestamp() > cutoff_ts:
+                break
+        cur = nxt
+    return cur
+
+
+def _chain(catalog: Catalog, e: Entry) -> list[dict]:
+    out, cur, seen = [], e, set()
+    while cur is not None and cur.meta.get("supersedes") and cur.id not in seen:
+        seen.add(cur.id)
+        prev = catalog.by_id(str(cur.meta["supersedes"]))
+        if prev is None:
+            break
+        out.append({"id": prev.id, "path": prev.path, "status": prev.status, "created": prev.meta.get("created"),
+                    "title": prev.title})
+        cur = prev
+    return list(reversed(out))
+
+
+def _excerpt(text: str, detail: str) -> str:
+    text = text.strip()
+    if detail == "abstract":
+        first = text.split("\n\n", 1)[0]
+        return first[:280] + ("…" if len(first) > 280 else "")
+    if detail == "overview":
+        return text[:1200] + ("…" if len(text) > 1200 else "")
+    return text
+
+
+def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", types: list[str] | None = None,
+           tags: list[str] | None = None, project: str | None = None, limit: int = 10, as_of: str | None = None,
+           include_operational: bool = False, detail: str = "overview", mode: str | None = None,
+           semantic: bool = True, abstain: bool = True, drop_ratio: float = DROP_BELOW, now: Any = None) -> dict:
+    t_start = time.perf_counter()
+    ti = temporal.parse(query, now=now)
+    if as_of:
+        from .notes import date_of
+
+        d = date_of(as_of)
+        if d is None:
+            from .errors import UsageError
+
+            raise UsageError(f"--as-of {as_of!r} is not a date", hint="use YYYY-MM-DD")
+        ti.cutoff = d.replace(hour=23, minute=59, second=59)
+    cutoff = int(ti.cutoff.timestamp()) if ti.cutoff else None
+    window = (int(ti.window[0].timestamp()), int(ti.window[1].timestamp())) if ti.window else None
+    kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
+    q_terms = _query_terms(query)
+
+    def run(kinds: tuple[str, ...]) -> tuple[list[Cand], dict[str, Any], dict[str, dict], dict[str, Entry]]:
+        where = build_where(agent=agent, kinds=kinds, types=types, project=project, include_archived=False,
+                            window=window, cutoff=cutoff)
+        cands, info = _candidates(view, query, where, semantic=semantic)
+        pids = [p for c in cands.values() for p in c.pids]
+        docs = view.lexical.get_docs(pids) if pids else {}
+        entries = view.catalog.by_paths(list(cands))
+        if tags:
+            want = {t.lower() for t in tags}
+            cands = {p: c for p, c in cands.items() if want & {str(t).lower() for t in (entries[p].meta.get("tags") or [])}
+                     if p in entries}
+        _fuse(cands, q_terms, docs, entries, info, ti, query)
+        ranked = sorted(cands.values(), key=lambda c: -c.score)
+        return ranked, info, docs, entries
+
+    tier = scope
+    if scope == "agent-memory":
+        ranked, info, docs, entries = run(("memory",))
+    elif scope == "full-vault":
+        ranked, info, docs, entries = run(kinds_full)
+    else:
+        ranked, info, docs, entries = run(("memory",))
+        weak = _abstain(ranked, q_terms, info) is not None or not ranked or ranked[0].details["coverage"] < 0.5
+        tier = "agent-memory"
+        if weak:
+            ranked, info, docs, entries = run(kinds_full)
+            tier = "full-vault"
+
+    if mode == "hierarchical" and ranked:
+        folders: dict[str, float] = {}
+        for c in ranked:
+            f = c.path.rsplit("/", 1)[0] if "/" in c.path else ""
+            folders[f] = folders.get(f, 0.0) + c.score
+        top = max(folders.values()) or 1.0
+        for c in ranked:
+            fs = folders[c.path.rsplit("/", 1)[0] if "/" in c.path else ""] / top
+            c.details["folderScore"] = round(fs, 4)
+            c.score *= 1.0 + 0.2 * fs
+        ranked.sort(key=lambda c: -c.score)
+
+    reason = _abstain(ranked, q_terms, info) if abstain else None
+    hits: list[dict] = []
+    if reason is None and ranked:
+        best = ranked[0].score
+        seen_heads: set[str] = set()
+        for c in ranked:
+            if len(hits) >= limit:
+                break
+            if drop_ratio and c.score < drop_ratio * best:
+                break
+            e = entries.get(c.path)
+            chain: list[dict] = []
+            if e is not None and e.kind == "memory" and e.status == "superseded" and not ti.history:
+                head = _head(view.catalog, e, cutoff)
+                if head.path != c.path:
+                    if head.path in seen_heads or any(r.path == head.path for r in ranked[: ranked.index(c)]):
+                        continue
+                    chain = _chain(view.catalog, head)
+                    c.details["resolvedFrom"] = e.id
+                    e = head
+            path = e.path if e else c.path
+            if path in seen_heads:
+                continue
+            seen_heads.add(path)
+            best_pid = max(c.pids, key=lambda p: c.pids[p]) if c.pids else None
+            if c.details.get("resolvedFrom"):
+                head_pids = view.lexical.note_passages(path)[:1]
+                hd = view.lexical.get_docs(head_pids)
+                best_doc = hd.get(head_pids[0]) if head_pids else None
+            else:
+                best_doc = docs.get(best_pid) if best_pid else None
+            if best_doc is None and best_pid:
+                best_doc = view.lexical.get_docs([best_pid]).get(best_pid)
+            others = [p for p in sorted(c.pids, key=lambda p: -c.pids[p]) if p != best_pid][:2]
+            if e is not None and e.kind == "memory" and not chain and e.meta.get("supersedes"):
+                chain = _chain(view.catalog, e) if ti.history else []
+            hit: dict[str, Any] = {
+                "path": path,
+                "id": (e.id if e else "") or None,
+                "title": e.title if e else path.rsplit("/", 1)[-1].removesuffix(".md"),
+                "kind": e.kind if e else None,
+                "type": (e.meta.get("type") if e else None),
+                "status": (e.status if e else None) or None,
+                "date": (best_doc or {}).get("date"),
+                "score": round(c.score, 6),
+                "passage": {
+                    "passage_id": (best_doc or {}).get("passage_id"),
+                    "heading": (best_doc or {}).get("heading", ""),
+                    "text": _excerpt((best_doc or {}).get("text", ""), detail),
+                },
+                "passages": [
+                    {"passage_id": p, "heading": docs[p].get("heading", ""), "text": _excerpt(docs[p].get("text", ""), detail)}
+                    for p in others if p in docs
+                ],
+                "scoreDetails": c.details,
+            }
+            if ti.history and e is not None and e.status == "superseded":
+                hit["historical"] = True
+            if chain:
+                hit["evolutionChain"] = chain
+            if detail == "full" and e is not None:
+                hit["content"] = _full_text(view, path)
+            hits.append(hit)
+    return {
+        "query": query,
+        "hits": hits,
+        "abstained": reason is not None,
+        "reason": reason,
+        "tier": tier,
+        "time": ti.describe(),
+        "generation": view.generation,
+        "semantic": bool(info.get("semantic")),
+        "semanticOff": view.semantic_off_reason,
+        "warnings": list(view.warnings),
+        "timing": {**{k: v for k, v in info.items() if k.endswith("_ms")}, "total_ms": round((time.perf_counter() - t_start) * 1000, 2)},
+    }
+
+
+def _full_text(view: View, path: str) -> str:
+    pids = view.lexical.note_passages(path)
+    docs = view.lexical.get_docs(pids)
+    return "\n\n".join(docs[p]["text"] for p in pids if p in docs)

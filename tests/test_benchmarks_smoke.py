@@ -1,0 +1,209 @@
+"""Smoke tests for benchmarks/: metric arithmetic on tiny synthetic input, the baselines end to end on a
+3-note vault, the hive-brain hit mapping on a fake engine, and `benchmarks.startup` with N=2.
+No timing assertions. The LoCoMo data part is skipped when ../shared/bench-data is missing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks import common, locomo, startup  # noqa: E402
+from benchmarks.metrics import aggregate, session_scores, text_has_dialog_id, turn_scores  # noqa: E402
+from benchmarks.systems import (  # noqa: E402
+    BM25Retriever,
+    Doc,
+    GrepRetriever,
+    HiveBrainRetriever,
+    query_terms,
+    run_system,
+    strip_query_syntax,
+)
+
+NOTES = {
+    "Memory/Conversations/t/t-s01.md": "# s1\n\n**Ann** (D1:1): I adopted a puppy, his name is Max.\n\n"
+                                       "**Bob** (D1:2): Congratulations on the new dog!\n",
+    "Memory/Conversations/t/t-s02.md": "# s2\n\n**Ann** (D2:1): We went hiking in the Alps in July.\n\n"
+                                       "**Bob** (D2:2): The mountains must have been beautiful.\n",
+    "Memory/Conversations/t/t-s03.md": "# s3\n\n**Bob** (D3:1): My sister paints watercolor sunsets.\n\n"
+                                       "**Ann** (D3:2): Sunsets are lovely to paint.\n",
+}
+S1, S2, S3 = NOTES
+QUESTIONS = [
+    {"id": "q1", "question": "What is the name of Ann's puppy?", "category": "single-hop",
+     "gold_docs": [S1], "evidence": {"D1:1": S1}},
+    {"id": "q2", "question": "Where did Ann go hiking, and who paints sunsets?", "category": "multi-hop",
+     "gold_docs": [S2, S3], "evidence": {"D2:1": S2, "D3:1": S3}},
+]
+
+
+@pytest.fixture
+def tiny_docs(tmp_path: Path) -> list[Doc]:
+    docs = []
+    for rel, text in NOTES.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+        docs.append(Doc(doc_id=rel, path=p))
+    return docs
+
+
+# --------------------------------------------------------------------------- metric arithmetic
+
+
+def test_session_scores_any_all_mrr():
+    s = session_scores(["x", "g1", "x", "y", "g2", "z"], ["g1", "g2"], ks=(1, 2, 5))
+    assert s["any@1"] == 0.0 and s["all@1"] == 0.0
+    assert s["any@2"] == 1.0 and s["all@2"] == 0.0
+    assert s["all@5"] == 1.0  # duplicates collapse: x, g1, y, g2, z
+    assert s["mrr"] == pytest.approx(0.5)
+    assert session_scores(["a", "b", "c"], ["c"])["mrr"] == pytest.approx(1 / 3)
+    assert session_scores(["a"], ["c"])["mrr"] == 0.0
+    with pytest.raises(ValueError):
+        session_scores(["a"], [])
+
+
+def test_turn_scores_and_dialog_id_boundaries():
+    assert text_has_dialog_id("**A** (D3:4): hi", "D3:4")
+    assert not text_has_dialog_id("**A** (D3:40): hi", "D3:4")
+    assert not text_has_dialog_id("**A** (D13:4): hi", "D3:4")
+    results = [("n9", ["(D9:9) nothing"]), ("n1", ["(D1:1) first", "(D2:2) second"]), ("n0", []),
+               ("other-conv", ["(D3:1) same id, wrong conversation"]), ("n0", []), ("n3", ["(D3:1) late"])]
+    gold = {"D1:1": "n1", "D3:1": "n3"}
+    t = turn_scores(results, gold, ks=(1, 5, 10))
+    assert t == {"turn_any@1": 0.0, "turn_all@1": 0.0, "turn_any@5": 1.0, "turn_all@5": 0.0,
+                 "turn_any@10": 1.0, "turn_all@10": 1.0}
+    assert turn_scores(results[:5], {"D3:1": "n3"}, ks=(10,))["turn_any@10"] == 0.0
+
+
+def test_aggregate_pooled_and_by_group():
+    recs = [{"c": "a", "m": 1.0, "t": None}, {"c": "a", "m": 0.0, "t": None}, {"c": "b", "m": 1.0, "t": 1.0}]
+    agg = aggregate(recs, ["m", "t"], "c")
+    assert agg["pooled"]["n"] == 3 and agg["pooled"]["m"] == pytest.approx(2 / 3, abs=1e-4)
+    assert agg["pooled"]["t"] == 1.0
+    assert agg["a"]["m"] == 0.5 and agg["a"]["t"] is None
+    assert agg["b"]["m"] == 1.0
+
+
+def test_timing_helpers():
+    assert common.median([4, 1, 3, 2]) == 2.5
+    assert common.p95([float(i) for i in range(1, 21)]) == pytest.approx(19.05)
+    assert math.isnan(common.median([]))
+    s = common.latency_summary([0.001, 0.002, 0.003])
+    assert s["n"] == 3 and s["median_ms"] == pytest.approx(2.0)
+
+
+def test_query_terms_and_syntax_stripping():
+    assert query_terms("What is the name of Ann's puppy?") == ["name", "ann", "puppy"]
+    assert query_terms("生命数耗完") == ["生命", "命数", "数耗", "耗完"]
+    assert strip_query_syntax('title:"foo" AND (bar OR -baz)^2') == "title foo and bar or baz 2"
+
+
+def test_temp_state_dir_restores_env():
+    before = os.environ.get("HIVE_BRAIN_STATE_DIR")
+    with common.temp_state_dir() as d:
+        assert os.environ["HIVE_BRAIN_STATE_DIR"] == str(d) and d.is_dir()
+    assert os.environ.get("HIVE_BRAIN_STATE_DIR") == before
+    assert not d.exists()
+
+
+# --------------------------------------------------------------------------- baselines end to end
+
+
+def test_grep_baseline_on_tiny_vault(tiny_docs):
+    res = run_system(GrepRetriever(), tiny_docs, QUESTIONS, locomo.make_scorer("note"), k=10, warmup=0)
+    assert res["status"] == "ok"
+    q1, q2 = res["records"]
+    # q1 terms: name, ann, puppy -> s01 has all three; the others only "ann".
+    assert q1["top"][0] == "t-s01" and q1["any@1"] == 1.0 and q1["mrr"] == 1.0
+    # q2 terms: ann, hiking, paints, sunsets -> s03 (ann, paints, sunsets) 3, s02 (ann, hiking) 2, s01 1.
+    assert q2["top"] == ["t-s03", "t-s02", "t-s01"]
+    assert q2["any@1"] == 1.0 and q2["all@1"] == 0.0 and q2["all@5"] == 1.0 and q2["mrr"] == 1.0
+    assert "turn_any@5" not in q1  # whole-note passages: turn level is not meaningful
+    agg = aggregate(res["records"], ["all@1", "all@5"])
+    assert agg["pooled"]["all@1"] == 0.5 and agg["pooled"]["all@5"] == 1.0
+
+
+def test_bm25_baselines_on_tiny_vault(tiny_docs):
+    res = run_system(BM25Retriever("bm25"), tiny_docs, QUESTIONS, locomo.make_scorer("note"), warmup=0)
+    assert res["status"] == "ok"
+    assert res["records"][0]["top"][0] == "t-s01"
+    turns = BM25Retriever("bm25-turns", units=locomo.split_turns)
+    res = run_system(turns, tiny_docs, QUESTIONS, locomo.make_scorer(turns.granularity), warmup=0)
+    q1 = res["records"][0]
+    assert q1["turn_any@5"] == 1.0 and q1["dialog_ids_per_passage"] == 1.0
+    assert res["index"]["notes"] == 3 and res["latency"]["n"] == 2
+
+
+class _FakeEngine:
+    def recall(self, query: str, limit: int = 10, scope: str = "full-vault") -> dict:
+        return {"abstained": False, "hits": [
+            {"path": S2, "score": 2.0,
+             "passage": {"text": "**Ann** (D2:1): hiking", "passage_id": f"{S2}#0"}},
+            {"path": S3, "score": 1.0, "passage": {"text": "**Ann** (D3:2): lovely"},
+             "passages": [{"text": "**Bob** (D3:1): paints"}]},
+        ]}
+
+
+def test_hive_brain_hit_mapping_with_fake_engine(tmp_path):
+    r = HiveBrainRetriever(tmp_path)
+    r._eng = _FakeEngine()
+    hits = r.search("q", 10)
+    assert [h.doc_id for h in hits] == [S2, S3]
+    assert hits[1].passages == ["**Ann** (D3:2): lovely", "**Bob** (D3:1): paints"]
+    rec = locomo.make_scorer("passage")(QUESTIONS[1], hits)
+    assert rec["all@5"] == 1.0 and rec["turn_all@5"] == 1.0 and rec["mrr"] == 1.0
+
+
+def test_unavailable_system_is_reported_not_raised(tiny_docs):
+    class Broken(GrepRetriever):
+        name = "broken"
+
+        def open(self) -> None:
+            from benchmarks.systems import SystemUnavailable
+
+            raise SystemUnavailable("not built yet")
+
+    res = run_system(Broken(), tiny_docs, QUESTIONS, locomo.make_scorer("note"))
+    assert res["status"] == "unavailable" and res["reason"] == "not built yet"
+
+
+# --------------------------------------------------------------------------- startup, data
+
+
+def test_startup_runs_with_two_runs(tmp_path):
+    cfg = common.BenchConfig(mode="quick", bench_data=tmp_path, results_dir=tmp_path)
+    res = startup.run(cfg, runs=2)
+    base = res["commands"][startup.BASELINE]
+    assert base["status"] == "ok" and base["n"] == 2
+    for r in res["commands"].values():
+        assert r["status"] in ("ok", "unavailable")
+        if r["status"] == "ok":
+            assert r["n"] == 2 and r["median_ms"] > 0
+    assert res["cli_import_modules"]["status"] in ("ok", "unavailable")
+    assert startup.summary_rows(res)
+
+
+def test_locomo_conversion_and_questions(tmp_path):
+    data = common.bench_data_path() / "locomo"
+    if not (data / "locomo10.json").is_file():
+        pytest.skip(f"no LoCoMo data at {data}")
+    locomo.convert(data, tmp_path / "converted")
+    vault = tmp_path / "vault"
+    note_paths = locomo.place_notes(tmp_path / "converted", vault)
+    assert len(note_paths) == 272
+    questions, info = locomo.load_questions(data, tmp_path / "converted", note_paths, quick=False)
+    assert len(questions) == 1536 and info["matches_fresh_conversion"]
+    q = next(q for q in questions if len(q["gold_docs"]) == 1)
+    assert q["gold_docs"][0].startswith(locomo.NOTES_DIR + "/")
+    text = (vault / q["gold_docs"][0]).read_text(encoding="utf-8")
+    assert all(text_has_dialog_id(text, d) for d in q["evidence"])  # turn ids visible in the note
+    assert set(q["evidence"].values()) == set(q["gold_docs"])

@@ -1,0 +1,168 @@
+"""The embedder on the real default pack, and the embedding cache."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hive_brain.embcache import EmbeddingCache, embed_with_cache, text_hash
+from hive_brain.embed import Embedder, get_embedder
+
+MEMORIES = [
+    "Always use pnpm instead of npm for JavaScript dependencies",
+    "The staging database is backed up every night at 2am UTC",
+    "Run the linter with ruff before committing Python code",
+    "Deploy the web service with docker compose on the build server",
+    "The CI pipeline caches the Gradle build directory between runs",
+    "Our team meeting moved to Thursday afternoons",
+    "Use bcrypt with a cost factor of 12 to hash user passwords",
+]
+PNPM, BACKUP, MEETING, BCRYPT, DEPLOY = 0, 1, 5, 6, 3
+
+
+@pytest.fixture(scope="module")
+def embedder(pack_dir: Path) -> Embedder:
+    return Embedder.load(pack_dir)
+
+
+@pytest.fixture(scope="module")
+def memory_vectors(embedder: Embedder) -> np.ndarray:
+    return embedder.embed_passages(MEMORIES)
+
+
+def _ranking(embedder: Embedder, query: str, passages: np.ndarray) -> list[int]:
+    scores = passages @ embedder.embed_queries([query])[0]
+    return [int(i) for i in np.argsort(-scores)]
+
+
+def test_shapes_norms_and_dtype(embedder: Embedder) -> None:
+    assert embedder.dim == 384
+    assert embedder.pack_key.startswith("multilingual-e5-small-q4:")
+    vectors = embedder.embed_passages(["one", "two words", "three words here"])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    queries = embedder.embed_queries(["a query"])
+    assert queries.shape == (1, 384)
+    assert embedder.embed_passages([]).shape == (0, 384)
+    assert embedder.embed_queries([]).shape == (0, 384)
+
+
+def test_order_is_preserved_across_length_sorted_batches(embedder: Embedder) -> None:
+    texts = [" ".join(["word"] * n) + f" item {n}" for n in (40, 3, 25, 1, 60, 7, 12)]
+    seen: list[tuple[int, int]] = []
+    batched = embedder.embed_passages(
+        texts, batch_size=2, progress=lambda done, total: seen.append((done, total))
+    )
+    one_by_one = np.vstack([embedder.embed_passages([t]) for t in texts])
+    np.testing.assert_allclose(batched, one_by_one, atol=2e-5)
+    assert seen[-1] == (7, 7) and len(seen) == 4
+
+
+def test_query_and_passage_prefixes_differ(embedder: Embedder) -> None:
+    text = "use pnpm for node projects"
+    query, passage = embedder.embed_queries([text])[0], embedder.embed_passages([text])[0]
+    assert not np.allclose(query, passage)
+
+
+def test_long_text_is_truncated_not_rejected(embedder: Embedder) -> None:
+    long_text = "deployment notes " * 3000
+    assert embedder.count_tokens(long_text) == 512
+    vector = embedder.embed_passages([long_text])
+    assert vector.shape == (1, 384) and np.isfinite(vector).all()
+
+
+def test_paraphrase_beats_unrelated_passages(embedder: Embedder, memory_vectors: np.ndarray) -> None:
+    # No content word shared between the query and the memory it must find.
+    ranking = _ranking(embedder, "which package manager should I use for node projects", memory_vectors)
+    assert ranking[0] == PNPM
+    ranking = _ranking(embedder, "how do I install packages", memory_vectors)
+    assert ranking.index(PNPM) < ranking.index(MEETING)
+    assert ranking.index(PNPM) < ranking.index(BACKUP)
+
+
+def test_chinese_and_japanese_queries(embedder: Embedder, memory_vectors: np.ndarray) -> None:
+    # Same language, with a second passage in that language so the match is on content.
+    passages = [
+        "数据库连接池的最大连接数设置为五十",
+        "团队会议改到了星期四下午",
+        "東京オフィスのネットワークは毎週月曜日にメンテナンスされます",
+        "新しい社員は入社初日にノートパソコンを受け取ります",
+    ]
+    vectors = embedder.embed_passages(passages)
+    assert _ranking(embedder, "数据库最多可以有多少个连接？", vectors)[0] == 0
+    assert _ranking(embedder, "ネットワークのメンテナンスはいつですか", vectors)[0] == 2
+    # Across languages: Chinese / Japanese questions about English memories.
+    assert _ranking(embedder, "如何对用户密码进行哈希？", memory_vectors)[0] == BCRYPT
+    assert _ranking(embedder, "ビルドサーバーへのデプロイ方法", memory_vectors)[0] == DEPLOY
+
+
+def test_get_embedder_reuses_the_loaded_pack(pack_dir: Path) -> None:
+    first = get_embedder(pack_dir)
+    assert get_embedder(pack_dir) is first
+
+
+# --------------------------------------------------------------------------- embedding cache
+
+
+class CountingEmbedder:
+    """Wraps the real embedder and records every text it is asked to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.pack_key = inner.pack_key
+        self.embedded: list[str] = []
+
+    def embed_passages(
+        self, texts: Sequence[str], batch_size: int = 16, progress: object = None
+    ) -> np.ndarray:
+        self.embedded.extend(texts)
+        return self.inner.embed_passages(texts, batch_size, progress)  # type: ignore[arg-type]
+
+
+def test_cache_round_trip_and_isolation_by_pack_key(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    vectors = {f"h{i}": rng.normal(size=384).astype(np.float32) for i in range(3)}
+    with EmbeddingCache(tmp_path / "emb.sqlite") as cache:
+        cache.put_many("pack-a", vectors)
+        got = cache.get_many("pack-a", ["h0", "h1", "h2", "missing"])
+        assert sorted(got) == ["h0", "h1", "h2"]
+        for key, vector in vectors.items():
+            np.testing.assert_array_equal(got[key], vector)
+            assert got[key].dtype == np.float32
+        assert cache.get_many("pack-b", ["h0"]) == {}
+        assert cache.count("pack-a") == 3 and cache.count("pack-b") == 0
+        cache.put_many("pack-b", {"h0": vectors["h0"]})
+        assert cache.pack_keys() == {"pack-a": 3, "pack-b": 1}
+        assert cache.drop_other_packs("pack-a") == 1
+        assert cache.count("pack-b") == 0
+    # A second connection (as another process would open it) sees the committed rows.
+    with EmbeddingCache(tmp_path / "emb.sqlite") as other:
+        assert other.count("pack-a") == 3
+
+
+def test_embed_with_cache_never_re_embeds(embedder: Embedder, tmp_path: Path) -> None:
+    texts = ["first passage about builds", "second passage about deploys", "third about databases"]
+    by_hash = {text_hash(t): t for t in texts}
+    counting = CountingEmbedder(embedder)
+    with EmbeddingCache(tmp_path / "emb.sqlite") as cache:
+        first = embed_with_cache(counting, cache, by_hash)  # type: ignore[arg-type]
+        assert sorted(counting.embedded) == sorted(texts)
+        assert cache.count(embedder.pack_key) == 3
+
+        counting.embedded.clear()
+        progress: list[tuple[int, int]] = []
+        second = embed_with_cache(counting, cache, by_hash, lambda d, t: progress.append((d, t)))  # type: ignore[arg-type]
+        assert counting.embedded == [] and progress == []
+        for digest in by_hash:
+            np.testing.assert_allclose(second[digest], first[digest], atol=0)
+
+        # One new text: only it is embedded.
+        extra = "a fourth, new passage"
+        by_hash[text_hash(extra)] = extra
+        third = embed_with_cache(counting, cache, by_hash)  # type: ignore[arg-type]
+        assert counting.embedded == [extra]
+        assert set(third) == set(by_hash)
+        np.testing.assert_allclose(third[text_hash(extra)], embedder.embed_passages([extra])[0], atol=1e-6)

@@ -1,0 +1,222 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hive_brain.errors import IndexError_, LockTimeout
+from hive_brain.lexical import PLAIN_BOOSTS, LexicalIndex
+from hive_brain.predicates import And, Eq, In, Not, Or, Range, all_of, any_of
+
+DOCS = [
+    ("Tools/postgres.md", "Postgres setup", "We are installing Postgres 16 on the build server.", ["database"], "shared", ""),
+    ("Tools/redis.md", "Redis cache", "Redis is used as a cache for sessions.", ["cache"], "shared", ""),
+    ("Ideas/cafe.md", "Café ideas", "Meet at the café near the Ångström lab on Fridays.", ["social"], "shared", ""),
+    ("Ideas/zh.md", "机器学习笔记", "自然语言处理是人工智能的一个重要方向，我们讨论了分词。", ["ml"], "shared", ""),
+    ("Ideas/ja.md", "旅行", "東京タワーに行きました。とても楽しかったです。", ["travel"], "shared", ""),
+    ("Projects/deploy.md", "Deploy checklist", "Run migrations before deploying the API.", ["ops"], "shared", ""),
+    ("Projects/lint.md", "Linting", "We run ruff with line length 110.", ["python"], "shared", ""),
+    ("Skills/git.md", "Git tricks", "Use git bisect to find the commit that broke the build.", ["git"], "shared", ""),
+    ("Ideas/garden.md", "Garden", "Tomatoes need sun and water every day.", ["home"], "shared", ""),
+    ("Ideas/music.md", "Music", "Practice scales on the piano for twenty minutes.", ["hobby"], "shared", ""),
+    ("Agents/a/Memory/pref.md", "Editor preference", "The user prefers vim keybindings.", ["pref"], "private", "a"),
+    ("Agents/b/Memory/pref.md", "Editor preference", "The user prefers emacs keybindings.", ["pref"], "private", "b"),
+]
+
+
+def _doc(path, title, text, tags, layer, agent, n=0, **extra):
+    return {"passage_id": f"{path}#{n}", "note_path": path, "title": title, "text": text, "tags": tags,
+            "layer": layer, "agent": agent, "kind": "note", "date": 1_700_000_000, **extra}
+
+
+@pytest.fixture
+def index(tmp_path):
+    ix = LexicalIndex(tmp_path / "lex")
+    with ix.writer() as w:
+        for i, d in enumerate(DOCS):
+            w.add(_doc(*d, date=1_700_000_000 + i * 86_400))
+        for i in range(8):
+            w.add(_doc(f"Filler/f{i}.md", f"Filler {i}", f"Nothing to see in filler number {i}.", [], "shared", ""))
+    return ix
+
+
+def _paths(hits):
+    return [h.note_path for h in hits]
+
+
+def test_finds_by_title_text_tag(index):
+    assert index.doc_count() == 20
+    assert _paths(index.search("redis"))[0] == "Tools/redis.md"
+    assert _paths(index.search("install postgres"))[0] == "Tools/postgres.md"
+    assert _paths(index.search("git bisect"))[0] == "Skills/git.md"
+    assert _paths(index.search("database"))[0] == "Tools/postgres.md"  # tag only
+    assert _paths(index.search("checklist"))[0] == "Projects/deploy.md"  # title only
+    hit = index.search("redis", limit=1)[0]
+    assert hit.passage_id == "Tools/redis.md#0" and hit.score > 0
+
+
+def test_title_boost_beats_body_mention(tmp_path):
+    ix = LexicalIndex(tmp_path / "lex")
+    with ix.writer() as w:
+        w.add(_doc("a.md", "Kubernetes", "notes about clusters", [], "shared", ""))
+        w.add(_doc("b.md", "Misc", "kubernetes notes about clusters", [], "shared", ""))
+    assert _paths(ix.search("kubernetes")) == ["a.md", "b.md"]
+    assert _paths(ix.search("kubernetes", fields_boost=PLAIN_BOOSTS)) == ["b.md"]
+    assert _paths(ix.search_plain("kubernetes")) == ["b.md"]
+
+
+def test_accentless_query_and_accented_query(index):
+    assert _paths(index.search("cafe"))[0] == "Ideas/cafe.md"
+    assert _paths(index.search("angstrom"))[0] == "Ideas/cafe.md"
+    assert _paths(index.search("CAFÉ"))[0] == "Ideas/cafe.md"
+
+
+def test_chinese_and_japanese_queries(index):
+    assert _paths(index.search("自然语言"))[0] == "Ideas/zh.md"
+    assert _paths(index.search("分词"))[0] == "Ideas/zh.md"
+    assert _paths(index.search("机器学习"))[0] == "Ideas/zh.md"  # title
+    assert _paths(index.search("東京タワー"))[0] == "Ideas/ja.md"
+
+
+def test_long_unspaced_chinese_run_searchable_from_middle(tmp_path):
+    run = "".join(chr(0x4E00 + (i * 37) % 5000) for i in range(500))
+    ix = LexicalIndex(tmp_path / "lex")
+    with ix.writer() as w:
+        w.add(_doc("long.md", "长", run, [], "shared", ""))
+        w.add(_doc("other.md", "其他", "完全不同的内容", [], "shared", ""))
+    assert _paths(ix.search(run[240:246])) == ["long.md"]
+
+
+@pytest.mark.parametrize("q", ["", "   ", "*", "~~~", "the and of", "foo AND (bar", "title:x", '"unbalanced',
+                               "😀", "SELECT * FROM t; --", "a\ud800b"])
+def test_nasty_queries_never_raise(index, q):
+    assert isinstance(index.search(q), list)
+
+
+def test_no_terms_returns_empty(index):
+    assert index.search("") == []
+    assert index.search("the of and") == []
+
+
+def test_predicate_isolation_identical_text(tmp_path):
+    ix = LexicalIndex(tmp_path / "lex")
+    text = "the deployment password rotation procedure"
+    with ix.writer() as w:
+        w.add(_doc("Memory/shared.md", "Rotation", text, [], "shared", ""))
+        w.add(_doc("Agents/a/Memory/r.md", "Rotation", text, [], "private", "a"))
+        w.add(_doc("Agents/b/Memory/r.md", "Rotation", text, [], "private", "b"))
+    for_a = any_of(Eq("layer", "shared"), all_of(Eq("layer", "private"), Eq("agent", "a")))
+    hits = ix.search("password rotation", where=for_a)
+    assert sorted(_paths(hits)) == ["Agents/a/Memory/r.md", "Memory/shared.md"]
+    # the boundary does not change scores: identical passages score identically
+    assert hits[0].score == pytest.approx(hits[1].score)
+    assert _paths(ix.search("password", where=Eq("agent", "b"))) == ["Agents/b/Memory/r.md"]
+    assert _paths(ix.search("password", where=Eq("agent", ""))) == ["Memory/shared.md"]
+    assert sorted(_paths(ix.search("password", where=Not(Eq("agent", "b"))))) == [
+        "Agents/a/Memory/r.md", "Memory/shared.md"]
+    assert _paths(ix.search("password", where=In("agent", ()))) == []
+    assert len(ix.search("password", where=In("agent", ("a", "b")))) == 2
+    assert _paths(ix.search("password", where=And((Eq("layer", "private"), Not(Eq("agent", "a")))))) == [
+        "Agents/b/Memory/r.md"]
+    assert len(ix.search("password", where=Or((Eq("agent", "zzz"),)))) == 0
+    assert ix.count(for_a) == 2 and ix.count() == 3
+
+
+def test_needle_filter_applies_before_top_k(tmp_path):
+    ix = LexicalIndex(tmp_path / "lex")
+    text = "release checklist for the payment service rollout"
+    with ix.writer() as w:
+        for i in range(3000):
+            # the haystack scores higher: its title repeats the query words
+            w.add(_doc(f"Other/n{i}.md", "release checklist payment", text, ["release"], "private", "other"))
+        for i in range(3):
+            w.add(_doc(f"Small/n{i}.md", "notes", text, [], "private", "small"))
+    assert all(h.note_path.startswith("Other/") for h in ix.search("release checklist payment", limit=3))
+    hits = ix.search("release checklist payment", where=Eq("agent", "small"), limit=3)
+    assert sorted(_paths(hits)) == [f"Small/n{i}.md" for i in range(3)]
+
+
+def test_date_range(index):
+    base = 1_700_000_000
+    hits = index.search("keybindings", where=Range("date", base + 10 * 86_400, None))
+    assert sorted(_paths(hits)) == ["Agents/a/Memory/pref.md", "Agents/b/Memory/pref.md"]
+    assert _paths(index.search("keybindings", where=Range("date", None, base + 10 * 86_400))) == [
+        "Agents/a/Memory/pref.md"]
+    with pytest.raises(ValueError):
+        index.search("x", where=Range("agent", 1, 2))
+    with pytest.raises(ValueError):
+        index.search("x", where=Eq("text", "x"))
+
+
+def test_delete_note_and_replace(index):
+    with index.writer() as w:
+        w.delete_note("Tools/redis.md")
+    assert index.search("redis") == []
+    assert index.doc_count() == 19
+    with index.writer() as w:
+        w.delete_note("Tools/postgres.md")
+        w.add(_doc("Tools/postgres.md", "Postgres setup", "Now we use MySQL instead.", [], "shared", ""))
+    assert index.search("postgres 16 build server")[0].note_path == "Tools/postgres.md"  # title still matches
+    assert index.get_texts(["Tools/postgres.md#0"]) == {"Tools/postgres.md#0": "Now we use MySQL instead."}
+    assert index.note_passages("Tools/postgres.md") == ["Tools/postgres.md#0"]
+
+
+def test_rollback_on_exception_leaves_index_unchanged(index):
+    before = index.doc_count()
+    with pytest.raises(RuntimeError), index.writer() as w:
+        w.delete_note("Tools/postgres.md")
+        w.add(_doc("new.md", "New", "brand new zebra", [], "shared", ""))
+        raise RuntimeError("boom")
+    index.reload()
+    assert index.doc_count() == before
+    assert _paths(index.search("postgres"))[0] == "Tools/postgres.md"
+    assert index.search("zebra") == []
+    # the lock was released: a new writer can open and commit
+    with index.writer() as w:
+        w.add(_doc("new.md", "New", "brand new zebra", [], "shared", ""))
+    assert _paths(index.search("zebra")) == ["new.md"]
+
+
+def test_single_writer(index, tmp_path):
+    w = index.writer()
+    try:
+        with pytest.raises(LockTimeout):
+            index.writer()
+        other = LexicalIndex(tmp_path / "lex")  # a second handle, as another process would have
+        with pytest.raises(LockTimeout):
+            other.writer()
+    finally:
+        w.rollback()
+    with index.writer():
+        pass
+
+
+def test_stored_fields_and_fetch(index):
+    docs = index.get_docs(["Ideas/cafe.md#0", "missing#0"])
+    assert list(docs) == ["Ideas/cafe.md#0"]
+    d = docs["Ideas/cafe.md#0"]
+    assert d["title"] == "Café ideas" and d["tags"] == ["social"] and d["layer"] == "shared"
+    assert d["text"].startswith("Meet at the café")
+    hit = index.search("cafe", fetch=True)[0]
+    assert hit.doc is not None and hit.doc["note_path"] == "Ideas/cafe.md"
+
+
+def test_reopen_and_version_mismatch(tmp_path, index):
+    again = LexicalIndex(tmp_path / "lex")
+    assert again.doc_count() == 20
+    meta = tmp_path / "lex" / "hive-lexical.json"
+    meta.write_text(json.dumps({"schema_version": -1}))
+    with pytest.raises(IndexError_):
+        LexicalIndex(tmp_path / "lex")
+    fresh = LexicalIndex(tmp_path / "lex", reset_incompatible=True)
+    assert fresh.was_reset and fresh.doc_count() == 0
+
+
+def test_reader_sees_commits_from_another_handle(tmp_path):
+    writer_side = LexicalIndex(tmp_path / "lex")
+    reader_side = LexicalIndex(tmp_path / "lex")
+    assert reader_side.doc_count() == 0
+    with writer_side.writer() as w:
+        w.add(_doc("x.md", "X", "hello world", [], "shared", ""))
+    reader_side.reload()
+    assert _paths(reader_side.search("hello")) == ["x.md"]
