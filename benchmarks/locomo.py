@@ -4,9 +4,11 @@ user's vault would hold them), questions of categories 1-4 (adversarial 5 skippe
 Session level (a hit is the note of an evidence session): recall@1/5/10 "any gold" and "all gold",
 MRR@10 of the first gold note. Turn level: do the passages returned in the top 5/10 results contain
 an evidence dialog id (e.g. "D3:4", from the note of its own conversation: ids repeat across
-conversations)? Turn level is reported only for systems that return passages smaller than a note;
-``bm25-turns`` (one BM25 document per turn) is its baseline, and "ids/passage" shows how many
-dialog ids a system's passages carry.
+conversations)? Counted over every passage returned with a hit ("t"), and over each hit's first
+passage only ("t1"). Turn level is reported only for systems that return passages smaller than a
+note; ``bm25-turns`` (one BM25 document per turn) is its baseline. "ids/hit" (distinct dialog ids
+returned per hit) and "ids/passage" show how much of a session a hit carries: if a hit returns the
+whole session, turn recall is session recall.
 
 --quick asks the questions of the first 2 conversations (the vault still holds all sessions).
 """
@@ -57,7 +59,8 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 QUICK_CONVERSATIONS = 2
 K = 10
 SESSION_METRICS = ["any@1", "all@1", "any@5", "all@5", "any@10", "all@10", "mrr"]
-TURN_METRICS = ["turn_any@5", "turn_all@5", "turn_any@10", "turn_all@10", "dialog_ids_per_passage"]
+TURN_METRICS = ["turn_any@5", "turn_all@5", "turn_any@10", "turn_all@10", "turn1_any@5", "turn1_any@10",
+                "turn1_all@10", "dialog_ids_per_hit", "dialog_ids_per_passage"]
 TARGETS = {"any@5": 0.96, "all@5": 0.88, "mrr": 0.85, "turn_any@10": 0.85}
 REFERENCE = {
     "issue: plain BM25, pooled sessions": {"any@5": 0.897, "all@5": 0.778, "mrr": 0.754},
@@ -144,8 +147,13 @@ def make_scorer(granularity: str) -> ScoreFn:
         rec.update(session_scores(ranked, q["gold_docs"], ks=(1, 5, 10)))
         if granularity != "note":  # a whole-note "passage" holds every turn of the session
             rec.update(turn_scores([(h.doc_id, h.passages) for h in hits], q["evidence"], ks=(5, 10)))
-            texts = [t for h in hits[:K] for t in h.passages]
+            first = turn_scores([(h.doc_id, h.passages[:1]) for h in hits], q["evidence"], ks=(5, 10))
+            rec.update({k.replace("turn_", "turn1_"): v for k, v in first.items()})
+            top = hits[:K]
+            texts = [t for h in top for t in h.passages]
             rec["dialog_ids_per_passage"] = mean([len(dialog_ids_in(t)) for t in texts]) if texts else None
+            per_hit = [len(set().union(*map(dialog_ids_in, h.passages))) for h in top]
+            rec["dialog_ids_per_hit"] = mean(per_hit) if per_hit else None
         return rec
 
     return score
@@ -195,14 +203,15 @@ def report(result: Mapping[str, Any], console: Any) -> None:
     systems = result["systems"]
     q = result["questions"]
     cols = ["any@1", "any@5", "any@10", "all@5", "all@10", "mrr", "turn_any@5", "turn_any@10", "turn_all@10",
-            "dialog_ids_per_passage"]
+            "turn1_any@10", "dialog_ids_per_hit", "dialog_ids_per_passage"]
     heads = ["s any@1", "s any@5", "s any@10", "s all@5", "s all@10", "MRR@10", "t any@5", "t any@10",
-             "t all@10", "ids/passage"]
+             "t all@10", "t1 any@10", "ids/hit", "ids/passage"]
     print_table(f"LoCoMo, pooled vault ({result['vault']['notes_total']} notes), categories 1-4, "
                 f"{q['questions']} questions from {len(q['conversations'])} conversations ({result['mode']})",
                 systems_columns(heads), systems_rows(systems, cols), console,
-                caption="s = session level (note of an evidence session), t = turn level (evidence dialog id "
-                        "in a returned passage; '-' for whole-note systems)"
+                caption="s = session level (note of an evidence session); t = turn level (evidence dialog id "
+                        "in a passage returned with a hit; '-' for whole-note systems); t1 = first passage "
+                        "of each hit only; ids/hit, ids/passage = distinct dialog ids returned"
                         + (f"\n{notes}" if (notes := status_notes(systems)) else ""))
     cat_cols = ["any@5", "any@10", "all@5", "mrr", "turn_any@10"]
     rows = []

@@ -559,3 +559,7 @@ def model_status_cmd(state: State, as_json: bool) -> None:
     out(as_json, res, lambda c: c.print(
         f"pack: {pack} ({'ok' if not res.get('problems') else res['problems']})" if pack
         else "No embedding pack: search is lexical. Run `hive-brain model install`."))
+
+
+# Commands that live in their own modules register themselves on `main` when imported (still light).
+from . import cli_agents, cli_server  # noqa: E402,F401

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,11 +77,10 @@ def _schema() -> tantivy.Schema:
 
 
 def _meta() -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "analyzer_version": textproc.ANALYZER_VERSION,
-        "tantivy": "0.27",
-    }
+    # The analyzer fingerprint changes when the installed stemmer stems differently (snowballstemmer
+    # 2.x vs 3.x, or PyStemmer's libstemmer): terms indexed by one and queried by the other would
+    # silently stop matching, so such an index is treated as incompatible.
+    return {"schema_version": SCHEMA_VERSION, "analyzer": textproc.analyzer_fingerprint()}
 
 
 def _as_list(v: Any) -> list[str]:
@@ -452,9 +451,12 @@ class LexicalWriter:
             w.wait_merging_threads()
 
 
-def iter_hits_by_note(hits: Sequence[LexHit]) -> Iterator[tuple[str, list[LexHit]]]:
-    """Group hits by note, notes in order of their best passage."""
-    groups: dict[str, list[LexHit]] = {}
+def best_per_note(hits: Sequence[LexHit]) -> list[LexHit]:
+    """The best-scoring passage of each note, in score order (hits come sorted from search)."""
+    seen: set[str] = set()
+    out: list[LexHit] = []
     for h in hits:
-        groups.setdefault(h.note_path, []).append(h)
-    yield from groups.items()
+        if h.note_path not in seen:
+            seen.add(h.note_path)
+            out.append(h)
+    return out

@@ -26,6 +26,8 @@ Speed: one ``re.findall`` over the text and one dict lookup per token; the expen
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -279,3 +281,20 @@ def count_segmentless(text: str) -> int:
 
 def join_terms(terms: Iterable[str]) -> str:
     return " ".join(terms)
+
+
+_PROBE = (
+    "Installing installed installation generously generous agreed agreement feed dying lying news "
+    "skies sky skis tying succeeding proceeding exceeding cannings innings outings earring herring "
+    "gently singly ugly early only atlas cosmos bias andes consign consigned consigning consignment "
+    "knightly knights kneel kneeling hopefulness hopeful relational conditional rational valency "
+    "Café Ångström naïve Straße split_passages LexicalIndex HTTPServer 2025-03-01 user's don't "
+    "机器学习 東京タワーに行きました 한국어 ภาษาไทย हिन्दी Привет Ελληνικά"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def analyzer_fingerprint() -> str:
+    """``v<ANALYZER_VERSION>-<hash of the analysis of a probe text>``: equal iff terms are equal."""
+    digest = hashlib.sha256(" ".join(analyze(_PROBE)).encode("utf-8")).hexdigest()[:16]
+    return f"v{ANALYZER_VERSION}-{digest}"

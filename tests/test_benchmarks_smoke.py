@@ -139,7 +139,8 @@ def test_bm25_baselines_on_tiny_vault(tiny_docs):
     turns = BM25Retriever("bm25-turns", units=locomo.split_turns)
     res = run_system(turns, tiny_docs, QUESTIONS, locomo.make_scorer(turns.granularity), warmup=0)
     q1 = res["records"][0]
-    assert q1["turn_any@5"] == 1.0 and q1["dialog_ids_per_passage"] == 1.0
+    assert q1["turn_any@5"] == 1.0 and q1["turn1_any@5"] == 1.0
+    assert q1["dialog_ids_per_passage"] == 1.0 and q1["dialog_ids_per_hit"] == 1.0
     assert res["index"]["notes"] == 3 and res["latency"]["n"] == 2
 
 
@@ -161,6 +162,8 @@ def test_hive_brain_hit_mapping_with_fake_engine(tmp_path):
     assert hits[1].passages == ["**Ann** (D3:2): lovely", "**Bob** (D3:1): paints"]
     rec = locomo.make_scorer("passage")(QUESTIONS[1], hits)
     assert rec["all@5"] == 1.0 and rec["turn_all@5"] == 1.0 and rec["mrr"] == 1.0
+    assert rec["turn1_any@5"] == 1.0 and rec["turn1_all@5"] == 0.0  # D3:1 is only in S3's second passage
+    assert rec["dialog_ids_per_hit"] == 1.5
 
 
 def test_unavailable_system_is_reported_not_raised(tiny_docs):

@@ -1,0 +1,3 @@
+"""CLI commands for the long-running server (`serve`)."""
+
+from __future__ import annotations
