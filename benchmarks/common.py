@@ -254,8 +254,8 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     numeric = [all(isinstance(r[i], int | float) or r[i] is None for r in rows) if rows else False
                for i in range(len(columns))]
-    for col, num in zip(columns, numeric, strict=True):
-        table.add_column(col, justify="right" if num else "left", overflow="fold")
+    for i, (col, num) in enumerate(zip(columns, numeric, strict=True)):
+        table.add_column(col, justify="right" if num else "left", overflow="fold", no_wrap=i == 0)
     for r in rows:
         table.add_row(*(fmt(v, digits) for v in r))
     console.print(table)

@@ -536,7 +536,7 @@ def model_install_cmd(state: State, src: Path | None, force: bool, quiet: bool, 
     target = Path(s.model_dir)
     pack = modelpack.install_from(src, target) if src else modelpack.install_default(target, force=force)
     man = modelpack.read_manifest(pack)
-    res = {"pack": str(pack), "model_id": man.get("model_id"), "dim": man.get("dim"), "pack_key": modelpack.pack_key(man)}
+    res = {"pack": str(pack), "model_id": man.get("id"), "dim": man.get("dim"), "pack_key": modelpack.pack_key(man)}
     if not quiet or as_json:
         out(as_json, res, lambda c: c.print(f"Embedding pack ready: {pack} ({man.get('model_id')}, {man.get('dim')} dims)"))
 

@@ -77,8 +77,9 @@ class Engine:
             vectors, embedder = idx.vectors, idx.embedder
         elif semantic:
             off = "no embedding pack installed (run `hive-brain model install`)" if self.settings.semantic else "disabled"
-        idx.lexical.reload()
-        return View(lexical=idx.lexical, catalog=self.catalog, vectors=vectors, embedder=embedder, generation=gid,
+        lex = idx.lexical if catch_up else idx.reader()
+        lex.reload()
+        return View(lexical=lex, catalog=self.catalog, vectors=vectors, embedder=embedder, generation=gid,
                     warnings=warnings, semantic_off_reason=off)
 
     def _lock(self, command: str):

@@ -92,6 +92,14 @@ class Indexer:
     # -- components ------------------------------------------------------------------------------
     @cached_property
     def lexical(self):
+        """The writer-side handle: an index from another analyzer/schema version is wiped (it is a
+        cache) and the next catch-up re-indexes everything. Open it only while holding the lock."""
+        from .lexical import LexicalIndex
+
+        return LexicalIndex(self.dir / "lexical", reset_incompatible=True)
+
+    def reader(self):
+        """A read-only handle that never resets or writes (the prompt hook's path)."""
         from .lexical import LexicalIndex
 
         return LexicalIndex(self.dir / "lexical")
@@ -169,9 +177,10 @@ class Indexer:
             return True
         g = self.gens.load(gid)
         info = self.index_info()
-        return g.index.get("analyzer") != info["analyzer"] or g.index.get("passages") != info["passages"] or not (
-            self.dir / "lexical"
-        ).exists()
+        return (
+            g.index.get("analyzer") != info["analyzer"] or g.index.get("passages") != info["passages"]
+            or self.lexical.was_reset or self.lexical.doc_count() == 0 and g.note_count > 0
+        )
 
     def diff(self) -> tuple[int | None, dict[str, Entry], list[str], list[str]]:
         """(current gen, entries now, paths to (re)index, paths to remove)."""

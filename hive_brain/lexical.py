@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,19 +98,25 @@ class LexicalIndex:
     An index written with another schema or analyzer version is refused with
     :class:`~hive_brain.errors.IndexError_` unless ``reset_incompatible=True``, which deletes it and
     starts empty (``was_reset`` is then True and the caller must re-index).
+
+    ``read_only=True`` (the prompt hook's handle) never creates, resets or writes anything: a
+    missing index reads as an empty one (``exists`` is False) and :meth:`writer` is refused.
     """
 
-    def __init__(self, directory: Path | str, *, reset_incompatible: bool = False) -> None:
+    def __init__(self, directory: Path | str, *, reset_incompatible: bool = False, read_only: bool = False) -> None:
         self.directory = Path(directory)
         self.was_reset = False
+        self.read_only = read_only
         self.schema = _schema()
-        self._active_writer: LexicalWriter | None = None
+        # Weak, so a writer dropped without commit/rollback is collected (its tantivy writer and
+        # lock with it) instead of blocking this handle forever.
+        self._active_writer: weakref.ref[LexicalWriter] | None = None
         meta_path = self.directory / META_FILE
         exists = self.directory.is_dir() and (self.directory / "meta.json").exists()
         if exists:
             found = _read_meta(meta_path)
             if found != _meta():
-                if not reset_incompatible:
+                if not reset_incompatible or read_only:
                     raise IndexError_(
                         f"lexical index at {self.directory} was built by another version ({found})",
                         hint="rebuild the index",
@@ -117,15 +124,23 @@ class LexicalIndex:
                 shutil.rmtree(self.directory)
                 self.was_reset = True
                 exists = False
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.exists = exists
+        if read_only and not exists:
+            # In memory: searches return nothing, and no file appears under a writer's feet.
+            self._index = tantivy.Index(self.schema)
+            return
+        if not exists:
+            # Our meta first: an index whose creation was interrupted after this point is still
+            # recognised as ours and recreated (tantivy's meta.json marks it as existing).
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = meta_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(_meta()))
+            tmp.replace(meta_path)
         try:
             self._index = tantivy.Index(self.schema, path=str(self.directory), reuse=exists)
         except (OSError, ValueError) as e:
             raise IndexError_(f"cannot open lexical index at {self.directory}: {e}", hint="rebuild the index") from e
-        if not exists:
-            tmp = meta_path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(_meta()))
-            tmp.replace(meta_path)
+        self.exists = True
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -135,7 +150,9 @@ class LexicalIndex:
         Only one writer may exist per index, across processes (tantivy's lock file); a second one
         raises :class:`~hive_brain.errors.LockTimeout` at once.
         """
-        if self._active_writer is not None:
+        if self.read_only:
+            raise IndexError_(f"the lexical index at {self.directory} was opened read-only")
+        if self._active_writer is not None and self._active_writer() is not None:
             raise LockTimeout(
                 f"a lexical index writer is already open on {self.directory} in this process",
                 hint="close it before opening another",
@@ -150,7 +167,7 @@ class LexicalIndex:
                 ) from e
             raise IndexError_(f"cannot open a writer on {self.directory}: {e}") from e
         lw = LexicalWriter(self, w)
-        self._active_writer = lw
+        self._active_writer = weakref.ref(lw)
         return lw
 
     # -- reading -------------------------------------------------------------------------------
@@ -298,7 +315,7 @@ class LexicalIndex:
             return {}
         searcher = self._index.searcher()
         q = tantivy.Query.term_set_query(self.schema, "passage_id", ids)
-        res = searcher.search(q, len(ids), count=False)
+        res = searcher.search(q, 2 * len(ids), count=False)  # room for accidental duplicates
         out: dict[str, dict[str, Any]] = {}
         for _s, addr in res.hits:
             d = _doc_dict(searcher.doc(addr))
@@ -391,7 +408,7 @@ class LexicalWriter:
             v = doc.get(name)
             d.add_text(name, "" if v is None else str(v))
         for name in ("title", "heading", "text"):
-            v = doc.get(name) or ""
+            v = str(doc.get(name) or "")
             d.add_text(name, textproc.analyze_joined(v))
             d.add_bytes(_SOURCE_FIELDS[name], v.encode("utf-8"))
         for name in ("aliases", "tags"):

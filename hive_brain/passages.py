@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .textproc import count_segmentless, has_segmentless
+from .textproc import count_segmentless, has_segmentless, without_segmentless
 
 CHARS_PER_WORD = 1.5
 MIN_BUDGET_FRACTION = 0.5  # the title prefix never shrinks the budget below half of max_words
@@ -62,12 +62,10 @@ class Passage:
 
 def count_words(text: str) -> int:
     """Whitespace words, with runs of CJK (etc.) counted as ``len / CHARS_PER_WORD`` words."""
-    if text.isascii() or not has_segmentless(text):
-        return len(text.split())
     n_seg = count_segmentless(text)
-    # Words that are not entirely CJK still count once each.
-    rest = sum(1 for w in text.split() if not all(has_segmentless(c) for c in w))
-    return rest + int(n_seg / CHARS_PER_WORD + 0.999)
+    if not n_seg:
+        return len(text.split())
+    return len(without_segmentless(text).split()) + int(n_seg / CHARS_PER_WORD + 0.999)
 
 
 @dataclass

@@ -87,10 +87,14 @@ def test_long_unspaced_chinese_run_searchable_from_middle(tmp_path):
     assert _paths(ix.search(run[240:246])) == ["long.md"]
 
 
-@pytest.mark.parametrize("q", ["", "   ", "*", "~~~", "the and of", "foo AND (bar", "title:x", '"unbalanced',
-                               "😀", "SELECT * FROM t; --", "a\ud800b"])
-def test_nasty_queries_never_raise(index, q):
-    assert isinstance(index.search(q), list)
+NASTY = ["", "   ", "*", "~~~", "the and of", "foo AND (bar", "title:x", '"unbalanced', "😀", "SELECT * FROM t; --",
+         "a\ud800b", "NOT +redis -postgres^2", "[[link]] {json: 1}", "x" * 5000, "词" * 3000]
+
+
+def test_nasty_queries_never_raise(index):
+    for q in NASTY:
+        assert isinstance(index.search(q), list), q
+    assert _paths(index.search("redis) AND (title:"))[0] == "Tools/redis.md"
 
 
 def test_no_terms_returns_empty(index):
@@ -220,3 +224,34 @@ def test_reader_sees_commits_from_another_handle(tmp_path):
         w.add(_doc("x.md", "X", "hello world", [], "shared", ""))
     reader_side.reload()
     assert _paths(reader_side.search("hello")) == ["x.md"]
+
+
+def test_writer_dropped_without_close_releases_lock_and_discards(tmp_path):
+    ix = LexicalIndex(tmp_path / "lex")
+    w = ix.writer()
+    w.add(_doc("lost.md", "Lost", "never committed", [], "shared", ""))
+    del w
+    with ix.writer() as w2:
+        w2.add(_doc("kept.md", "Kept", "committed", [], "shared", ""))
+    assert ix.doc_count() == 1 and _paths(ix.search("committed")) == ["kept.md"]
+
+
+def test_long_prompt_keeps_informative_terms(index):
+    noise = " ".join(f"zz{i}qq" for i in range(300))  # 300 terms that occur nowhere
+    assert _paths(index.search(f"{noise} tomatoes {noise}"))[0] == "Ideas/garden.md"
+
+
+def test_read_only_handle_never_creates_or_writes(tmp_path):
+    ro = LexicalIndex(tmp_path / "lex", read_only=True)
+    assert not ro.exists and ro.search("anything") == [] and ro.doc_count() == 0
+    assert not (tmp_path / "lex").exists()
+    with pytest.raises(IndexError_):
+        ro.writer()
+    rw = LexicalIndex(tmp_path / "lex")
+    with rw.writer() as w:
+        w.add(_doc("x.md", "X", "hello world", [], "shared", ""))
+    ro2 = LexicalIndex(tmp_path / "lex", read_only=True)
+    assert ro2.exists and _paths(ro2.search("hello")) == ["x.md"]
+    (tmp_path / "lex" / "hive-lexical.json").write_text("{}")
+    with pytest.raises(IndexError_):
+        LexicalIndex(tmp_path / "lex", read_only=True, reset_incompatible=True)
