@@ -254,7 +254,8 @@ class HiveBrainRetriever:
 
     def search(self, query: str, k: int) -> list[Hit]:
         try:
-            res = self._eng.recall(query, limit=k, scope=self.scope)
+            # Retrieval quality is measured on the full ranking: no abstention, no relative cut-off.
+            res = self._eng.recall(query, limit=k, scope=self.scope, abstain=False, drop_ratio=0.0)
         except (ImportError, NotImplementedError) as e:  # recall layer not built yet
             raise SystemUnavailable(f"recall: {short_error(e)}") from e
         if "first_recall" not in self.info:  # what the engine says about itself (mode, semantic, ...)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import NoteError
+from .fsutil import sqlite_tx
 from .notes import Note, read_note
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
@@ -102,7 +103,9 @@ class Catalog:
         vault.state.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(db_path or vault.state / "catalog.sqlite", timeout=30, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        # A derived cache: losing its last transactions in a power cut only costs a re-read.
+        self.db.execute("PRAGMA synchronous=OFF")
+        self.parsed: dict[str, Note] = {}
         self.db.executescript(_SCHEMA)
 
     def close(self) -> None:
@@ -125,6 +128,7 @@ class Catalog:
             candidates = set(known) | set(seen)
         added, changed, removed = [], [], []
         rows = []
+        self.parsed = {}
         for rel in sorted(candidates):
             st = seen.get(rel)
             if st is None:
@@ -136,7 +140,7 @@ class Catalog:
             (changed if rel in known else added).append(rel)
             rows.append(self._row(rel, st.st_mtime_ns, st.st_size))
         if rows or removed:
-            with self.db:
+            with sqlite_tx(self.db):
                 self.db.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
                 self.db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
         return {"added": added, "changed": changed, "removed": removed}
@@ -146,6 +150,8 @@ class Catalog:
             note = read_note(self.vault.root / rel, rel, max_bytes=self.max_note_bytes)
         except NoteError as e:
             return (rel, mtime_ns, size, "", "broken", "", "", "", "", "", "", "", "{}", e.problem)
+        # Kept for the indexer, which would otherwise parse the same bytes again right after.
+        self.parsed[rel] = note
         return self._note_row(note, mtime_ns, size)
 
     def _note_row(self, note: Note, mtime_ns: int, size: int) -> tuple:

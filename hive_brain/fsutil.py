@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import sqlite3
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -53,3 +56,19 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+@contextmanager
+def sqlite_tx(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One explicit transaction on an autocommit connection (``isolation_level=None``).
+
+    ``with conn:`` does not open a transaction in autocommit mode, so every row of an
+    ``executemany`` would commit (and sync) on its own; rolls back on any exception.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

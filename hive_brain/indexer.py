@@ -20,9 +20,10 @@ from typing import Any
 from .catalog import Catalog, Entry
 from .config import Settings
 from .errors import LockTimeout
+from .fsutil import sha256_bytes, sqlite_tx
 from .generations import GenerationStore
 from .lock import vault_lock
-from .notes import date_of, parse_bytes, to_text_list
+from .notes import Note, date_of, parse_bytes, to_text_list
 from .vault import Vault
 
 PASSAGE_WORDS = 200
@@ -43,11 +44,12 @@ def note_date(meta: dict[str, Any], mtime_ns: int) -> int:
     return int(mtime_ns // 1_000_000_000)
 
 
-def build_docs(path: str, data: bytes, *, kind: str, layer: str, agent: str, task: str, mtime_ns: int = 0) -> tuple[list[dict], list[dict]]:
-    """(lexical docs, vector rows without vectors) for one note's bytes."""
+def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: str, task: str,
+               mtime_ns: int = 0) -> tuple[list[dict], list[dict]]:
+    """(lexical docs, vector rows without vectors) for one note (its bytes, or already parsed)."""
     from .passages import embed_text, split_passages
 
-    note = parse_bytes(path, data)
+    note = data if isinstance(data, Note) else parse_bytes(path, data)
     meta = note.meta
     title = note.title
     ts = note_date(meta, mtime_ns)
@@ -67,15 +69,13 @@ def build_docs(path: str, data: bytes, *, kind: str, layer: str, agent: str, tas
         "date": ts,
     }
     docs, rows = [], []
-    from .fsutil import sha256_bytes
-
     for p in split_passages(title, note.body, max_words=PASSAGE_WORDS, date=date_str):
         etext = embed_text(title, p, date=date_str if kind == "conversation" else None)
         th = sha256_bytes(etext.encode("utf-8"))
         pid = f"{path}#{p.index}"
         docs.append({
-            **base, "passage_id": pid, "title": title, "aliases": " ".join(to_text_list(meta.get("aliases"))),
-            "tags": " ".join(to_text_list(meta.get("tags"))), "heading": p.heading, "text": p.text, "text_hash": th,
+            **base, "passage_id": pid, "title": title, "aliases": to_text_list(meta.get("aliases")),
+            "tags": to_text_list(meta.get("tags")), "heading": p.heading, "text": p.text, "text_hash": th,
         })
         rows.append({**base, "passage_id": pid, "text_hash": th, "_embed_text": etext})
     return docs, rows
@@ -102,7 +102,7 @@ class Indexer:
         """A read-only handle that never resets or writes (the prompt hook's path)."""
         from .lexical import LexicalIndex
 
-        return LexicalIndex(self.dir / "lexical")
+        return LexicalIndex(self.dir / "lexical", read_only=True)
 
     @cached_property
     def pack_dir(self) -> Path | None:
@@ -158,14 +158,15 @@ class Indexer:
         self.dir.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.dir / "pending.sqlite", timeout=30, isolation_level=None)
         db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=OFF")  # derived: a lost row is re-queued by the next rebuild
         db.execute("CREATE TABLE IF NOT EXISTS pending (passage_id TEXT PRIMARY KEY, note_path TEXT, text_hash TEXT, row TEXT)")
         db.execute("CREATE INDEX IF NOT EXISTS pending_note ON pending(note_path)")
         return db
 
     def index_info(self) -> dict:
-        from .textproc import ANALYZER_VERSION
+        from .textproc import analyzer_fingerprint
 
-        return {"analyzer": ANALYZER_VERSION, "passages": f"{PASSAGES_VERSION}/{PASSAGE_WORDS}", "pack": self.pack_key}
+        return {"analyzer": analyzer_fingerprint(), "passages": f"{PASSAGES_VERSION}/{PASSAGE_WORDS}", "pack": self.pack_key}
 
     # -- state ---------------------------------------------------------------------------------
     def current_manifest(self) -> tuple[int | None, dict[str, str]]:
@@ -203,6 +204,7 @@ class Indexer:
             return {"generation": gid, "indexed": 0, "removed": 0, "seconds": 0.0, "changed": False}
         manifest = {p: e.sha for p, e in now.items()}
         pend_rows: list[tuple] = []
+        objects: dict[str, bytes] = {}
         n_passages = 0
         with self.lexical.writer() as w:
             if full:
@@ -216,16 +218,16 @@ class Indexer:
                 except OSError:
                     manifest.pop(p, None)
                     continue
-                from .fsutil import sha256_bytes
-
                 sha = sha256_bytes(data)
+                parsed = self.catalog.parsed.get(p)
                 if sha != e.sha:  # edited since the catalog looked: index what is on disk now
                     manifest[p] = sha
-                self.gens.put_object(data, sha)
+                    parsed = None
+                objects[sha] = data
                 if not full:
                     w.delete_note(p)
                 try:
-                    docs, rows = build_docs(p, data, kind=e.kind if e.kind != "broken" else "note", layer=e.layer,
+                    docs, rows = build_docs(p, parsed if parsed is not None and parsed.raw_sha256 == sha else data, kind=e.kind if e.kind != "broken" else "note", layer=e.layer,
                                             agent=e.agent, task=e.task, mtime_ns=e.mtime_ns)
                 except Exception:  # noqa: BLE001 - one odd note must not stop the index; doctor reports it
                     manifest.pop(p, None)
@@ -237,6 +239,8 @@ class Indexer:
                     pend_rows.append((r["passage_id"], p, r["text_hash"], json.dumps(r, ensure_ascii=False)))
                 if progress and (i % 200 == 0 or i == len(todo) - 1):
                     progress(i + 1, len(todo))
+        self.gens.put_objects(objects)
+        self.catalog.parsed = {}
         self._queue_vectors(full=full, removed=gone + todo, rows=pend_rows)
         g = self.gens.publish(manifest, index=self.index_info(), label=label, force_checkpoint=full)
         return {"generation": g.id, "indexed": len(todo), "passages": n_passages, "removed": len(gone),
@@ -244,7 +248,7 @@ class Indexer:
 
     def _queue_vectors(self, *, full: bool, removed: list[str], rows: list[tuple]) -> None:
         db = self.pending
-        with db:
+        with sqlite_tx(db):
             if full:
                 db.execute("DELETE FROM pending")
             else:
@@ -292,7 +296,7 @@ class Indexer:
                         up.append(rr)
                 if up:
                     self.vectors.upsert(up)
-                with self.pending:
+                with sqlite_tx(self.pending):
                     self.pending.executemany("DELETE FROM pending WHERE passage_id = ? AND text_hash = ?", list(still))
             done += len(batch)
             if progress:

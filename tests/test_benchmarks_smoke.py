@@ -145,7 +145,7 @@ def test_bm25_baselines_on_tiny_vault(tiny_docs):
 
 
 class _FakeEngine:
-    def recall(self, query: str, limit: int = 10, scope: str = "full-vault") -> dict:
+    def recall(self, query: str, limit: int = 10, scope: str = "full-vault", **_opts: object) -> dict:
         return {"abstained": False, "hits": [
             {"path": S2, "score": 2.0,
              "passage": {"text": "**Ann** (D2:1): hiking", "passage_id": f"{S2}#0"}},

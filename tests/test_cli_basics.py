@@ -12,7 +12,7 @@ HEAVY = ("tantivy", "lancedb", "onnxruntime", "numpy", "pyarrow", "tokenizers", 
 
 
 def test_importing_cli_loads_no_heavy_library():
-    code = "import sys, hive_brain.cli; print(','.join(m for m in %r if m in sys.modules))" % (HEAVY,)
+    code = f"import sys, hive_brain.cli; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
 
