@@ -563,3 +563,34 @@ def model_status_cmd(state: State, as_json: bool) -> None:
 
 # Commands that live in their own modules register themselves on `main` when imported (still light).
 from . import cli_agents, cli_server  # noqa: E402,F401
+
+
+@command(main, "demo")
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--lexical", is_flag=True, help="Skip the embedding model.")
+def demo_cmd(state: State, path: Path | None, lexical: bool, as_json: bool) -> None:
+    """Create a demo vault, remember a few memories, evolve one, and ask questions.
+
+    \b
+    Example:
+      hive-brain demo ./demo-vault
+    """
+    from .demo import run_demo
+
+    target = path or Path.cwd() / "hive-brain-demo"
+    res = run_demo(target, state.settings(), semantic=not lexical)
+
+    def human(c: Any) -> None:
+        from rich.markup import escape
+
+        c.print(f"Demo vault: [bold]{res['vault']}[/] ({res['remembered']} memories written; open it in Obsidian)")
+        for a in res["answers"]:
+            c.print(f"\n[bold cyan]? {escape(a['question'])}[/]")
+            if a["abstained"]:
+                c.print(f"  [dim]no grounded answer: {escape(a['reason'] or '')}[/]")
+            for h in a["hits"][:2]:
+                ev = " [dim](evolved; older version kept as history)[/]" if h["evolved"] else ""
+                c.print(f"  • [bold]{escape(h['title'])}[/]{ev}: {escape(h['text'][:160])}")
+        c.print(f"\nTry: hive-brain --vault {res['vault']} recall \"how do we release?\"")
+
+    out(as_json, res, human)

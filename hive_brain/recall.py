@@ -244,6 +244,13 @@ def _abstain(ranked: list[Cand], q_terms: list[str], info: dict[str, Any]) -> st
         f" and is only {gap:+.3f} above unrelated text semantically" if gap is not None else " (lexical search only)")
 
 
+def _fits(c: Cand) -> bool:
+    """A hit after the first must stand on its own evidence, not just be the nearest noise."""
+    d = c.details
+    gap = d.get("semanticGap")
+    return d["coverage"] >= 0.34 or (gap is not None and gap >= 0.025)
+
+
 def _head(catalog: Catalog, e: Entry, cutoff_ts: int | None) -> Entry:
     """The newest active version of a chain (or the version current at the cutoff)."""
     from .notes import date_of
@@ -355,6 +362,8 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
                 break
             if drop_ratio and c.score < drop_ratio * best:
                 break
+            if abstain and hits and not _fits(c):
+                continue
             e = entries.get(c.path)
             chain: list[dict] = []
             if e is not None and e.kind == "memory" and e.status == "superseded" and not ti.history:
@@ -380,7 +389,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
                 best_doc = view.lexical.get_docs([best_pid]).get(best_pid)
             others = [p for p in sorted(c.pids, key=lambda p: -c.pids[p]) if p != best_pid][:2]
             if e is not None and e.kind == "memory" and not chain and e.meta.get("supersedes"):
-                chain = _chain(view.catalog, e) if ti.history else []
+                chain = _chain(view.catalog, e)
             hit: dict[str, Any] = {
                 "path": path,
                 "id": (e.id if e else "") or None,
