@@ -11,7 +11,7 @@ import sys
 
 def main() -> None:
     argv = sys.argv[1:]
-    if len(argv) >= 2 and argv[0] == "hook" and argv[1] in ("prompt", "session-start", "stop") and "--help" not in argv:
+    if len(argv) >= 2 and argv[0] == "hook" and argv[1] in ("prompt", "session-start", "stop", "session-end") and "--help" not in argv:
         from .hookentry import main as hook_main
 
         sys.exit(hook_main(argv[1:]))

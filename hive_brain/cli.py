@@ -594,3 +594,5 @@ def demo_cmd(state: State, path: Path | None, lexical: bool, as_json: bool) -> N
         c.print(f"\nTry: hive-brain --vault {res['vault']} recall \"how do we release?\"")
 
     out(as_json, res, human)
+
+from . import cli_review  # noqa: E402,F401

@@ -28,10 +28,22 @@ PENDING_FILE = "pending-conversations.jsonl"
 
 # User "messages" that are machinery, not something a person typed.
 _MACHINE_PREFIXES = (
-    "<command-name>", "<command-message>", "<command-args>", "<local-command-stdout>", "<local-command-stderr>",
-    "<local-command-caveat>", "Caveat: The messages below", "[Request interrupted", "<environment_context>",
-    "<user_instructions>", "# AGENTS.md instructions", "<user-prompt-submit-hook>", "<bash-input>", "<bash-stdout>",
-    "<bash-stderr>", "This session is being continued from a previous conversation",
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "Caveat: The messages below",
+    "[Request interrupted",
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<user-prompt-submit-hook>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "This session is being continued from a previous conversation",
 )
 _REMINDER = re.compile(r"<system-reminder>[\s\S]*?(?:</system-reminder>|\Z)", re.I)
 
@@ -84,7 +96,12 @@ def _entry_turn(e: dict) -> tuple[str, str] | None:
         text, _ = _blocks_text(e.get("content"), ("input_text", "output_text", "text"))
         text = _clean_user(text) if role == "user" else text.strip()
         return (role, text) if text else None
-    if etype not in ("user", "assistant") or e.get("isMeta") or e.get("isSidechain") or e.get("isCompactSummary"):
+    if (
+        etype not in ("user", "assistant")
+        or e.get("isMeta")
+        or e.get("isSidechain")
+        or e.get("isCompactSummary")
+    ):
         return None
     msg = e.get("message")
     if not isinstance(msg, dict):
@@ -163,16 +180,18 @@ def parse_transcript(path: str | os.PathLike) -> Transcript:
     return parse_entries(_iter_lines(Path(path)))
 
 
-def last_assistant_text(path: str | os.PathLike | None, *, max_chars: int = 1500, tail_bytes: int = TAIL_BYTES) -> str:
+def last_assistant_text(
+    path: str | os.PathLike | None, *, max_chars: int = 1500, tail_bytes: int = TAIL_BYTES
+) -> str:
     """The last assistant reply in a transcript, read from the file's tail only (cheap on huge files).
 
     The prompt being answered may or may not be written already; either way the reply before it is
     returned. Only its end is kept (a list the user now refers to is usually there).
     """
-    if not path:
-        return ""
+    if not path or not isinstance(path, str | os.PathLike):
+        return ""  # open(3) would read file descriptor 3: only real paths from the hook JSON
     try:
-        with open(path, "rb") as f:
+        with open(os.path.expanduser(path), "rb") as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
             start = max(0, size - tail_bytes)
@@ -236,7 +255,9 @@ def _title(first_prompt: str) -> str:
     return line or "Conversation"
 
 
-def render_note(t: Transcript, *, agent: str, session_id: str, project: str, redact: Callable[[str], tuple[str, int]]) -> tuple[str, dict, str, int]:
+def render_note(
+    t: Transcript, *, agent: str, session_id: str, project: str, redact: Callable[[str], tuple[str, int]]
+) -> tuple[str, dict, str, int]:
     """(title, frontmatter, body, redactions) for a parsed transcript. Everything is redacted here."""
     turns: list[tuple[str, str]] = []
     n_red = 0
@@ -305,8 +326,16 @@ def _existing_note(vault: Any, folder: str, session_id: str) -> str | None:
     return None
 
 
-def capture(engine: Any, transcript_path: str | os.PathLike, *, agent: str, session_id: str | None = None,
-            cwd: str | None = None, lock_timeout: float | None = None, publish: bool = True) -> dict:
+def capture(
+    engine: Any,
+    transcript_path: str | os.PathLike,
+    *,
+    agent: str,
+    session_id: str | None = None,
+    cwd: str | None = None,
+    lock_timeout: float | None = None,
+    publish: bool = True,
+) -> dict:
     """Write (or rewrite) the conversation note of one transcript. Idempotent per session id.
 
     Returns ``{"status": "captured"|"updated"|"already"|"skipped", "path"?, "reason"?, ...}``.
@@ -322,6 +351,9 @@ def capture(engine: Any, transcript_path: str | os.PathLike, *, agent: str, sess
     if not path.is_file():
         return {"status": "skipped", "reason": f"no transcript at {path}", "transcript": str(path)}
     t = parse_transcript(path)
+    if not t.started:
+        # No timestamps (older formats): the file's time keeps a re-capture byte-identical.
+        t.started = t.ended = _iso(dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC))
     sid = str(session_id or t.session_id or path.stem)
     base = {"transcript": str(path), "session_id": sid}
     if t.automation:
@@ -340,7 +372,10 @@ def capture(engine: Any, transcript_path: str | os.PathLike, *, agent: str, sess
         rel = _existing_note(vault, folder, sid)
         start = _date_of(t.started) or dt.datetime.now(dt.UTC)
         if rel is None:
-            rel = f"{folder}/{start.astimezone().strftime('%Y-%m-%d')} {slugify(title, 50)}-{_short_id(sid)}.md"
+            stem = f"{folder}/{start.astimezone().strftime('%Y-%m-%d')} {slugify(title, 50)}"
+            rel = f"{stem}-{_short_id(sid)}.md"
+            if vault.abs(rel).exists():  # another session with the same id prefix, day and title
+                rel = f"{stem}-{re.sub(r'[^A-Za-z0-9]', '', sid).lower()[:32] or 'session'}.md"
             old = None
         else:
             try:
@@ -354,8 +389,14 @@ def capture(engine: Any, transcript_path: str | os.PathLike, *, agent: str, sess
         txn = Transaction(vault, "capture conversation")
         txn.write(rel, text, expect_old=sha256_bytes(old) if old is not None else "")
         txn.commit(engine.publish if publish else None)
-    return {**base, "status": "updated" if old is not None else "captured", "path": rel, "turns": meta["turns"],
-            "redactions": n_red, "title": title}
+    return {
+        **base,
+        "status": "updated" if old is not None else "captured",
+        "path": rel,
+        "turns": meta["turns"],
+        "redactions": n_red,
+        "title": title,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- queue
@@ -406,13 +447,20 @@ def detect_agent(path: Path) -> str:
             e = json.loads(ln)
         except ValueError:
             continue
-        if isinstance(e, dict) and (e.get("type") in ("session_meta", "response_item", "message") or "instructions" in e):
+        if isinstance(e, dict) and (
+            e.get("type") in ("session_meta", "response_item", "message") or "instructions" in e
+        ):
             return "codex"
     return "claude-code"
 
 
-def consolidate(engine: Any, *, from_dir: Path | None = None, agent: str | None = None,
-                progress: Callable[[int, int, str], None] | None = None) -> dict:
+def consolidate(
+    engine: Any,
+    *,
+    from_dir: Path | None = None,
+    agent: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> dict:
     """Capture older transcripts from a folder plus the queued ones; one index catch-up at the end."""
     from .errors import HiveBrainError, LockTimeout
     from .fsutil import atomic_write_text
@@ -423,7 +471,9 @@ def consolidate(engine: Any, *, from_dir: Path | None = None, agent: str | None 
     for item in queued:
         jobs.append({**item, "queued": True})
     if from_dir is not None:
-        files = sorted(Path(from_dir).expanduser().rglob("*.jsonl"), key=lambda p: (p.stat().st_mtime, str(p)))
+        files = sorted(
+            Path(from_dir).expanduser().rglob("*.jsonl"), key=lambda p: (p.stat().st_mtime, str(p))
+        )
         for p in files:
             jobs.append({"transcript_path": str(p)})
     counts = {"captured": 0, "updated": 0, "already": 0, "skipped": 0, "failed": 0}
@@ -436,7 +486,9 @@ def consolidate(engine: Any, *, from_dir: Path | None = None, agent: str | None 
         if progress:
             progress(i, len(jobs), tp.name)
         try:
-            res = capture(engine, tp, agent=who, session_id=job.get("session_id"), cwd=job.get("cwd"), publish=False)
+            res = capture(
+                engine, tp, agent=who, session_id=job.get("session_id"), cwd=job.get("cwd"), publish=False
+            )
         except LockTimeout as e:
             res = {"status": "failed", "transcript": str(tp), "reason": str(e)}
             if job.get("queued"):
@@ -464,5 +516,11 @@ def consolidate(engine: Any, *, from_dir: Path | None = None, agent: str | None 
                 engine.indexer.catch_up(label=f"consolidate: {len(written)} conversations")
         except HiveBrainError as e:  # the notes are safe; the next read catches the index up
             index_error = str(e)
-    return {**counts, "pending_processed": len(queued), "pending_left": len(still_pending), "total": len(jobs),
-            "results": results, "index_error": index_error}
+    return {
+        **counts,
+        "pending_processed": len(queued),
+        "pending_left": len(still_pending),
+        "total": len(jobs),
+        "results": results,
+        "index_error": index_error,
+    }

@@ -28,7 +28,7 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
 
 
 def clean_core_body(body: str) -> str:
-    """The note body without the template's empty bullets and without headings left with nothing under them."""
+    """The note body without the template's empty bullets and headings left with nothing under them."""
     lines = [ln.rstrip() for ln in body.splitlines() if not _EMPTY_BULLET.match(ln)]
     # Drop a heading when the next non-blank line is a heading of the same or a higher level (or nothing).
     keep: list[str] = []
@@ -36,7 +36,7 @@ def clean_core_body(body: str) -> str:
         m = _HEADING.match(ln)
         if m:
             level = len(m.group(1))
-            nxt = next((x for x in lines[i + 1:] if x.strip()), None)
+            nxt = next((x for x in lines[i + 1 :] if x.strip()), None)
             if nxt is None:
                 continue
             mn = _HEADING.match(nxt)
@@ -94,14 +94,30 @@ def core_items(engine: Any, agent: str | None, budget: int = 6000, *, refresh: b
         text = clean_core_body(body)
         # A core note still equal to the template says nothing about the user.
         if text and text != _template_core():
-            items.append({"section": "core", "title": "Core Memory", "path": CORE_MEMORY, "id": None, "type": "core",
-                          "text": text})
+            items.append(
+                {
+                    "section": "core",
+                    "title": "Core Memory",
+                    "path": CORE_MEMORY,
+                    "id": None,
+                    "type": "core",
+                    "text": text,
+                }
+            )
     if agent:
         rel = f"{AGENTS_DIR}/{agent}/Core Memory.md"
         body = _read_body(engine, rel)
         if body is not None and (text := clean_core_body(body)):
-            items.append({"section": "agent-core", "title": f"Core Memory of {agent}", "path": rel, "id": None,
-                          "type": "core", "text": text})
+            items.append(
+                {
+                    "section": "agent-core",
+                    "title": f"Core Memory of {agent}",
+                    "path": rel,
+                    "id": None,
+                    "type": "core",
+                    "text": text,
+                }
+            )
     seen_hash: set[str] = set()
     seen_key: set[str] = set()
     mems = [e for e in cat.memories() if e.status == "active" and not e.problem]
@@ -109,13 +125,24 @@ def core_items(engine: Any, agent: str | None, budget: int = 6000, *, refresh: b
         if mtype == "lesson":
             if not agent:
                 continue
-            pool = [e for e in mems if e.layer == "private" and e.agent == agent and str(e.meta.get("type")) == "lesson"]
+            pool = [
+                e
+                for e in mems
+                if e.layer == "private" and e.agent == agent and str(e.meta.get("type")) == "lesson"
+            ]
         else:
-            pool = [e for e in mems if e.layer == "shared" and str(e.meta.get("type")) == mtype
-                    and str(e.meta.get("origin") or "") == "user"]
+            pool = [
+                e
+                for e in mems
+                if e.layer == "shared"
+                and str(e.meta.get("type")) == mtype
+                and str(e.meta.get("origin") or "") == "user"
+            ]
         pool.sort(key=lambda e: (_updated(e), e.path), reverse=True)
         for e in pool:
-            if (e.content_hash and e.content_hash in seen_hash) or (e.memory_key and e.memory_key in seen_key):
+            if (e.content_hash and e.content_hash in seen_hash) or (
+                e.memory_key and e.memory_key in seen_key
+            ):
                 continue
             body = _read_body(engine, e.path)
             if body is None or not body.strip():
@@ -127,8 +154,16 @@ def core_items(engine: Any, agent: str | None, budget: int = 6000, *, refresh: b
             text = " ".join(body.split()) if len(body) < 300 else body.strip()
             if len(text) > MAX_ITEM_CHARS:
                 text = text[:MAX_ITEM_CHARS].rstrip() + "…"
-            items.append({"section": mtype, "title": e.title, "path": e.path, "id": e.id or None, "type": mtype,
-                          "text": text})
+            items.append(
+                {
+                    "section": mtype,
+                    "title": e.title,
+                    "path": e.path,
+                    "id": e.id or None,
+                    "type": mtype,
+                    "text": text,
+                }
+            )
     return _fit(items, budget, agent)
 
 
@@ -141,7 +176,11 @@ def _section_title(section: str, agent: str | None) -> str:
 def _render_item(it: dict) -> str:
     if it["section"] in ("core", "agent-core"):
         return it["text"]
-    return f"- **{it['title']}**: {it['text']} ({it['id']})" if it.get("id") else f"- **{it['title']}**: {it['text']}"
+    return (
+        f"- **{it['title']}**: {it['text']} ({it['id']})"
+        if it.get("id")
+        else f"- **{it['title']}**: {it['text']}"
+    )
 
 
 def _fit(items: list[dict], budget: int, agent: str | None) -> list[dict]:

@@ -15,8 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-import portalocker
-
 from .errors import LockTimeout
 
 _local = threading.local()
@@ -46,6 +44,8 @@ def _pid_alive(pid: int) -> bool:
 @contextmanager
 def vault_lock(state_dir: Path, *, timeout: float = 30.0, command: str = "write") -> Iterator[None]:
     """Hold the vault's write lock; re-entrant within one thread."""
+    import portalocker  # here, not at the top: the read-only hook path never locks and skips ~30 ms
+
     state_dir.mkdir(parents=True, exist_ok=True)
     key = str(state_dir)
     held: dict[str, int] = getattr(_local, "held", None) or {}

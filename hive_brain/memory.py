@@ -26,6 +26,7 @@ from .errors import (
     UsageError,
 )
 from .journal import Transaction, write_session
+from .layers import check_override, enforced, require_owner
 from .notes import (
     LAYERS,
     content_hash,
@@ -59,12 +60,15 @@ class MemoryInput:
     task: str | None = None
     overrides: str | None = None
     origin: str | None = None
+    # Extra frontmatter recording where a reviewed memory came from (review id, sources); set by
+    # Brain Review only, never accepted from a caller's record.
+    provenance: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> MemoryInput:
         if not isinstance(d, dict):
             raise UsageError("each record must be a JSON object")
-        unknown = set(d) - set(cls.__dataclass_fields__) - {"memory_scope"}
+        unknown = set(d) - (set(cls.__dataclass_fields__) - {"provenance"}) - {"memory_scope"}
         if unknown:
             raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
         d = dict(d)
@@ -111,14 +115,19 @@ class MemoryStore:
     def agent(self) -> str | None:
         return self.settings.agent_id
 
+    def _proposes(self, inp: MemoryInput) -> bool:
+        """An agent's shared write in enforcement mode becomes a Brain Review proposal."""
+        return (inp.scope or "").lower() in ("hive", "shared") and enforced(self.settings)
+
     def _target_layer(self, inp: MemoryInput) -> tuple[str, str, str]:
         """(layer, agent, task) a new memory lands in."""
         scope = (inp.scope or "").lower() or None
         if scope in ("hive", "shared"):
-            if self.agent and self.settings.scoped_permissions:
+            if self._proposes(inp):
+                # Callers route these through _propose; reaching here would be a direct shared write.
                 raise PermissionDenied(
                     f"agent {self.agent!r} may not write shared memory directly in enforcement mode",
-                    hint="propose it for Brain Review instead",
+                    hint="`remember --memory-scope hive` queues it for Brain Review",
                 )
             return "shared", "", ""
         if scope not in (None, "private", "task"):
@@ -159,6 +168,13 @@ class MemoryStore:
             return True
         return e.agent == self.agent
 
+    @staticmethod
+    def _visible_from(e: Entry, layer: str, agent: str) -> bool:
+        """Would a reader of (layer, agent) see ``e``? Duplicates count only there: the owner writing
+        what one agent keeps privately is not a duplicate (nobody reads both), and saying which private
+        note holds it would leak that note to the owner."""
+        return e.layer == "shared" or (layer != "shared" and e.agent == agent and e.layer in ("private", "task"))
+
     # -- building notes ------------------------------------------------------------------------
     def _validate(self, inp: MemoryInput) -> None:
         inp.type = inp.type.strip().lower()
@@ -195,12 +211,14 @@ class MemoryStore:
             "confidence": inp.confidence,
             "status": "active",
             "supersedes": supersedes,
-            "overrides": inp.overrides,
+            "overrides": (inp.overrides or "").strip() or None,
             "origin": inp.origin or ("agent" if self.agent else "user"),
             "created": ts,
             "updated": ts,
             "content_hash": content_hash(inp.content),
         }
+        for k, v in (inp.provenance or {}).items():
+            meta.setdefault(k, v)
         folder = self._folder(layer, agent, task)
         path = f"{folder}/{memory_filename(inp.title, mid)}"
         while path in taken_paths or self.vault.abs(path).exists():
@@ -220,9 +238,11 @@ class MemoryStore:
                 hint=f"to change what it says, run `hive-brain evolve --memory-id {e.id} --content ...`",
             )
         for e in self.catalog.by_content_hash(meta["content_hash"]):
-            if e.id in ignore_ids or e.status != "active" or not self._may_read(e):
+            if e.id in ignore_ids or e.status != "active" or not self._visible_from(e, layer, agent):
                 continue
             raise DuplicateContent(f"the same content is already stored as {e.id} ({e.path})", hint="nothing to do")
+        if meta.get("overrides"):
+            check_override(self.catalog, meta["overrides"], layer=layer, agent=agent, ignore_ids=frozenset(ignore_ids))
         for p in pending:
             if p["memory_key"] == meta["memory_key"] and p["layer"] == layer and (p.get("agent") or "") == agent:
                 raise DuplicateKey(f"two records in this batch share key {meta['memory_key']!r}")
@@ -252,15 +272,74 @@ class MemoryStore:
         txn.commit(self.publish)
         self.catalog.refresh(only=txn.paths)
 
+    def _stage_remember(self, txn: Transaction, inp: MemoryInput, *, taken: set[str], pending: list[dict]) -> tuple[str, dict]:
+        """Stage a new memory in ``txn`` (validated input, lock held, catalog fresh)."""
+        path, meta, text = self._new_note(inp, taken_paths=taken)
+        self._check_unique(meta, ignore_ids=set(), pending=pending)
+        txn.write(path, text, expect_old="")
+        return path, meta
+
+    def _stage_evolve(self, txn: Transaction, old: Entry, content: str, title: str | None = None, *,
+                      origin: str | None = None, provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
+        """Stage "``old`` is no longer true, ``content`` is" in ``txn`` (lock held, permissions checked)."""
+        if old.status != "active":
+            head = old.meta.get("superseded_by")
+            raise Refused(
+                f"{old.id} is {old.status}, not the current version",
+                hint=f"evolve the head of the chain{f' ({head})' if head else ''}",
+            )
+        note = self._load(old)
+        inp = MemoryInput(
+            type=str(note.meta.get("type") or "note"),
+            title=title or note.title,
+            content=content,
+            memory_key=str(note.meta.get("memory_key") or old.memory_key) or None,
+            project=note.meta.get("project"),
+            tags=to_text_list(note.meta.get("tags")),
+            aliases=to_text_list(note.meta.get("aliases")),
+            confidence=note.meta.get("confidence"),
+            scope={"shared": "hive"}.get(old.layer, old.layer),
+            task=old.task or None,
+            # A private override stays one across versions (re-checked: the target may be user-stated now).
+            overrides=note.meta.get("overrides") if old.layer != "shared" else None,
+            origin=origin or note.meta.get("origin"),
+            provenance=provenance,
+        )
+        if old.layer != "shared" and old.agent != (self.agent or ""):
+            raise PermissionDenied(f"{old.id} belongs to agent {old.agent!r}", hint="evolve it as that agent")
+        self._validate(inp)
+        if content_hash(inp.content) == old.content_hash:
+            raise DuplicateContent("the new content is the same as the current version", hint="nothing to do")
+        path, meta, text = self._new_note(inp, taken_paths=set(txn.paths), supersedes=old.id)
+        self._check_unique(meta, ignore_ids={old.id}, pending=[])
+        old_meta = dict(note.meta)
+        old_meta.update(status="superseded", superseded_by=meta["id"], updated=now_iso())
+        txn.write(path, text, expect_old="")
+        txn.write(old.path, render(old_meta, note.body), expect_old=old.sha)
+        return path, meta
+
+    def _propose(self, inp: MemoryInput) -> dict:
+        """Queue an agent's shared write for Brain Review instead of writing shared memory."""
+        from .review import stage_remember_proposal
+
+        if inp.overrides:
+            raise UsageError("a shared memory cannot override another one", hint="drop --overrides or --memory-scope hive")
+        with self._session("propose"):
+            self.catalog.refresh()
+            txn = Transaction(self.vault, "propose")
+            res = stage_remember_proposal(self, txn, inp)
+            self._commit(txn)
+        return res
+
     # -- commands ----------------------------------------------------------------------------------
     def remember(self, inp: MemoryInput) -> dict:
         self._validate(inp)
+        if self._proposes(inp):
+            return self._propose(inp)
         with self._session("remember"):
             self.catalog.refresh()
-            path, meta, text = self._new_note(inp, taken_paths=set())
-            self._check_unique(meta, ignore_ids=set(), pending=[])
             txn = Transaction(self.vault, "remember")
-            txn.write(path, text, expect_old="")
+            path, meta = self._stage_remember(txn, inp, taken=set(), pending=[])
             self._commit(txn)
         return {"status": "created", "id": meta["id"], "path": path, "memory_key": meta["memory_key"], "layer": meta["layer"]}
 
@@ -269,38 +348,8 @@ class MemoryStore:
             self.catalog.refresh()
             old = self._entry(memory_id)
             self._may_change(old)
-            if old.status != "active":
-                head = old.meta.get("superseded_by")
-                raise Refused(
-                    f"{old.id} is {old.status}, not the current version",
-                    hint=f"evolve the head of the chain{f' ({head})' if head else ''}",
-                )
-            note = self._load(old)
-            inp = MemoryInput(
-                type=str(note.meta.get("type") or "note"),
-                title=title or note.title,
-                content=content,
-                memory_key=str(note.meta.get("memory_key") or old.memory_key) or None,
-                project=note.meta.get("project"),
-                tags=to_text_list(note.meta.get("tags")),
-                aliases=to_text_list(note.meta.get("aliases")),
-                confidence=note.meta.get("confidence"),
-                scope={"shared": "hive"}.get(old.layer, old.layer),
-                task=old.task or None,
-                origin=note.meta.get("origin"),
-            )
-            if old.layer != "shared" and old.agent != (self.agent or ""):
-                raise PermissionDenied(f"{old.id} belongs to agent {old.agent!r}", hint="evolve it as that agent")
-            self._validate(inp)
-            if content_hash(inp.content) == old.content_hash:
-                raise DuplicateContent("the new content is the same as the current version", hint="nothing to do")
-            path, meta, text = self._new_note(inp, taken_paths=set(), supersedes=old.id)
-            self._check_unique(meta, ignore_ids={old.id}, pending=[])
-            old_meta = dict(note.meta)
-            old_meta.update(status="superseded", superseded_by=meta["id"], updated=now_iso())
             txn = Transaction(self.vault, "evolve")
-            txn.write(path, text, expect_old="")
-            txn.write(old.path, render(old_meta, note.body), expect_old=old.sha)
+            path, meta = self._stage_evolve(txn, old, content, title)
             self._commit(txn)
         return {"status": "evolved", "id": meta["id"], "path": path, "supersedes": old.id, "old_path": old.path}
 
@@ -380,6 +429,8 @@ class MemoryStore:
         with self._session("delete"):
             self.catalog.refresh()
             e = self._entry(memory_id)
+            if e.layer == "shared":
+                require_owner(self.settings, "deleting shared memory")
             self._may_change(e)
             prev_id, next_id = e.meta.get("supersedes"), e.meta.get("superseded_by")
             if (prev_id or next_id) and not force:
@@ -423,21 +474,28 @@ class MemoryStore:
                 try:
                     inp = MemoryInput.from_dict(raw)
                     self._validate(inp)
-                    path, meta, text = self._new_note(inp, taken_paths=taken)
-                    self._check_unique(meta, ignore_ids=set(), pending=pending)
-                except (Refused, UsageError) as err:
+                    if self._proposes(inp):
+                        from .review import stage_remember_proposal
+
+                        if inp.overrides:
+                            raise UsageError("a shared memory cannot override another one")
+                        res = stage_remember_proposal(self, txn, inp)
+                        report.append({"index": i, "status": "proposed", "proposal": res["proposal"], "path": res["path"]})
+                        continue
+                    path, meta = self._stage_remember(txn, inp, taken=taken, pending=pending)
+                except (Refused, UsageError, NotFound) as err:
                     report.append({"index": i, "status": "refused", "error": type(err).__name__, "message": err.message})
                     continue
                 pending.append(meta)
-                txn.write(path, text, expect_old="")
                 report.append({"index": i, "status": "ok", "id": meta["id"], "path": path})
-            if any(r["status"] != "ok" for r in report):
-                bad = sum(r["status"] != "ok" for r in report)
+            if any(r["status"] not in ("ok", "proposed") for r in report):
+                bad = sum(r["status"] not in ("ok", "proposed") for r in report)
                 err = Refused(f"{bad} of {len(records)} records refused; nothing was written", hint="fix them and run again")
                 err.report = report  # type: ignore[attr-defined]
                 raise err
             self._commit(txn)
-        return {"status": "created", "count": len(report), "records": report}
+        proposed = sum(r["status"] == "proposed" for r in report)
+        return {"status": "created", "count": len(report) - proposed, "proposed": proposed, "records": report}
 
 
 def layer_names() -> tuple[str, ...]:

@@ -20,6 +20,18 @@ from .predicates import And, Eq, In, Not, Or, Pred, Range, all_of
 KINDS_ALL = ("memory", "note", "conversation", "core")
 RRF_K = 10.0
 CANDIDATES = 120
+# Fusion weights, tuned on LoCoMo (benchmarks/locomo.py) — change them only with before/after numbers.
+PARAMS: dict[str, float] = {
+    "rrf_k": RRF_K,  # smaller = the top of each list matters more
+    "w_lex": 1.0,  # weight of the lexical note ranking
+    "w_sem": 1.0,  # weight of the semantic note ranking
+    "lex_sum": 0.0,  # note lexical score = best passage + lex_sum * other matching passages
+    "sem_second": 0.0,  # note semantic score = best passage + sem_second * second best
+    "support": 0.15,  # bonus per other strong passage (rank-fused)
+    "cov_base": 0.55,  # score multiplier at zero query-term coverage (1.0 at full coverage)
+    "linear": 0.0,  # weight of score-based fusion (normalised BM25 + semantic) added to the rank fusion
+    "lin_sem": 1.0,  # weight of the semantic part inside the score-based fusion
+}
 DROP_BELOW = 0.25  # hits scoring under this fraction of the best are dropped
 
 
@@ -78,6 +90,10 @@ class Cand:
     sem: float = -1.0
     sem_pid: str | None = None
     pids: dict[str, float] = field(default_factory=dict)  # passage -> fused passage score
+    lex_scores: dict[str, float] = field(default_factory=dict)
+    sem_scores: dict[str, float] = field(default_factory=dict)
+    lex_note: float = 0.0
+    sem_note: float = -1.0
     lex_rank: int | None = None
     sem_rank: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
@@ -127,6 +143,7 @@ def _candidates(view: View, query: str, where: Pred, *, semantic: bool) -> tuple
         if h.score > c.lex:
             c.lex, c.lex_pid = h.score, h.passage_id
         c.pids[h.passage_id] = max(c.pids.get(h.passage_id, 0.0), h.score)
+        c.lex_scores[h.passage_id] = h.score
     sem_hits = []
     if semantic and view.vectors is not None and view.embedder is not None:
         t0 = time.perf_counter()
@@ -141,6 +158,7 @@ def _candidates(view: View, query: str, where: Pred, *, semantic: bool) -> tuple
         c = cands.setdefault(h.note_path, Cand(h.note_path))
         if h.similarity > c.sem:
             c.sem, c.sem_pid = h.similarity, h.passage_id
+        c.sem_scores[h.passage_id] = h.similarity
     # Passage-level fused score (for picking the best passage to show): rank-based.
     lex_rank_p = {h.passage_id: i for i, h in enumerate(lex_hits)}
     sem_rank_p = {h.passage_id: i for i, h in enumerate(sem_hits)}
@@ -170,25 +188,38 @@ def _stats(xs: list[float]) -> dict[str, float] | None:
 
 def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], entries: dict[str, Entry],
           info: dict[str, Any], ti: temporal.TimeIntent, query: str) -> None:
-    by_lex = sorted((c for c in cands.values() if c.lex > 0), key=lambda c: -c.lex)
-    by_sem = sorted((c for c in cands.values() if c.sem > -1), key=lambda c: -c.sem)
+    P = PARAMS
+    for c in cands.values():
+        lex_ps = sorted((v for v in c.lex_scores.values()), reverse=True)
+        c.lex_note = (lex_ps[0] + P["lex_sum"] * sum(lex_ps[1:])) if lex_ps else 0.0
+        sem_ps = sorted(c.sem_scores.values(), reverse=True)
+        c.sem_note = (sem_ps[0] + P["sem_second"] * (sem_ps[1] if len(sem_ps) > 1 else sem_ps[0])) if sem_ps else -1.0
+    by_lex = sorted((c for c in cands.values() if c.lex_note > 0), key=lambda c: -c.lex_note)
+    by_sem = sorted((c for c in cands.values() if c.sem_note > -1), key=lambda c: -c.sem_note)
     for i, c in enumerate(by_lex):
         c.lex_rank = i
     for i, c in enumerate(by_sem):
         c.sem_rank = i
-    lex_max = info.get("lex_max") or 1.0
+    lex_max = max((c.lex_note for c in by_lex), default=0.0) or 1.0
     sims = info.get("sim_stats")
+    sem_top = by_sem[0].sem_note if by_sem else 0.0
+    sem_floor = info.get("background_top3", sims["median"] if sims else 0.0)
     qnorm = " ".join(query.lower().split()).strip(" ?!.")
     for c in cands.values():
         e = entries.get(c.path)
         rrf = 0.0
         if c.lex_rank is not None:
-            rrf += 1.0 / (RRF_K + c.lex_rank)
+            rrf += P["w_lex"] / (P["rrf_k"] + c.lex_rank)
         if c.sem_rank is not None:
-            rrf += 1.0 / (RRF_K + c.sem_rank)
+            rrf += P["w_sem"] / (P["rrf_k"] + c.sem_rank)
+        if P["linear"]:
+            lin = c.lex_note / lex_max
+            if c.sem_note > -1 and sem_top > sem_floor:
+                lin += P["lin_sem"] * max(0.0, (c.sem_note - sem_floor) / (sem_top - sem_floor))
+            rrf += P["linear"] * lin
         # Other matching passages help a little (a note that answers in several places).
         extra = sorted(c.pids.values(), reverse=True)[1:4]
-        support = 0.15 * sum(extra)
+        support = P["support"] * sum(extra)
         title = (e.title if e else "") or ""
         text = " ".join(docs[p]["text"] for p in c.pids if p in docs)
         note_terms = _terms_of(title + " " + text + " " + " ".join(str(x) for x in (e.meta.get("tags") or []) if e) if e else text)
@@ -208,7 +239,7 @@ def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], ent
             conf_f = 0.8
         # Longer questions need proportionally more of their words present.
         need = 0.6 if len(q_terms) >= 6 else 0.4
-        coverage_factor = 0.55 + 0.45 * min(1.0, cov / need) if q_terms else 1.0
+        coverage_factor = P["cov_base"] + (1 - P["cov_base"]) * min(1.0, cov / need) if q_terms else 1.0
         mult = coverage_factor
         mult *= 1.0 + 0.25 * title_cov + 0.3 * exact + 0.2 * key_match + 0.3 * alias_match
         mult *= 0.9 + 0.1 * conf_f

@@ -1,0 +1,130 @@
+"""Core memory: core notes, the user's standing rules, the agent's lessons; de-duplicated, budgeted."""
+
+from __future__ import annotations
+
+from hive_brain.core import clean_core_body, core_items, core_text
+from hive_brain.engine import Engine
+from tests.helpers import remember, run
+
+CORE = (
+    "---\ntitle: Core Memory\ntype: core\n---\n\n# Core Memory\n\n"
+    "## About me\n- Ana, SRE at a small shop.\n- \n"
+)
+
+
+def test_clean_core_body_drops_empty_template_parts():
+    body = "# Core Memory\n\nIntro.\n\n## About me\n- \n\n## How I work\n- Tests first.\n\n## Rules\n- \n"
+    assert clean_core_body(body) == "# Core Memory\n\nIntro.\n\n## How I work\n- Tests first."
+
+
+def test_template_core_note_alone_gives_nothing(vault_path):
+    assert core_text(Engine.open(), "claude-code") == ""
+
+
+def test_order_sources_and_dedup(vault_path):
+    (vault_path / "Memory" / "Core Memory.md").write_text(CORE)
+    agent_core = vault_path / "Agents" / "claude-code" / "Core Memory.md"
+    agent_core.parent.mkdir(parents=True)
+    agent_core.write_text("Prefer small pull requests in this vault's repos.\n")
+    remember("Tabs", "Indent Go code with tabs.", "preference")
+    remember("Answer language", "Answer in English.", "instruction")
+    remember("Database", "We chose Postgres over MySQL.", "decision")
+    remember("Some fact", "The office is in Lisbon.", "fact")  # not a standing rule
+    run(
+        "--agent",
+        "claude-code",
+        "remember",
+        "--type",
+        "lesson",
+        "--title",
+        "Lockfile",
+        "--content",
+        "Commit the lockfile with dependency bumps.",
+    )
+    run(
+        "--agent",
+        "claude-code",
+        "remember",
+        "--type",
+        "preference",
+        "--memory-scope",
+        "hive",
+        "--title",
+        "Agent said",
+        "--content",
+        "An agent-proposed shared preference.",
+    )  # origin agent: not a user rule
+    eng = Engine.open(agent_id="claude-code")
+    items = core_items(eng, "claude-code")
+    assert [i["section"] for i in items] == [
+        "core",
+        "agent-core",
+        "instruction",
+        "preference",
+        "decision",
+        "lesson",
+    ]
+    text = core_text(eng, "claude-code")
+    assert "Ana, SRE" in text and "small pull requests" in text and "Answer in English." in text
+    assert "Lisbon" not in text and "agent-proposed" not in text
+    assert (
+        text.index("Answer in English")
+        < text.index("Indent Go")
+        < text.index("Postgres")
+        < text.index("lockfile")
+    )
+    # No agent: no private lessons, no agent core note.
+    owner = core_text(Engine.open(), None)
+    assert "lockfile" not in owner and "small pull requests" not in owner and "Answer in English." in owner
+
+
+def test_same_key_or_content_appears_once(vault_path):
+    from hive_brain.notes import render
+
+    remember("Answer language", "Answer in English.", "instruction")
+    # A hand-made copy (same content hash, e.g. synced twice) must not be listed twice.
+    eng = Engine.open()
+    eng.catalog.refresh()
+    e = eng.catalog.memories()[0]
+    meta = dict(e.meta, id="mem-copy0000000000000000000000", memory_key="instruction/answer-language-copy")
+    (vault_path / "Memory" / "Distillations" / "Agent Memory" / "copy.md").write_text(
+        render(meta, "Answer in English.\n")
+    )
+    text = core_text(eng, None)
+    assert len(eng.catalog.memories()) == 2
+    assert text.count("Answer in English.") == 1
+
+
+def test_budget_is_respected(vault_path):
+    import json
+
+    recs = [
+        {
+            "type": "instruction",
+            "title": f"Rule {i}",
+            "content": f"Standing rule number {i}: " + "be careful " * 20,
+        }
+        for i in range(25)
+    ]
+    run("batch", "--file", "-", input=json.dumps(recs))
+    eng = Engine.open()
+    text = core_text(eng, None, budget=1500)
+    assert 0 < len(text) <= 1500
+    res = run("core", "--budget", "1500")
+    assert res["chars"] <= 1500 and res["items"] and res["text"] == text
+
+
+def test_core_cli_agent_flag(vault_path):
+    run(
+        "--agent",
+        "codex",
+        "remember",
+        "--type",
+        "lesson",
+        "--title",
+        "Sandbox",
+        "--content",
+        "The sandbox has no network; vendor the test fixtures.",
+    )
+    assert "vendor the test fixtures" in run("core", "--agent", "codex")["text"]
+    assert run("core")["text"] == ""
