@@ -18,6 +18,7 @@ from .fsutil import sqlite_tx
 from .notes import Note, read_note
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
+CATALOG_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
     path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha TEXT,
@@ -54,6 +55,8 @@ def classify(path: str, meta: dict[str, Any]) -> tuple[str, str, str, str]:
             layer, task = "task", parts[3]
     if path == CORE_MEMORY or parts[-1] == "Core Memory.md":
         kind = "core"
+    elif path.startswith("Operations/Brain Review/"):
+        kind = "proposal"  # review proposals may quote agents' private memory: no recall reads them
     elif parts[0] == "Operations":
         kind = "operational"
     elif path.startswith(CONVERSATIONS_DIR + "/"):
@@ -107,6 +110,11 @@ class Catalog:
         self.db.execute("PRAGMA synchronous=OFF")
         self.parsed: dict[str, Note] = {}
         self.db.executescript(_SCHEMA)
+        # Rows are derived from the notes by `classify`; when its rules change, forget them all.
+        if self.db.execute("PRAGMA user_version").fetchone()[0] != CATALOG_VERSION:
+            with sqlite_tx(self.db):
+                self.db.execute("DELETE FROM notes")
+            self.db.execute(f"PRAGMA user_version = {CATALOG_VERSION}")
 
     def close(self) -> None:
         self.db.close()

@@ -166,7 +166,10 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
     inp = MemoryInput(type=mem_type, title=title, content=content, memory_key=memory_key, project=project,
                       tags=_tags(tags) or [], confidence=confidence, scope=memory_scope, task=task, overrides=overrides)
     res = state.engine().memory.remember(inp)
-    out(as_json, res, lambda c: c.print(f"Remembered [bold]{res['id']}[/] → {res['path']}"))
+    if res.get("status") == "proposed":
+        out(as_json, res, lambda c: c.print(f"Queued for Brain Review: [bold]{res['proposal']}[/] ({res['path']})"))
+    else:
+        out(as_json, res, lambda c: c.print(f"Remembered [bold]{res['id']}[/] → {res['path']}"))
 
 
 @command(main, "evolve")
@@ -447,7 +450,9 @@ def generations_cmd(state: State, prune: bool, keep: int, as_json: bool) -> None
     eng = state.engine()
     if prune:
         from .journal import write_session
+        from .layers import require_owner
 
+        require_owner(eng.settings, "pruning generations")
         with write_session(eng.vault, timeout=eng.settings.lock_timeout, command="prune"):
             pr = eng.indexer.gens.prune(keep_last=keep)
     res = eng.generations()

@@ -259,9 +259,11 @@ def consolidate_cmd(state: State, from_dir: Path | None, agent_id: str | None, a
     """
     from .config import validate_agent_id
     from .conversations import consolidate
+    from .layers import require_owner
 
     agent = validate_agent_id(agent_id) if agent_id else None
     eng = state.engine()
+    require_owner(eng.settings, "consolidating conversations")
     if as_json:
         res = consolidate(eng, from_dir=from_dir, agent=agent)
     else:

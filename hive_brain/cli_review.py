@@ -37,8 +37,12 @@ def review_group() -> None:
 
 
 @command(review_group, "list")
-@click.option("--status", type=click.Choice(["pending", "approved", "rejected", "applied"]), default=None,
-              help="Only proposals with this status (default: all).")
+@click.option(
+    "--status",
+    type=click.Choice(["pending", "approved", "rejected", "applied"]),
+    default=None,
+    help="Only proposals with this status (default: all).",
+)
 def review_list_cmd(state: State, status: str | None, as_json: bool) -> None:
     """List proposals, oldest first (an agent sees only its own).
 
@@ -54,8 +58,10 @@ def review_list_cmd(state: State, status: str | None, as_json: bool) -> None:
         if not res:
             c.print("No proposals" + (f" with status {status}." if status else "."))
         for p in res:
-            c.print(f"[bold]{p['id']}[/] {p['status']:<8} {p['kind']:<9} {escape(str(p.get('title')))} "
-                    f"[dim]({p.get('type')}, by {escape(str(p.get('proposed_by')))})[/]")
+            c.print(
+                f"[bold]{p['id']}[/] {p['status']:<8} {p['kind']:<9} {escape(str(p.get('title')))} "
+                f"[dim]({p.get('type')}, by {escape(str(p.get('proposed_by')))})[/]"
+            )
             if p.get("reason"):
                 c.print(f"   [dim]{escape(str(p['reason']))}[/]")
 
@@ -77,7 +83,10 @@ def review_show_cmd(state: State, review_id: str, as_json: bool) -> None:
         from rich.markup import escape
 
         c.print(f"[bold]{escape(str(res.get('title')))}[/]  ({res['id']}, {res['kind']}, {res['status']})")
-        c.print(f"type {res.get('type')} · key {res.get('memory_key')} · by {res.get('proposed_by')}", markup=False)
+        c.print(
+            f"type {res.get('type')} · key {res.get('memory_key')} · by {res.get('proposed_by')}",
+            markup=False,
+        )
         if res.get("reason"):
             c.print(f"reason: {res['reason']}", markup=False)
         if res.get("sources"):
@@ -105,9 +114,15 @@ def review_approve_cmd(state: State, review_id: str, and_apply: bool, as_json: b
     res = rv.approve(review_id)
     if and_apply:
         res = rv.apply(review_id)
-    out(as_json, res, lambda c: c.print(
-        f"Applied {res['proposal']} → shared memory [bold]{res['id']}[/] ({res['path']})" if and_apply
-        else f"Approved {res['proposal']}; apply it with `hive-brain review apply {res['proposal']}`"))
+    out(
+        as_json,
+        res,
+        lambda c: c.print(
+            f"Applied {res['proposal']} → shared memory [bold]{res['id']}[/] ({res['path']})"
+            if and_apply
+            else f"Approved {res['proposal']}; apply it with `hive-brain review apply {res['proposal']}`"
+        ),
+    )
 
 
 @command(review_group, "reject")
@@ -136,16 +151,26 @@ def review_apply_cmd(state: State, review_id: str, as_json: bool) -> None:
       hive-brain review apply rev-01j...
     """
     res = _review(state).apply(review_id)
-    out(as_json, res, lambda c: c.print(
-        f"Applied {res['proposal']} → shared memory [bold]{res['id']}[/] ({res['path']})"
-        + (f", superseding {res['supersedes']}" if res.get("supersedes") else "")))
+    out(
+        as_json,
+        res,
+        lambda c: c.print(
+            f"Applied {res['proposal']} → shared memory [bold]{res['id']}[/] ({res['path']})"
+            + (f", superseding {res['supersedes']}" if res.get("supersedes") else "")
+        ),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- promote
 @command(main, "promote")
 @click.option("--dry-run", is_flag=True, help="Show the groups and proposals; write nothing.")
-@click.option("--threshold", type=click.FloatRange(0.1, 1.0), default=0.6, show_default=True,
-              help="Word-overlap (Jaccard) at which two memories count as near-duplicates.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.1, 1.0),
+    default=0.6,
+    show_default=True,
+    help="Word-overlap (Jaccard) at which two memories count as near-duplicates.",
+)
 def promote_cmd(state: State, dry_run: bool, threshold: float, as_json: bool) -> None:
     """Propose promoting what several agents learned alike into shared memory (owner only).
 
@@ -165,12 +190,16 @@ def promote_cmd(state: State, dry_run: bool, threshold: float, as_json: bool) ->
 
         verb = "Would propose" if dry_run else "Proposed"
         for p in res["proposed"]:
-            c.print(f"{verb} [bold]{p['proposal']}[/] {escape(p['title'])} "
-                    f"[dim](agents {', '.join(p['agents'])}; {'; '.join(p['basis'])})[/]")
+            c.print(
+                f"{verb} [bold]{p['proposal']}[/] {escape(p['title'])} "
+                f"[dim](agents {', '.join(p['agents'])}; {'; '.join(p['basis'])})[/]"
+            )
         for pid in res["extended"]:
             c.print(f"{'Would extend' if dry_run else 'Extended'} {pid} with new sources")
-        c.print(f"{res['groups']} groups: {len(res['proposed'])} proposed, {len(res['extended'])} extended, "
-                f"{len(res['skipped'])} already proposed or shared")
+        c.print(
+            f"{res['groups']} groups: {len(res['proposed'])} proposed, {len(res['extended'])} extended, "
+            f"{len(res['skipped'])} already proposed or shared"
+        )
 
     out(as_json, res, human)
 
@@ -197,8 +226,10 @@ def conflicts_cmd(state: State, as_json: bool) -> None:
         if not res:
             c.print("No conflicts.")
         for x in res:
-            c.print(f"[bold]{x['private']}[/] (agent {x['agent']}) overrides [bold]{x['shared']}[/]: user-stated, "
-                    f"not applied\n   [dim]{x['private_path']} → {x['shared_path']}[/]")
+            c.print(
+                f"[bold]{x['private']}[/] (agent {x['agent']}) overrides [bold]{x['shared']}[/]: "
+                f"user-stated, not applied\n   [dim]{x['private_path']} → {x['shared_path']}[/]"
+            )
 
     out(as_json, res, human)
 
@@ -219,15 +250,24 @@ def health_cmd(state: State, as_json: bool) -> None:
     def human(c: Any) -> None:
         m = res["memories"]
         per = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "none"  # noqa: E731
-        c.print(f"memories   {m['total']} active: shared {m['shared']}; private: {per(m['private'])}; "
-                f"task: {per(m['task'])}", markup=False)
+        c.print(
+            f"memories   {m['total']} active: shared {m['shared']}; private: {per(m['private'])}; "
+            f"task: {per(m['task'])}",
+            markup=False,
+        )
         q = res["proposals"]
-        c.print(f"review     {q['pending']} pending, {q['approved']} approved, {q['applied']} applied, "
-                f"{q['rejected']} rejected")
-        c.print(f"conflicts  {res['conflicts']}" + (" (see `hive-brain conflicts`)" if res["conflicts"] else ""))
+        c.print(
+            f"review     {q['pending']} pending, {q['approved']} approved, {q['applied']} applied, "
+            f"{q['rejected']} rejected"
+        )
+        c.print(
+            f"conflicts  {res['conflicts']}" + (" (see `hive-brain conflicts`)" if res["conflicts"] else "")
+        )
         ix = res["index"]
-        c.print(f"index      generation {ix['generation']}, "
-                + ("up to date" if ix["fresh"] else f"{ix['stale_notes']} notes not yet indexed"))
+        c.print(
+            f"index      generation {ix['generation']}, "
+            + ("up to date" if ix["fresh"] else f"{ix['stale_notes']} notes not yet indexed")
+        )
         if res["problems"]:
             c.print(f"problems   {res['problems']} unreadable notes (see `hive-brain doctor`)")
         for w in res["warnings"]:

@@ -28,7 +28,7 @@ from .vault import Vault
 
 PASSAGE_WORDS = 200
 # Bump when passage splitting or the indexed document changes: the next catch-up rebuilds in full.
-PASSAGES_VERSION = 1
+PASSAGES_VERSION = 3
 SKIP_PREFIXES = ("Templates/",)
 
 
@@ -69,15 +69,28 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
         "date": ts,
     }
     docs, rows = [], []
+    from .textproc import analyze_joined
+
+    aliases, tags = to_text_list(meta.get("aliases")), to_text_list(meta.get("tags"))
+    terms: list[str] = []
     for p in split_passages(title, note.body, max_words=PASSAGE_WORDS, date=date_str):
         etext = embed_text(title, p, date=date_str if kind == "conversation" else None)
         th = sha256_bytes(etext.encode("utf-8"))
         pid = f"{path}#{p.index}"
+        t = analyze_joined(p.text)
+        terms.append(t)
         docs.append({
-            **base, "passage_id": pid, "title": title, "aliases": to_text_list(meta.get("aliases")),
-            "tags": to_text_list(meta.get("tags")), "heading": p.heading, "text": p.text, "text_hash": th,
+            **base, "unit": "passage", "passage_id": pid, "title": title, "aliases": aliases, "tags": tags,
+            "heading": p.heading, "text": p.text, "text_terms": t, "text_hash": th,
         })
         rows.append({**base, "passage_id": pid, "text_hash": th, "_embed_text": etext})
+    if len(docs) == 1:
+        docs[0]["unit"] = "whole"  # the only passage is also the whole note: indexed once, found by both
+    else:
+        # The whole note as one more document: BM25 over the whole note is the strongest lexical
+        # signal for questions whose words are spread over several passages (measured on LoCoMo).
+        docs.append({**base, "unit": "note", "passage_id": f"{path}#note", "title": title, "aliases": aliases,
+                     "tags": tags, "heading": "", "text": "", "text_terms": " ".join(terms), "text_hash": ""})
     return docs, rows
 
 

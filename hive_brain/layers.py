@@ -16,6 +16,7 @@ Kept import-light (no tantivy/lancedb/numpy): recall on the hook path calls ``ap
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .catalog import Catalog, Entry
@@ -60,8 +61,9 @@ def _updated(e: Entry) -> str:
     return str(e.meta.get("updated") or e.meta.get("created") or "")
 
 
-def check_override(catalog: Catalog, target_id: str, *, layer: str, agent: str,
-                   ignore_ids: frozenset[str] = frozenset()) -> Entry:
+def check_override(
+    catalog: Catalog, target_id: str, *, layer: str, agent: str, ignore_ids: frozenset[str] = frozenset()
+) -> Entry:
     """Validate that a new memory in (layer, agent) may override ``target_id``; returns the target.
 
     Raises UsageError (not a private memory), NotFound (no such shared memory) or Refused (not the
@@ -71,33 +73,44 @@ def check_override(catalog: Catalog, target_id: str, *, layer: str, agent: str,
     if not target_id:
         raise UsageError("--overrides needs a memory id")
     if layer not in AGENT_LAYERS or not agent:
-        raise UsageError("only an agent's private or task memory can override a shared memory",
-                         hint="set HIVE_AGENT_ID, or drop --overrides")
+        raise UsageError(
+            "only an agent's private or task memory can override a shared memory",
+            hint="set HIVE_AGENT_ID, or drop --overrides",
+        )
     t = catalog.by_id(target_id)
     if t is None or t.kind != "memory" or t.layer != SHARED:
-        raise NotFound(f"no shared memory with id {target_id!r} to override",
-                       hint="an override names a shared memory (find ids with `hive-brain recall ... --json`)")
+        raise NotFound(
+            f"no shared memory with id {target_id!r} to override",
+            hint="an override names a shared memory (find ids with `hive-brain recall ... --json`)",
+        )
     if t.status != "active":
         head = t.meta.get("superseded_by")
-        raise Refused(f"{t.id} is {t.status}, not the current version",
-                      hint=f"override the current version{f' ({head})' if head else ''}")
+        raise Refused(
+            f"{t.id} is {t.status}, not the current version",
+            hint=f"override the current version{f' ({head})' if head else ''}",
+        )
     if user_stated(t):
         raise Refused(
-            f"{t.id} is a {t.meta.get('type')} the user stated (origin: user); a private memory cannot override it",
+            f"{t.id} is a {t.meta.get('type')} the user stated (origin: user); "
+            "a private memory cannot override it",
             hint="ask the user, or propose a change for Brain Review with `remember --memory-scope hive`",
         )
     for e in _overriders(catalog, agent):
         if e.id not in ignore_ids and str(e.meta.get("overrides")) == t.id:
-            raise Refused(f"{e.id} already overrides {t.id} for agent {agent!r}",
-                          hint=f"change it with `hive-brain evolve --memory-id {e.id} --content ...`")
+            raise Refused(
+                f"{e.id} already overrides {t.id} for agent {agent!r}",
+                hint=f"change it with `hive-brain evolve --memory-id {e.id} --content ...`",
+            )
     return t
 
 
 def _overriders(catalog: Catalog, agent: str | None) -> list[Entry]:
     """Active private/task memories (of ``agent``, or of every agent) that name an override."""
     # json_extract keeps this a single SQL scan: it runs on every agent recall.
-    where = ("kind = 'memory' AND status = 'active' AND layer IN ('private', 'task') AND problem IS NULL "
-             "AND json_extract(meta, '$.overrides') IS NOT NULL AND json_extract(meta, '$.overrides') != ''")
+    where = (
+        "kind = 'memory' AND status = 'active' AND layer IN ('private', 'task') AND problem IS NULL "
+        "AND json_extract(meta, '$.overrides') IS NOT NULL AND json_extract(meta, '$.overrides') != ''"
+    )
     if agent is None:
         return catalog._entries(where)
     return catalog._entries(where + " AND agent = ?", (agent,))
@@ -105,26 +118,43 @@ def _overriders(catalog: Catalog, agent: str | None) -> list[Entry]:
 
 def _conflict(private: Entry, shared: Entry) -> dict[str, Any]:
     return {
-        "private": private.id, "shared": shared.id, "agent": private.agent,
-        "private_path": private.path, "shared_path": shared.path,
+        "private": private.id,
+        "shared": shared.id,
+        "agent": private.agent,
+        "private_path": private.path,
+        "shared_path": shared.path,
         "reason": f"{private.id} overrides a {shared.meta.get('type')} the user stated (origin: user); "
-                  "the user's memory stays in force",
+        "the user's memory stays in force",
     }
 
 
-def _substitute(shared_hit: dict[str, Any], p: Entry, catalog: Catalog) -> dict[str, Any]:
+def _substitute(
+    shared_hit: dict[str, Any], p: Entry, catalog: Catalog, full_text: Callable[[str], str] | None
+) -> dict[str, Any]:
     """A hit for an override that did not match the query itself, in the slot of the memory it replaces."""
     from .notes import read_note
 
     try:
-        body = read_note(catalog.vault.root / p.path, p.path, max_bytes=catalog.max_note_bytes).body.strip()
+        if full_text is not None:
+            body = full_text(p.path).strip()
+        else:
+            body = read_note(
+                catalog.vault.root / p.path, p.path, max_bytes=catalog.max_note_bytes
+            ).body.strip()
     except Exception:  # noqa: BLE001 - an unreadable override is reported by doctor; the hit still names it
         body = ""
     text = body[:EXCERPT_CHARS] + ("…" if len(body) > EXCERPT_CHARS else "")
     hit: dict[str, Any] = {
-        "path": p.path, "id": p.id, "title": p.title, "kind": "memory", "type": p.meta.get("type"),
-        "status": p.status, "date": shared_hit.get("date"), "score": shared_hit.get("score"),
-        "passage": {"passage_id": f"{p.path}#0", "heading": "", "text": text}, "passages": [],
+        "path": p.path,
+        "id": p.id,
+        "title": p.title,
+        "kind": "memory",
+        "type": p.meta.get("type"),
+        "status": p.status,
+        "date": shared_hit.get("date"),
+        "score": shared_hit.get("score"),
+        "passage": {"passage_id": f"{p.path}#0", "heading": "", "text": text},
+        "passages": [],
         "scoreDetails": {**(shared_hit.get("scoreDetails") or {}), "substitutedFor": shared_hit.get("id")},
     }
     if "content" in shared_hit:
@@ -132,12 +162,16 @@ def _substitute(shared_hit: dict[str, Any], p: Entry, catalog: Catalog) -> dict[
     return hit
 
 
-def apply_overrides(hits: list[dict], catalog: Catalog, agent: str | None) -> tuple[list[dict], list[dict]]:
+def apply_overrides(
+    hits: list[dict], catalog: Catalog, agent: str | None, *, full_text: Callable[[str], str] | None = None
+) -> tuple[list[dict], list[dict]]:
     """Replace shared hits that the caller's own private memories override; report conflicts.
 
     A replaced shared hit is dropped and the overriding private hit takes its rank (it is built from
     the note when the query did not match it). Overrides of user-stated memories are not applied: both
     hits stay and the pair is returned as a conflict. Idempotent; the owner's hits pass unchanged.
+    ``full_text(path)`` gives the text of a substituted note as the view indexed it (e.g. for a replayed
+    generation); by default it is read from the vault.
     """
     if not agent or not hits:
         return list(hits), []
@@ -174,7 +208,7 @@ def apply_overrides(hits: list[dict], catalog: Catalog, agent: str | None) -> tu
                 continue
             else:
                 own = next((x for x in hits if x.get("id") == p.id), None) if p.id in hit_ids else None
-                sub = dict(own) if own is not None else _substitute(h, p, catalog)
+                sub = dict(own) if own is not None else _substitute(h, p, catalog, full_text)
                 sub["overrides"] = hid
                 sub["scoreDetails"] = {**(sub.get("scoreDetails") or {}), "overrides": hid}
                 pos[p.id] = len(out)
@@ -209,11 +243,14 @@ def conflicts(catalog: Catalog, agent: str | None = None) -> list[dict]:
     return out
 
 
-def layer_counts(catalog: Catalog, agent: str | None = None, *, settings: Settings | None = None) -> dict[str, Any]:
+def layer_counts(
+    catalog: Catalog, agent: str | None = None, *, settings: Settings | None = None
+) -> dict[str, Any]:
     """Active memories per layer (private and task per agent). An agent in enforcement mode sees its own
     breakdown and a total for the others: it has no business knowing who else keeps what."""
     rows = catalog.db.execute(
-        "SELECT layer, agent, COUNT(*) FROM notes WHERE kind = 'memory' AND status = 'active' GROUP BY layer, agent"
+        "SELECT layer, agent, COUNT(*) FROM notes WHERE kind = 'memory' AND status = 'active' "
+        "GROUP BY layer, agent"
     ).fetchall()
     counts: dict[str, Any] = {SHARED: 0, PRIVATE: {}, TASK: {}}
     hide_others = bool(settings is not None and enforced(settings))
@@ -244,8 +281,12 @@ def health(engine: Any) -> dict[str, Any]:
         "proposals": queue,
         "conflicts": len(found),
         "conflict_list": found,
-        "index": {"generation": st["generation"], "stale_notes": st["stale_notes"], "fresh": st["stale_notes"] == 0,
-                  "notes": st["notes"]},
+        "index": {
+            "generation": st["generation"],
+            "stale_notes": st["stale_notes"],
+            "fresh": st["stale_notes"] == 0,
+            "notes": st["notes"],
+        },
         "problems": len(cat.problems()),
         "warnings": st.get("warnings") or [],
     }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shutil
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,11 +35,11 @@ from . import textproc
 from .errors import IndexError_, LockTimeout
 from .predicates import And, Eq, In, Not, Or, Pred, Range
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 META_FILE = "hive-lexical.json"
 
 KEYWORD_FIELDS: tuple[str, ...] = (
-    "passage_id", "note_path", "note_id", "kind", "type", "layer", "agent", "task", "project", "status",
+    "unit", "passage_id", "note_path", "note_id", "kind", "type", "layer", "agent", "task", "project", "status",
     "memory_key", "text_hash",
 )
 TEXT_FIELDS: tuple[str, ...] = ("title", "aliases", "tags", "heading", "text")
@@ -175,6 +176,12 @@ class LexicalIndex:
     def reload(self) -> None:
         """Make the next search see the latest commit (also from another process)."""
         self._index.reload()
+
+    def term_weights(self, terms: Sequence[str]) -> dict[str, float]:
+        """IDF-like weight of each analyzed term over passage bodies (rare terms matter more)."""
+        searcher = self._index.searcher()
+        n = max(1, searcher.num_docs)
+        return {t: math.log(1.0 + n / (1.0 + searcher.doc_freq("text", t))) for t in terms}
 
     def doc_count(self) -> int:
         return self._index.searcher().num_docs
@@ -329,7 +336,10 @@ class LexicalIndex:
     def note_passages(self, note_path: str) -> list[str]:
         """The passage ids currently indexed for a note (sorted by passage number)."""
         searcher = self._index.searcher()
-        q = tantivy.Query.term_query(self.schema, "note_path", note_path, index_option="basic")
+        q = tantivy.Query.boolean_query([
+            (tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "note_path", note_path, index_option="basic")),
+            (tantivy.Occur.MustNot, tantivy.Query.term_query(self.schema, "unit", "note", index_option="basic")),
+        ])
         n = searcher.search(q, 1, count=True).count
         if not n:
             return []
@@ -409,7 +419,10 @@ class LexicalWriter:
             d.add_text(name, "" if v is None else str(v))
         for name in ("title", "heading", "text"):
             v = str(doc.get(name) or "")
-            d.add_text(name, textproc.analyze_joined(v))
+            # A caller that already analyzed the text (a whole-note document built from its
+            # passages) passes the terms, so a note is never analyzed twice.
+            terms = doc.get(f"{name}_terms")
+            d.add_text(name, terms if isinstance(terms, str) else textproc.analyze_joined(v))
             d.add_bytes(_SOURCE_FIELDS[name], v.encode("utf-8"))
         for name in ("aliases", "tags"):
             vals = _as_list(doc.get(name))

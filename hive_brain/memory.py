@@ -173,7 +173,9 @@ class MemoryStore:
         """Would a reader of (layer, agent) see ``e``? Duplicates count only there: the owner writing
         what one agent keeps privately is not a duplicate (nobody reads both), and saying which private
         note holds it would leak that note to the owner."""
-        return e.layer == "shared" or (layer != "shared" and e.agent == agent and e.layer in ("private", "task"))
+        if e.layer == "shared":
+            return True
+        return layer != "shared" and e.agent == agent and e.layer in ("private", "task")
 
     # -- building notes ------------------------------------------------------------------------
     def _validate(self, inp: MemoryInput) -> None:
@@ -228,7 +230,8 @@ class MemoryStore:
         taken_paths.add(path)
         return path, meta, render(meta, inp.content)
 
-    def _check_unique(self, meta: dict, *, ignore_ids: set[str], pending: list[dict]) -> None:
+    def _check_unique(self, meta: dict, *, ignore_ids: set[str], pending: list[dict],
+                      check_overrides: bool = True) -> None:
         layer, agent, task = meta["layer"], meta.get("agent") or "", meta.get("task") or ""
         for e in self.catalog.by_key(meta["memory_key"]):
             if e.id in ignore_ids or e.status != "active" or not self._same_scope(e, layer, agent, task):
@@ -241,8 +244,9 @@ class MemoryStore:
             if e.id in ignore_ids or e.status != "active" or not self._visible_from(e, layer, agent):
                 continue
             raise DuplicateContent(f"the same content is already stored as {e.id} ({e.path})", hint="nothing to do")
-        if meta.get("overrides"):
-            check_override(self.catalog, meta["overrides"], layer=layer, agent=agent, ignore_ids=frozenset(ignore_ids))
+        if meta.get("overrides") and check_overrides:
+            check_override(self.catalog, meta["overrides"], layer=layer, agent=agent,
+                           ignore_ids=frozenset(ignore_ids))
         for p in pending:
             if p["memory_key"] == meta["memory_key"] and p["layer"] == layer and (p.get("agent") or "") == agent:
                 raise DuplicateKey(f"two records in this batch share key {meta['memory_key']!r}")
@@ -272,7 +276,8 @@ class MemoryStore:
         txn.commit(self.publish)
         self.catalog.refresh(only=txn.paths)
 
-    def _stage_remember(self, txn: Transaction, inp: MemoryInput, *, taken: set[str], pending: list[dict]) -> tuple[str, dict]:
+    def _stage_remember(self, txn: Transaction, inp: MemoryInput, *, taken: set[str],
+                        pending: list[dict]) -> tuple[str, dict]:
         """Stage a new memory in ``txn`` (validated input, lock held, catalog fresh)."""
         path, meta, text = self._new_note(inp, taken_paths=taken)
         self._check_unique(meta, ignore_ids=set(), pending=pending)
@@ -280,7 +285,8 @@ class MemoryStore:
         return path, meta
 
     def _stage_evolve(self, txn: Transaction, old: Entry, content: str, title: str | None = None, *,
-                      origin: str | None = None, provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
+                      origin: str | None = None,
+                      provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
         """Stage "``old`` is no longer true, ``content`` is" in ``txn`` (lock held, permissions checked)."""
         if old.status != "active":
             head = old.meta.get("superseded_by")
@@ -311,7 +317,11 @@ class MemoryStore:
         if content_hash(inp.content) == old.content_hash:
             raise DuplicateContent("the new content is the same as the current version", hint="nothing to do")
         path, meta, text = self._new_note(inp, taken_paths=set(txn.paths), supersedes=old.id)
-        self._check_unique(meta, ignore_ids={old.id}, pending=[])
+        # An override of a shared memory that has since changed or gone is kept as history (it matches
+        # nothing any more); one of a memory that is still current is checked again, as on remember.
+        target = self.catalog.by_id(str(inp.overrides)) if inp.overrides else None
+        current = target is not None and target.layer == "shared" and target.status == "active"
+        self._check_unique(meta, ignore_ids={old.id}, pending=[], check_overrides=current)
         old_meta = dict(note.meta)
         old_meta.update(status="superseded", superseded_by=meta["id"], updated=now_iso())
         txn.write(path, text, expect_old="")
@@ -323,7 +333,8 @@ class MemoryStore:
         from .review import stage_remember_proposal
 
         if inp.overrides:
-            raise UsageError("a shared memory cannot override another one", hint="drop --overrides or --memory-scope hive")
+            raise UsageError("a shared memory cannot override another one",
+                             hint="drop --overrides or --memory-scope hive")
         with self._session("propose"):
             self.catalog.refresh()
             txn = Transaction(self.vault, "propose")
@@ -404,7 +415,7 @@ class MemoryStore:
                 check_secret(content)
                 meta["content_hash"] = content_hash(content)
                 for d in self.catalog.by_content_hash(meta["content_hash"]):
-                    if d.id != e.id and d.status == "active" and self._may_read(d):
+                    if d.id != e.id and d.status == "active" and self._visible_from(d, e.layer, e.agent):
                         raise DuplicateContent(f"the same content is already stored as {d.id} ({d.path})")
                 body = content
             if tags is not None:
@@ -480,7 +491,8 @@ class MemoryStore:
                         if inp.overrides:
                             raise UsageError("a shared memory cannot override another one")
                         res = stage_remember_proposal(self, txn, inp)
-                        report.append({"index": i, "status": "proposed", "proposal": res["proposal"], "path": res["path"]})
+                        report.append({"index": i, "status": "proposed", "proposal": res["proposal"],
+                                       "path": res["path"]})
                         continue
                     path, meta = self._stage_remember(txn, inp, taken=taken, pending=pending)
                 except (Refused, UsageError, NotFound) as err:

@@ -27,10 +27,14 @@ PARAMS: dict[str, float] = {
     "w_sem": 1.0,  # weight of the semantic note ranking
     "lex_sum": 0.0,  # note lexical score = best passage + lex_sum * other matching passages
     "sem_second": 0.0,  # note semantic score = best passage + sem_second * second best
-    "support": 0.15,  # bonus per other strong passage (rank-fused)
+    "support": 0.0,  # bonus per other strong passage (rank-fused)
     "cov_base": 0.55,  # score multiplier at zero query-term coverage (1.0 at full coverage)
-    "linear": 0.0,  # weight of score-based fusion (normalised BM25 + semantic) added to the rank fusion
-    "lin_sem": 1.0,  # weight of the semantic part inside the score-based fusion
+    "linear": 0.3,  # weight of score-based fusion (normalised BM25 + semantic) added to the rank fusion
+    "lin_sem": 0.5,  # weight of the semantic part inside the score-based fusion
+    "w_doc": 0.5,  # weight of the whole-note BM25 ranking
+    "lin_doc": 0.5,  # weight of whole-note BM25 inside the score-based fusion
+    "window_boost": 0.3,  # multiplier bonus for notes dated inside a time window named in the question
+    "cov_need": 0.0,  # coverage at which the multiplier saturates (0 = by question length)
 }
 DROP_BELOW = 0.25  # hits scoring under this fraction of the best are dropped
 
@@ -93,6 +97,8 @@ class Cand:
     lex_scores: dict[str, float] = field(default_factory=dict)
     sem_scores: dict[str, float] = field(default_factory=dict)
     lex_note: float = 0.0
+    lex_doc: float = 0.0  # BM25 of the whole note
+    doc_rank: int | None = None
     sem_note: float = -1.0
     lex_rank: int | None = None
     sem_rank: int | None = None
@@ -125,7 +131,8 @@ def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] |
     if cutoff is not None:
         parts.append(Range("date", hi=cutoff))
     if window is not None:
-        # A time window narrows conversations (events); standing memories still apply.
+        # Only for callers that want a hard window; recall itself boosts inside the window instead,
+        # because events are often discussed after the day they happened.
         parts.append(Or((Not(Eq("kind", "conversation")), Range("date", lo=window[0], hi=window[1]))))
     p = all_of(*parts)
     assert p is not None
@@ -135,9 +142,15 @@ def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] |
 def _candidates(view: View, query: str, where: Pred, *, semantic: bool) -> tuple[dict[str, Cand], dict[str, Any]]:
     info: dict[str, Any] = {}
     t0 = time.perf_counter()
-    lex_hits = view.lexical.search(query, where=where, limit=CANDIDATES)
+    lex_hits = view.lexical.search(query, where=And((where, In("unit", ("passage", "whole")))), limit=CANDIDATES)
+    note_hits = view.lexical.search(query, where=And((where, In("unit", ("note", "whole")))), limit=CANDIDATES)
+    from .textproc import content_words
+
+    info["term_weights"] = view.lexical.term_weights(list(dict.fromkeys(content_words(query))))
     info["lexical_ms"] = round((time.perf_counter() - t0) * 1000, 2)
     cands: dict[str, Cand] = {}
+    for h in note_hits:
+        cands.setdefault(h.note_path, Cand(h.note_path)).lex_doc = h.score
     for h in lex_hits:
         c = cands.setdefault(h.note_path, Cand(h.note_path))
         if h.score > c.lex:
@@ -187,14 +200,19 @@ def _stats(xs: list[float]) -> dict[str, float] | None:
 
 
 def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], entries: dict[str, Entry],
-          info: dict[str, Any], ti: temporal.TimeIntent, query: str) -> None:
+          info: dict[str, Any], ti: temporal.TimeIntent, query: str, window: tuple[int, int] | None = None) -> None:
     P = PARAMS
+    weights = info.get("term_weights") or {}
     for c in cands.values():
         lex_ps = sorted((v for v in c.lex_scores.values()), reverse=True)
         c.lex_note = (lex_ps[0] + P["lex_sum"] * sum(lex_ps[1:])) if lex_ps else 0.0
         sem_ps = sorted(c.sem_scores.values(), reverse=True)
         c.sem_note = (sem_ps[0] + P["sem_second"] * (sem_ps[1] if len(sem_ps) > 1 else sem_ps[0])) if sem_ps else -1.0
     by_lex = sorted((c for c in cands.values() if c.lex_note > 0), key=lambda c: -c.lex_note)
+    by_doc = sorted((c for c in cands.values() if c.lex_doc > 0), key=lambda c: -c.lex_doc)
+    for i, c in enumerate(by_doc):
+        c.doc_rank = i
+    doc_max = by_doc[0].lex_doc if by_doc else 1.0
     by_sem = sorted((c for c in cands.values() if c.sem_note > -1), key=lambda c: -c.sem_note)
     for i, c in enumerate(by_lex):
         c.lex_rank = i
@@ -212,8 +230,10 @@ def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], ent
             rrf += P["w_lex"] / (P["rrf_k"] + c.lex_rank)
         if c.sem_rank is not None:
             rrf += P["w_sem"] / (P["rrf_k"] + c.sem_rank)
+        if c.doc_rank is not None:
+            rrf += P["w_doc"] / (P["rrf_k"] + c.doc_rank)
         if P["linear"]:
-            lin = c.lex_note / lex_max
+            lin = c.lex_note / lex_max + P["lin_doc"] * c.lex_doc / doc_max
             if c.sem_note > -1 and sem_top > sem_floor:
                 lin += P["lin_sem"] * max(0.0, (c.sem_note - sem_floor) / (sem_top - sem_floor))
             rrf += P["linear"] * lin
@@ -221,9 +241,21 @@ def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], ent
         extra = sorted(c.pids.values(), reverse=True)[1:4]
         support = P["support"] * sum(extra)
         title = (e.title if e else "") or ""
-        text = " ".join(docs[p]["text"] for p in c.pids if p in docs)
-        note_terms = _terms_of(title + " " + text + " " + " ".join(str(x) for x in (e.meta.get("tags") or []) if e) if e else text)
-        cov = (sum(1 for t in q_terms if t in note_terms) / len(q_terms)) if q_terms else 0.0
+        head_terms = _terms_of(title + " " + " ".join(str(x) for x in ((e.meta.get("tags") or []) if e else [])))
+        # Coverage of the question by the note's best passage (plus title/tags), weighting each
+        # question word by its rarity: a name that is in every note of a person says little.
+        cov = 0.0
+        if q_terms:
+            total = sum(weights.get(t, 1.0) for t in q_terms)
+            best_terms = None
+            for p in c.pids:
+                if p in docs:
+                    pt = _terms_of(docs[p]["text"]) | head_terms
+                    v = sum(weights.get(t, 1.0) for t in q_terms if t in pt) / total
+                    if best_terms is None or v > cov:
+                        cov, best_terms = v, pt
+            if best_terms is None:
+                cov = sum(weights.get(t, 1.0) for t in q_terms if t in head_terms) / total
         title_terms = _terms_of(title)
         title_cov = (sum(1 for t in q_terms if t in title_terms) / len(q_terms)) if q_terms else 0.0
         exact = 1.0 if title and (title.lower() == qnorm or (len(title) > 3 and title.lower() in qnorm)) else 0.0
@@ -238,22 +270,28 @@ def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], ent
         except (TypeError, ValueError):
             conf_f = 0.8
         # Longer questions need proportionally more of their words present.
-        need = 0.6 if len(q_terms) >= 6 else 0.4
+        need = P["cov_need"] or (0.6 if len(q_terms) >= 6 else 0.4)
         coverage_factor = P["cov_base"] + (1 - P["cov_base"]) * min(1.0, cov / need) if q_terms else 1.0
         mult = coverage_factor
         mult *= 1.0 + 0.25 * title_cov + 0.3 * exact + 0.2 * key_match + 0.3 * alias_match
         mult *= 0.9 + 0.1 * conf_f
         if status == "superseded" and not ti.history and ti.cutoff is None:
             mult *= 0.6
+        in_window = None
+        if window is not None:
+            d = next((docs[p]["date"] for p in c.pids if p in docs), None)
+            in_window = d is not None and window[0] <= d <= window[1]
+            if in_window:
+                mult *= 1.0 + P["window_boost"]
         c.score = (rrf + support) * mult
         c.details = {
-            "bm25": round(c.lex, 4), "bm25Rank": c.lex_rank, "bm25Norm": round(c.lex / lex_max, 4) if c.lex else 0.0,
+            "bm25": round(c.lex, 4), "bm25Rank": c.lex_rank, "bm25Note": round(c.lex_doc, 4), "bm25NoteRank": c.doc_rank, "bm25Norm": round(c.lex / lex_max, 4) if c.lex else 0.0,
             "semantic": round(c.sem, 4) if c.sem > -1 else None, "semanticRank": c.sem_rank,
             "semanticZ": round((c.sem - sims["mean"]) / sims["sd"], 3) if sims and c.sem > -1 else None,
             "semanticGap": round(c.sem - info["background_top3"], 4) if c.sem > -1 and "background_top3" in info else None,
             "rrf": round(rrf, 5), "support": round(support, 5), "coverage": round(cov, 3), "titleCoverage": round(title_cov, 3),
             "exactTitle": exact, "keyMatch": key_match, "aliasMatch": alias_match, "confidence": conf_f,
-            "status": status, "multiplier": round(mult, 4),
+            "status": status, "inWindow": in_window, "multiplier": round(mult, 4),
         }
 
 
@@ -345,7 +383,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
 
     def run(kinds: tuple[str, ...]) -> tuple[list[Cand], dict[str, Any], dict[str, dict], dict[str, Entry]]:
         where = build_where(agent=agent, kinds=kinds, types=types, project=project, include_archived=False,
-                            window=window, cutoff=cutoff)
+                            cutoff=cutoff)
         cands, info = _candidates(view, query, where, semantic=semantic)
         pids = [p for c in cands.values() for p in c.pids]
         docs = view.lexical.get_docs(pids) if pids else {}
@@ -354,7 +392,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
             want = {t.lower() for t in tags}
             cands = {p: c for p, c in cands.items() if want & {str(t).lower() for t in (entries[p].meta.get("tags") or [])}
                      if p in entries}
-        _fuse(cands, q_terms, docs, entries, info, ti, query)
+        _fuse(cands, q_terms, docs, entries, info, ti, query, window)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         return ranked, info, docs, entries
 
@@ -448,9 +486,15 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
             if detail == "full" and e is not None:
                 hit["content"] = _full_text(view, path)
             hits.append(hit)
+    conflicts: list[dict] = []
+    if hits and agent:
+        from .layers import apply_overrides
+
+        hits, conflicts = apply_overrides(hits, view.catalog, agent, full_text=lambda p: _full_text(view, p))
     return {
         "query": query,
         "hits": hits,
+        "conflicts": conflicts,
         "abstained": reason is not None,
         "reason": reason,
         "tier": tier,

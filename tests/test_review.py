@@ -44,8 +44,20 @@ def _recall_ids(q: str, agent: str | None) -> list[str]:
 
 def test_agent_shared_write_is_proposed_then_owner_approves_and_applies(vault_path):
     content = "Run database migrations before deploying the API, never after."
-    prop = cli("remember", "--type", "procedure", "--title", "Migrations before deploy", "--content", content,
-               "--memory-scope", "hive", "--tags", "deploy", agent="a")
+    prop = cli(
+        "remember",
+        "--type",
+        "procedure",
+        "--title",
+        "Migrations before deploy",
+        "--content",
+        content,
+        "--memory-scope",
+        "hive",
+        "--tags",
+        "deploy",
+        agent="a",
+    )
     assert prop["status"] == "proposed" and prop["proposal"].startswith("rev-")
     assert prop["path"].startswith(REVIEW + "/")
     m = _meta(vault_path, prop["path"])
@@ -55,10 +67,22 @@ def test_agent_shared_write_is_proposed_then_owner_approves_and_applies(vault_pa
     assert parse_text(prop["path"], (vault_path / prop["path"]).read_text()).body.strip() == content
     # Nothing reached shared memory, and nobody recalls it yet (proposals are not memory).
     assert not list((vault_path / "Memory/Distillations/Agent Memory").glob("*.md"))
-    assert prop["proposal"] not in json.dumps(cli("recall", "migrations before deploying", "--lexical", agent="b"))
+    assert prop["proposal"] not in json.dumps(
+        cli("recall", "migrations before deploying", "--lexical", agent="b")
+    )
     # Asking again does not queue a second proposal.
-    again = cli("remember", "--type", "procedure", "--title", "Migrations before deploy", "--content", content,
-                "--memory-scope", "hive", agent="a")
+    again = cli(
+        "remember",
+        "--type",
+        "procedure",
+        "--title",
+        "Migrations before deploy",
+        "--content",
+        content,
+        "--memory-scope",
+        "hive",
+        agent="a",
+    )
     assert again["proposal"] == prop["proposal"] and again["already"]
     # The proposer sees its proposal; another agent does not; no agent decides.
     assert [p["id"] for p in cli("review", "list", agent="a")] == [prop["proposal"]]
@@ -68,7 +92,10 @@ def test_agent_shared_write_is_proposed_then_owner_approves_and_applies(vault_pa
         res = cli("review", verb, prop["proposal"], agent="a", ok=False)
         assert res["error"] == "PermissionDenied" and "owner" in res["message"]
     # Even without enforcement, an agent does not decide reviews.
-    assert cli("review", "approve", prop["proposal"], agent="a", enforce=False, ok=False)["error"] == "PermissionDenied"
+    assert (
+        cli("review", "approve", prop["proposal"], agent="a", enforce=False, ok=False)["error"]
+        == "PermissionDenied"
+    )
     # The owner: apply needs approval first.
     assert cli("review", "apply", prop["proposal"], ok=False)["error"] == "Refused"
     shown = cli("review", "show", prop["proposal"])
@@ -94,21 +121,54 @@ def test_agent_shared_write_is_proposed_then_owner_approves_and_applies(vault_pa
 def test_reject_and_evolve_proposals(vault_path):
     old = cli("remember", "--type", "fact", "--title", "Python version", "--content", "We use Python 3.11.")
     # Same key as a shared memory: the proposal is to evolve it.
-    prop = cli("remember", "--type", "fact", "--title", "Python version", "--content", "We use Python 3.12 now.",
-               "--memory-scope", "hive", agent="a")
+    prop = cli(
+        "remember",
+        "--type",
+        "fact",
+        "--title",
+        "Python version",
+        "--content",
+        "We use Python 3.12 now.",
+        "--memory-scope",
+        "hive",
+        agent="a",
+    )
     assert prop["evolves"] == old["id"]
-    other = cli("remember", "--type", "fact", "--title", "Linter", "--content", "We lint with pylint.",
-                "--memory-scope", "hive", agent="b")
+    other = cli(
+        "remember",
+        "--type",
+        "fact",
+        "--title",
+        "Linter",
+        "--content",
+        "We lint with pylint.",
+        "--memory-scope",
+        "hive",
+        agent="b",
+    )
     rej = cli("review", "reject", other["proposal"], "--reason", "we use ruff")
-    assert rej["status"] == "rejected" and _meta(vault_path, other["path"])["decision_reason"] == "we use ruff"
+    assert (
+        rej["status"] == "rejected" and _meta(vault_path, other["path"])["decision_reason"] == "we use ruff"
+    )
     assert cli("review", "apply", other["proposal"], ok=False)["error"] == "Refused"
     res = cli("review", "approve", prop["proposal"], "--apply")
     assert res["status"] == "applied" and res["supersedes"] == old["id"]
     assert cli("get", "--memory-id", old["id"])["meta"]["status"] == "superseded"
     assert cli("get", "--memory-id", res["id"])["meta"]["supersedes"] == old["id"]
     # Identical content already in shared memory is nothing to propose.
-    dup = cli("remember", "--type", "fact", "--title", "Py", "--content", "We use Python 3.12 now.",
-              "--memory-scope", "hive", agent="c", ok=False)
+    dup = cli(
+        "remember",
+        "--type",
+        "fact",
+        "--title",
+        "Py",
+        "--content",
+        "We use Python 3.12 now.",
+        "--memory-scope",
+        "hive",
+        agent="c",
+        ok=False,
+    )
     assert dup["error"] == "DuplicateContent"
     assert {p["status"] for p in cli("review", "list")} == {"applied", "rejected"}
     human = CliRunner().invoke(main, ["review", "list"], catch_exceptions=False)
@@ -116,10 +176,22 @@ def test_reject_and_evolve_proposals(vault_path):
 
 
 def test_owner_edit_in_obsidian_is_what_gets_applied(vault_path):
-    prop = cli("remember", "--type", "lesson", "--title", "Flaky test", "--content", "test_sync is flaky.",
-               "--memory-scope", "hive", agent="a")
+    prop = cli(
+        "remember",
+        "--type",
+        "lesson",
+        "--title",
+        "Flaky test",
+        "--content",
+        "test_sync is flaky.",
+        "--memory-scope",
+        "hive",
+        agent="a",
+    )
     p = vault_path / prop["path"]
-    p.write_text(p.read_text().replace("test_sync is flaky.", "test_sync is flaky under load; rerun it once."))
+    p.write_text(
+        p.read_text().replace("test_sync is flaky.", "test_sync is flaky under load; rerun it once.")
+    )
     cli("review", "approve", prop["proposal"])
     res = cli("review", "apply", prop["proposal"])
     assert cli("get", "--memory-id", res["id"])["content"] == "test_sync is flaky under load; rerun it once."
@@ -127,10 +199,14 @@ def test_owner_edit_in_obsidian_is_what_gets_applied(vault_path):
 
 def test_batch_hive_records_become_proposals(vault_path, tmp_path):
     f = tmp_path / "b.json"
-    f.write_text(json.dumps([
-        {"type": "fact", "title": "Mine", "content": "A private fact."},
-        {"type": "fact", "title": "Hive", "content": "A fact for everyone.", "memory_scope": "hive"},
-    ]))
+    f.write_text(
+        json.dumps(
+            [
+                {"type": "fact", "title": "Mine", "content": "A private fact."},
+                {"type": "fact", "title": "Hive", "content": "A fact for everyone.", "memory_scope": "hive"},
+            ]
+        )
+    )
     res = cli("batch", "--file", str(f), agent="a")
     assert res["count"] == 1 and res["proposed"] == 1
     assert [r["status"] for r in res["records"]] == ["ok", "proposed"]
@@ -147,12 +223,26 @@ BrainReview(Engine.open().memory).apply(sys.argv[1])
 
 @pytest.mark.parametrize("step", STEPS)
 def test_apply_killed_at_every_step_is_all_or_nothing(vault_path, step):
-    prop = cli("remember", "--type", "fact", "--title", "Cache", "--content", "Redis is the cache.",
-               "--memory-scope", "hive", agent="a")
+    prop = cli(
+        "remember",
+        "--type",
+        "fact",
+        "--title",
+        "Cache",
+        "--content",
+        "Redis is the cache.",
+        "--memory-scope",
+        "hive",
+        agent="a",
+    )
     cli("review", "approve", prop["proposal"])
     env = {k: v for k, v in os.environ.items() if k != "HIVE_AGENT_ID"}
-    proc = subprocess.run([sys.executable, "-c", APPLY, prop["proposal"]], env={**env, "HIVE_BRAIN_CRASH_AT": step},
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", APPLY, prop["proposal"]],
+        env={**env, "HIVE_BRAIN_CRASH_AT": step},
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert cli("doctor")["problems"] == []
     mems = list((vault_path / "Memory/Distillations/Agent Memory").glob("*.md"))
@@ -165,15 +255,46 @@ def test_apply_killed_at_every_step_is_all_or_nothing(vault_path, step):
 
 # ---------------------------------------------------------------------------------------------- promotion
 def test_promotion_groups_near_duplicates_of_two_agents_once(vault_path):
-    a = cli("remember", "--type", "lesson", "--title", "Flaky websocket test",
-            "--content", "The websocket integration test is flaky on CI; raise the reconnect timeout to 30 seconds.",
-            agent="a")
-    b = cli("remember", "--type", "lesson", "--title", "Websocket test flaky",
-            "--content", "Websocket integration test flaky in CI: raise reconnect timeout to 30 seconds.", agent="b")
-    cli("remember", "--type", "lesson", "--title", "Unrelated", "--content", "Docker builds need buildkit enabled.",
-        agent="c")
-    cli("remember", "--type", "lesson", "--title", "Same agent twice",
-        "--content", "Docker builds need buildkit enabled, always.", agent="c")
+    a = cli(
+        "remember",
+        "--type",
+        "lesson",
+        "--title",
+        "Flaky websocket test",
+        "--content",
+        "The websocket integration test is flaky on CI; raise the reconnect timeout to 30 seconds.",
+        agent="a",
+    )
+    b = cli(
+        "remember",
+        "--type",
+        "lesson",
+        "--title",
+        "Websocket test flaky",
+        "--content",
+        "Websocket integration test flaky in CI: raise reconnect timeout to 30 seconds.",
+        agent="b",
+    )
+    cli(
+        "remember",
+        "--type",
+        "lesson",
+        "--title",
+        "Unrelated",
+        "--content",
+        "Docker builds need buildkit enabled.",
+        agent="c",
+    )
+    cli(
+        "remember",
+        "--type",
+        "lesson",
+        "--title",
+        "Same agent twice",
+        "--content",
+        "Docker builds need buildkit enabled, always.",
+        agent="c",
+    )
     # Promotion reads every agent's private memory: never an agent's to run.
     assert cli("promote", agent="a", enforce=False, ok=False)["error"] == "PermissionDenied"
     dry = cli("promote", "--dry-run")
@@ -184,7 +305,9 @@ def test_promotion_groups_near_duplicates_of_two_agents_once(vault_path):
     assert set(p["sources"]) == {a["id"], b["id"]} and p["agents"] == ["a", "b"]
     m = _meta(vault_path, p["path"])
     assert m["kind"] == "promotion" and m["status"] == "pending" and m["type"] == "lesson"
-    assert set(m["sources"]) == {a["id"], b["id"]} and m["source_agents"] == ["a", "b"] and "a, b" in m["reason"]
+    assert (
+        set(m["sources"]) == {a["id"], b["id"]} and m["source_agents"] == ["a", "b"] and "a, b" in m["reason"]
+    )
     # Idempotent.
     second = cli("promote")
     assert second["proposed"] == [] and len(second["skipped"]) == 1
@@ -192,9 +315,16 @@ def test_promotion_groups_near_duplicates_of_two_agents_once(vault_path):
     # Agents see no promotion (it quotes other agents' private memories).
     assert cli("review", "list", agent="a") == []
     # A third agent joining extends the pending proposal instead of adding one.
-    c2 = cli("remember", "--type", "lesson", "--title", "Websocket flaky",
-             "--content", "The websocket integration test is flaky in CI; raise reconnect timeout to 30 seconds!",
-             agent="d")
+    c2 = cli(
+        "remember",
+        "--type",
+        "lesson",
+        "--title",
+        "Websocket flaky",
+        "--content",
+        "The websocket integration test is flaky in CI; raise reconnect timeout to 30 seconds!",
+        agent="d",
+    )
     third = cli("promote")
     assert third["extended"] == [p["proposal"]] and third["proposed"] == []
     assert c2["id"] in _meta(vault_path, p["path"])["sources"]
@@ -205,10 +335,30 @@ def test_promotion_groups_near_duplicates_of_two_agents_once(vault_path):
 
 
 def test_promotion_by_same_memory_key(vault_path):
-    cli("remember", "--type", "decision", "--title", "Queue", "--memory-key", "decision/queue",
-        "--content", "Use SQS for background jobs.", agent="a")
-    cli("remember", "--type", "decision", "--title", "Queue choice", "--memory-key", "decision/queue",
-        "--content", "Background jobs go through SQS, not Celery.", agent="b")
+    cli(
+        "remember",
+        "--type",
+        "decision",
+        "--title",
+        "Queue",
+        "--memory-key",
+        "decision/queue",
+        "--content",
+        "Use SQS for background jobs.",
+        agent="a",
+    )
+    cli(
+        "remember",
+        "--type",
+        "decision",
+        "--title",
+        "Queue choice",
+        "--memory-key",
+        "decision/queue",
+        "--content",
+        "Background jobs go through SQS, not Celery.",
+        agent="b",
+    )
     res = cli("promote")
     assert len(res["proposed"]) == 1 and "same memory_key" in res["proposed"][0]["basis"]
 
@@ -218,11 +368,38 @@ def test_health_counts_layers_queue_conflicts_and_freshness(vault_path):
     pref = cli("remember", "--type", "preference", "--title", "Tabs", "--content", "Tabs in Go files.")
     cli("remember", "--type", "fact", "--title", "A fact", "--content", "Agent a knows this.", agent="a")
     cli("remember", "--type", "fact", "--title", "B fact", "--content", "Agent b knows this.", agent="b")
-    cli("remember", "--type", "fact", "--title", "Task fact", "--content", "For task t1.", "--task", "t1", agent="b")
-    cli("remember", "--type", "fact", "--title", "Hive", "--content", "For the hive.", "--memory-scope", "hive",
-        agent="a")
+    cli(
+        "remember",
+        "--type",
+        "fact",
+        "--title",
+        "Task fact",
+        "--content",
+        "For task t1.",
+        "--task",
+        "t1",
+        agent="b",
+    )
+    cli(
+        "remember",
+        "--type",
+        "fact",
+        "--title",
+        "Hive",
+        "--content",
+        "For the hive.",
+        "--memory-scope",
+        "hive",
+        agent="a",
+    )
     d = vault_path / "Agents/a/Memory"
-    meta = {"id": "mem-hand1", "type": "preference", "title": "Spaces", "status": "active", "overrides": pref["id"]}
+    meta = {
+        "id": "mem-hand1",
+        "type": "preference",
+        "title": "Spaces",
+        "status": "active",
+        "overrides": pref["id"],
+    }
     (d / "spaces.md").write_text(render(meta, "Spaces in Go files."))
     h = cli("health")
     assert h["memories"]["shared"] == 1 and h["memories"]["private"] == {"a": 2, "b": 1}
