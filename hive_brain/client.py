@@ -137,7 +137,7 @@ def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, 
                     raise ConnectionResetError("the server closed the connection")
                 chunks.append(chunk)
                 size += len(chunk)
-                if chunk.endswith(b"\n") or b"\n" in chunk:
+                if b"\n" in chunk:
                     break
                 if size > MAX_LINE:
                     raise ConnectionResetError("response too large")

@@ -8,7 +8,9 @@ Threads and who owns what:
   waits for the vault watcher, debounces, catches up under the vault lock with a short timeout (a CLI
   writer holding the lock only delays it), publishes an immutable :class:`_Snapshot` for readers,
   and embeds pending passages in slices of about ``EMBED_SLICE_S`` so a new edit never waits behind a
-  long embedding run.
+  long embedding run. Slices only fill the embedding cache; the vector table is written in upserts
+  of up to ``FLUSH_ROWS`` rows and compacted now and then (see ``FLUSH_ROWS`` for why). It does not
+  start a slice while a request is being answered: queries share the ONNX session and the cores.
 * **watchdog observer** — turns file events under the vault into "dirty" marks; it never indexes.
 * **accept thread + worker pool** — answers requests (see :mod:`hive_brain.client` for the protocol).
   Reads never take the vault lock: each request builds a :class:`~hive_brain.recall.View` from the
@@ -62,6 +64,9 @@ EMBED_SLICE_S = 0.25  # target length of one background embedding slice (model t
 # this many rows: every LanceDB write adds a fragment and a version, and a table of thousands of tiny
 # fragments searches ~20x slower and holds far more memory (measured: 1,100 fragments -> 240 ms).
 FLUSH_ROWS = 256
+# ONNX Runtime keeps its arena at the largest batch it has seen: small batches cap the resident memory
+# (batch 16 of 300-token passages costs ~100 MB more than batch 4) at little cost in throughput.
+MAX_CHUNK = 8
 COMPACT_AFTER_WRITES = 32  # vector-table writes (upserts, deletions) between compactions
 COMPACT_MIN_INTERVAL_S = 60.0
 LOG_MAX_BYTES = 4 * 1024 * 1024
@@ -272,7 +277,9 @@ class Server:
         self._todo: list[tuple[str, str]] | None = None  # (text hash, text) still to embed before the next flush
         self._vec_writes = 0
         self._compacted_at = 0.0
+        self.compact_after = COMPACT_AFTER_WRITES
         self._inflight = 0
+        self._conns: set[socket.socket] = set()
         self._tls = threading.local()
         self._listener: socket.socket | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -381,6 +388,11 @@ class Server:
                 t.join(2.0)
         if self._listener is not None:
             self._listener.close()
+        with self._cond:
+            conns = list(self._conns)
+        for c in conns:  # wake workers blocked reading an idle connection, so the process can exit
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
         # Socket and server.json go first: once they are gone no client tries us, even while the
         # indexer finishes its current step below.
         if self._pidlock.fd is not None:
@@ -537,7 +549,7 @@ class Server:
                     if semantic and snap.pending > 0 and now >= self._embed_after and not self._inflight:
                         action = "embed"
                         break
-                    if (semantic and not snap.pending and self._vec_writes >= COMPACT_AFTER_WRITES
+                    if (semantic and not snap.pending and self._vec_writes >= self.compact_after
                             and now - self._compacted_at >= COMPACT_MIN_INTERVAL_S):
                         action = "compact"
                         break
@@ -589,7 +601,7 @@ class Server:
                 t0 = time.monotonic()
                 embed_with_cache(idx.embedder, idx.embcache, dict(batch))
                 per = (time.monotonic() - t0) / len(batch)
-                self._chunk = max(1, min(64, int(EMBED_SLICE_S / max(per, 1e-4))))
+                self._chunk = max(1, min(MAX_CHUNK, int(EMBED_SLICE_S / max(per, 1e-4))))
                 return
             # Every row of the next flush is cached: embed_pending only reads the cache and upserts.
             res = idx.embed_pending(chunk=FLUSH_ROWS, max_seconds=0.0, lock_timeout=1.0)
@@ -661,6 +673,15 @@ class Server:
                 break
 
     def _serve_connection(self, conn: socket.socket) -> None:
+        with self._cond:
+            self._conns.add(conn)
+        try:
+            self._serve_lines(conn)
+        finally:
+            with self._cond:
+                self._conns.discard(conn)
+
+    def _serve_lines(self, conn: socket.socket) -> None:
         with conn:
             conn.settimeout(IDLE_CONNECTION_S)
             f = conn.makefile("rb")
