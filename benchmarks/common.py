@@ -133,7 +133,37 @@ def host_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
+        "mem_total_mb": mem_total_mb(),
     }
+
+
+def cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def mem_total_mb() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def load_average() -> list[float] | None:
+    """1/5/15-minute load averages (the machine may be shared: record them with the numbers)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def git_commit() -> str | None:
@@ -290,3 +320,225 @@ def standalone_main(mod: ModuleType, argv: Sequence[str] | None = None,
     kwargs = kwargs_from_args(args) if kwargs_from_args else {}
     run_module(mod, config_from_args(args), **kwargs)
     return 0
+
+
+# --------------------------------------------------------------------------- processes and memory
+
+
+@dataclass
+class ProcResult:
+    seconds: float  # wall time from spawn to exit (stdin written, stdout read)
+    returncode: int
+    stdout: str
+    stderr: str
+    max_rss_kb: int | None  # peak resident set of the child (wait4 rusage; Linux: KiB)
+
+
+def run_process(argv: Sequence[str], *, input_text: str = "", env: dict[str, str] | None = None,
+                timeout: float = 60.0, cwd: str | os.PathLike[str] | None = None) -> ProcResult:
+    """Run one process to completion: wall time, output and its own peak RSS (``os.wait4``)."""
+    import threading
+
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, cwd=cwd)
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        out, err = b"", b""
+        try:
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            # Small payloads: write all, then read both pipes (stderr through a thread: no deadlock).
+            box: dict[str, bytes] = {}
+            t = threading.Thread(target=lambda: box.__setitem__("err", proc.stderr.read()))  # type: ignore[union-attr]
+            t.start()
+            try:
+                proc.stdin.write(input_text.encode("utf-8"))
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+            out = proc.stdout.read()
+            t.join()
+            err = box.get("err", b"")
+        finally:
+            _pid, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+        seconds = time.perf_counter() - t0
+    finally:
+        killer.cancel()
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            if f is not None and not f.closed:
+                f.close()
+    return ProcResult(seconds=seconds, returncode=proc.returncode, stdout=out.decode("utf-8", "replace"),
+                      stderr=err.decode("utf-8", "replace"), max_rss_kb=int(usage.ru_maxrss) or None)
+
+
+def proc_memory_kb(pid: int) -> dict[str, int]:
+    """VmRSS (now) and VmHWM (peak) of a live process, in KiB, from /proc (no psutil needed)."""
+    out: dict[str, int] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key = line.split(":", 1)[0]
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+def dir_bytes(path: Path) -> int:
+    """Bytes allocated on disk under path (st_blocks: sparse and preallocated files count as stored)."""
+    total = 0
+    if path.is_file():
+        return path.stat().st_blocks * 512
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+STATE_PARTS = {  # label -> paths inside <state>/<vault-id>/ (see docs/architecture.md, "State on disk")
+    "lexical": ("index/lexical",),
+    "vectors": ("index/vectors", "index/pending.sqlite", "index/pending.sqlite-wal", "index/pending.sqlite-shm"),
+    "generations": ("generations",),
+    "catalog": ("catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"),
+    "embedding cache": ("embcache.sqlite", "embcache.sqlite-wal", "embcache.sqlite-shm"),
+    "replay": ("replay",),
+}
+
+
+def state_sizes(state: Path) -> dict[str, int]:
+    """On-disk bytes of a vault's state dir by part (lexical, vectors, generations, caches, other, total)."""
+    out: dict[str, int] = {}
+    counted = 0
+    for label, rels in STATE_PARTS.items():
+        n = sum(dir_bytes(state / r) for r in rels if (state / r).exists())
+        out[label] = n
+        counted += n
+    total = dir_bytes(state)
+    out["other"] = max(0, total - counted)
+    out["total"] = total
+    return out
+
+
+# --------------------------------------------------------------------------- hive-brain under test
+
+MODEL_DIR_ENV = "HIVE_BRAIN_MODEL_DIR"
+
+
+def embedding_pack() -> tuple[Path | None, str | None]:
+    """(the embedding pack this run may use, or None and why): from $HIVE_BRAIN_MODEL_DIR or the default."""
+    try:
+        from hive_brain.config import resolve
+        from hive_brain.modelpack import find_pack
+
+        s = resolve()
+        pack = find_pack(Path(s.model_dir))
+    except Exception as e:  # noqa: BLE001 - reported as the reason semantic rows are unavailable
+        return None, short_error(e)
+    if pack is None:
+        return None, f"no embedding pack in {s.model_dir} (set ${MODEL_DIR_ENV} to a pack)"
+    return pack, None
+
+
+@contextmanager
+def model_dir(pack: Path | None) -> Iterator[None]:
+    """$HIVE_BRAIN_MODEL_DIR = pack for the duration; None = an empty dir (lexical only). Restored after."""
+    saved = os.environ.get(MODEL_DIR_ENV)
+    empty = None
+    if pack is None:
+        empty = Path(tempfile.mkdtemp(prefix="hive-brain-bench-nomodel-"))
+    os.environ[MODEL_DIR_ENV] = str(pack if pack is not None else empty)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(MODEL_DIR_ENV, None)
+        else:
+            os.environ[MODEL_DIR_ENV] = saved
+        if empty is not None:
+            shutil.rmtree(empty, ignore_errors=True)
+
+
+def hook_env(vault: Path, agent: str) -> dict[str, str]:
+    """The environment the installed prompt hook runs with (`hooks install` pins agent and vault)."""
+    env = dict(os.environ)
+    env["HIVE_AGENT_ID"] = agent
+    env["HIVE_BRAIN_VAULT"] = str(vault)
+    return env
+
+
+def hook_argv() -> list[str]:
+    return [sys.executable, "-m", "hive_brain", "hook", "prompt"]
+
+
+@contextmanager
+def running_server(vault: Path, state: Path, *, timeout: float = 120.0) -> Iterator[dict[str, Any]]:
+    """`hive-brain serve` for the vault as a detached process (``client.ensure_server``), stopped after.
+
+    Yields ``{"pid", "start_s", "ping"}``. Raises whatever ``ensure_server`` raises when it cannot
+    start (callers report the rows as unavailable).
+    """
+    from hive_brain import client
+
+    t0 = time.perf_counter()
+    pong = client.ensure_server(state, vault, timeout=timeout)
+    info = {"pid": pong.get("pid") or (client.read_info(state) or {}).get("pid"),
+            "start_s": round(time.perf_counter() - t0, 3), "ping": pong}
+    try:
+        yield info
+    finally:
+        stop_server(state)
+
+
+def stop_server(state: Path) -> None:
+    try:
+        from hive_brain.server import stop_server as _stop
+
+        _stop(state, timeout=30.0)
+    except Exception as e:  # noqa: BLE001 - never leave the benchmark hanging on a stop
+        log(f"could not stop the server of {state}: {short_error(e)}")
+
+
+def wait_server_idle(state: Path, *, timeout: float = 3600.0, poll: float = 0.5) -> dict[str, Any]:
+    """Wait until the server has no passages left to embed and no catch-up pending; its last status."""
+    from hive_brain import client
+
+    deadline = time.monotonic() + timeout
+    st: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        st = client.call(state, "status", timeout=10.0)
+        pending = (st.get("semantic") or {}).get("pending_passages") or 0
+        if st.get("ready") and not pending:
+            return st
+        time.sleep(poll)
+    raise TimeoutError(f"the server still had work after {timeout:.0f}s: {st.get('semantic')}")
+
+
+def profile_top(fn: Callable[[], Any], n: int = 20, sort: str = "cumulative") -> list[str]:
+    """cProfile one call of fn; the top n lines of the pstats listing (for "why was this slow")."""
+    import cProfile
+
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        fn()
+    finally:
+        prof.disable()
+    return pstats_lines(prof, n, sort)
+
+
+def pstats_lines(prof: Any, n: int = 20, sort: str = "cumulative") -> list[str]:
+    import io
+    import pstats
+
+    buf = io.StringIO()
+    st = pstats.Stats(prof, stream=buf)
+    st.strip_dirs().sort_stats(sort).print_stats(n)
+    lines = buf.getvalue().splitlines()
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls")), 0)
+    head = [line.strip() for line in lines[:start] if "function calls" in line]
+    return head + [line.rstrip() for line in lines[start:] if line.strip()]

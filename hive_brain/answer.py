@@ -99,3 +99,13 @@ def build(result: dict, *, budget: int, full_text: Any = None) -> dict:
         "chars": len(context),
         "recall": {k: result.get(k) for k in ("tier", "semantic", "generation", "warnings", "time")},
     }
+
+
+def answer_view(view: Any, query: str, *, agent: str | None, semantic: bool, budget: int | None, **opts: Any) -> dict:
+    """Recall on a view and build the pack (the one implementation used in-process and by the server)."""
+    from .recall import _full_text, search
+
+    res = search(view, query, agent=agent, semantic=semantic, **opts)
+    pack = build(res, budget=int(budget) if budget else 60_000, full_text=lambda p: _full_text(view, p))
+    pack["query"] = query
+    return pack

@@ -48,6 +48,7 @@ class Settings:
     hook_budget_chars: int = 8000
     scoped_permissions: bool = False
     semantic: bool = True
+    use_server: bool = True
     max_note_bytes: int = 5 * 1024 * 1024
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -71,6 +72,7 @@ _ENV = {
     "hook_budget_chars": "HIVE_BRAIN_HOOK_BUDGET",
     "scoped_permissions": "HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS",
     "semantic": "HIVE_BRAIN_SEMANTIC",
+    "use_server": "HIVE_BRAIN_USE_SERVER",
     "max_note_bytes": "HIVE_BRAIN_MAX_NOTE_BYTES",
 }
 

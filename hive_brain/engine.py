@@ -69,7 +69,9 @@ class Engine:
         off = None
         vectors = embedder = None
         if semantic and idx.vectors is not None:
-            if idx.pending_count():
+            # With a server up, it alone writes vectors (in large batches); small writes from here
+            # would fragment the table. Without one, embed what is queued, within a budget.
+            if idx.pending_count() and not self._server_up():
                 idx.embed_pending(max_seconds=embed_budget_s, lock_timeout=1.0)
                 left = idx.pending_count()
                 if left:
@@ -82,14 +84,37 @@ class Engine:
         return View(lexical=lex, catalog=self.catalog, vectors=vectors, embedder=embedder, generation=gid,
                     warnings=warnings, semantic_off_reason=off)
 
+    def _server_up(self) -> bool:
+        from .client import server_info
+
+        try:
+            return bool(server_info(self.vault.state, ping_timeout=0.2).get("running"))
+        except Exception:  # noqa: BLE001 - no server is the safe answer
+            return False
+
     def _lock(self, command: str):
         from .journal import write_session
 
         return write_session(self.vault, timeout=self.settings.lock_timeout, command=command)
 
+    def _via_server(self, op: str, args: dict[str, Any]) -> dict | None:
+        """Ask the running server (warm model and searchers); None when there is none."""
+        if not self.settings.use_server:
+            return None
+        from . import client
+
+        try:
+            return client.call(self.vault.state, op, {**args, "agent": self.settings.agent_id}, timeout=60.0)
+        except client.ServerUnavailable:
+            return None
+
     def recall(self, query: str, *, semantic: bool = True, view=None, **opts: Any) -> dict:
         from .recall import search
 
+        if view is None and "now" not in opts:
+            res = self._via_server("recall", {"query": query, "semantic": semantic, **opts})
+            if res is not None:
+                return res
         v = view or self.view(semantic=semantic)
         return search(v, query, agent=self.settings.agent_id, semantic=semantic, **opts)
 
@@ -103,14 +128,14 @@ class Engine:
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered}
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
-        from .answer import build
-        from .recall import _full_text
+        from .answer import answer_view
 
+        if view is None and "now" not in opts:
+            res = self._via_server("answer", {"query": query, "semantic": semantic, "budget": budget, **opts})
+            if res is not None:
+                return res
         v = view or self.view(semantic=semantic)
-        res = self.recall(query, semantic=semantic, view=v, **opts)
-        pack = build(res, budget=budget or 60_000, full_text=lambda p: _full_text(v, p))
-        pack["query"] = query
-        return pack
+        return answer_view(v, query, agent=self.settings.agent_id, semantic=semantic, budget=budget, **opts)
 
     def replay(self, query: str, generation: int, **opts: Any) -> dict:
         from .replay import replay_view

@@ -162,6 +162,14 @@ class GenerationStore:
         return dict(man)
 
     # -- current ------------------------------------------------------------------------------
+    def pointer(self) -> int | None:
+        """What `current` says, unverified: for the prompt hook, which reads the lexical index
+        (kept in step with `current`) and must not spend its budget re-hashing manifests."""
+        try:
+            return int((self.root / "current").read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            return None
+
     def current_id(self) -> int | None:
         """The newest verified generation at or below `current` (falls back and warns if damaged)."""
         ptr = self.root / "current"

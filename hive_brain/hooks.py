@@ -281,7 +281,7 @@ def lexical_view(vault: Any, settings: Any) -> Any:
     from .recall import View
 
     gens = GenerationStore(vault.state)
-    gid = gens.current_id()
+    gid = gens.pointer()
     if gid is None:
         return None
     lex = LexicalIndex(vault.state / "index" / "lexical", read_only=True)  # = Indexer.reader()

@@ -273,6 +273,19 @@ class Indexer:
             elif removed:
                 self.vectors.delete_notes(removed)
 
+    def uncached_pending(self, limit: int) -> list[tuple[str, str]]:
+        """(text hash, text) of the next `limit` queued passages the embedding cache lacks, in the
+        order `embed_pending` takes them: a server fills the cache in short slices with these, and
+        `embed_pending` then only reads the cache and writes the vectors in one batch."""
+        rows = self.pending.execute("SELECT text_hash, row FROM pending LIMIT ?", (limit,)).fetchall()
+        texts: dict[str, str] = {}
+        for th, row in rows:
+            texts.setdefault(th, str(json.loads(row)["_embed_text"]))
+        if self.embedder is None:
+            return []
+        have = self.embcache.get_many(self.embedder.pack_key, list(texts))
+        return [(h, t) for h, t in texts.items() if h not in have]
+
     def pending_count(self) -> int:
         return int(self.pending.execute("SELECT COUNT(*) FROM pending").fetchone()[0])
 

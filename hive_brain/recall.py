@@ -8,6 +8,7 @@ moves a note is reported in ``scoreDetails``.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -112,10 +113,12 @@ def _query_terms(q: str) -> list[str]:
     return list(dict.fromkeys(content_words(q)))
 
 
-def _terms_of(text: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _terms_of(text: str) -> frozenset[str]:
+    """Content words of a text; cached because tiered recall scores the same passages twice."""
     from .textproc import content_words
 
-    return set(content_words(text))
+    return frozenset(content_words(text))
 
 
 def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] | None = None, project: str | None = None,
@@ -139,7 +142,8 @@ def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] |
     return p
 
 
-def _candidates(view: View, query: str, where: Pred, *, semantic: bool) -> tuple[dict[str, Cand], dict[str, Any]]:
+def _candidates(view: View, query: str, where: Pred, *, semantic: bool,
+                qcache: dict[str, Any] | None = None) -> tuple[dict[str, Cand], dict[str, Any]]:
     info: dict[str, Any] = {}
     t0 = time.perf_counter()
     lex_hits = view.lexical.search(query, where=And((where, In("unit", ("passage", "whole")))), limit=CANDIDATES)
@@ -160,10 +164,14 @@ def _candidates(view: View, query: str, where: Pred, *, semantic: bool) -> tuple
     sem_hits = []
     if semantic and view.vectors is not None and view.embedder is not None:
         t0 = time.perf_counter()
-        qv = view.embedder.embed_queries([query])[0]
-        sem_hits = view.vectors.search(qv, where=where, limit=CANDIDATES)
-        bg = sorted((background_vectors(view.embedder) @ qv).tolist(), reverse=True)
-        info["background_top3"] = sum(bg[:3]) / 3
+        # Tiered recall searches twice: embed the question (and compare it to background) once.
+        qc = qcache if qcache is not None else {}
+        if "qv" not in qc:
+            qc["qv"] = view.embedder.embed_queries([query])[0]
+            bg = sorted((background_vectors(view.embedder) @ qc["qv"]).tolist(), reverse=True)
+            qc["background_top3"] = sum(bg[:3]) / 3
+        sem_hits = view.vectors.search(qc["qv"], where=where, limit=CANDIDATES)
+        info["background_top3"] = qc["background_top3"]
         info["semantic_ms"] = round((time.perf_counter() - t0) * 1000, 2)
     info["semantic"] = bool(sem_hits) or (semantic and view.vectors is not None and view.embedder is not None)
     sims = [h.similarity for h in sem_hits]
@@ -380,11 +388,12 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     window = (int(ti.window[0].timestamp()), int(ti.window[1].timestamp())) if ti.window else None
     kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
     q_terms = _query_terms(query)
+    qcache: dict[str, Any] = {}
 
     def run(kinds: tuple[str, ...]) -> tuple[list[Cand], dict[str, Any], dict[str, dict], dict[str, Entry]]:
         where = build_where(agent=agent, kinds=kinds, types=types, project=project, include_archived=False,
                             cutoff=cutoff)
-        cands, info = _candidates(view, query, where, semantic=semantic)
+        cands, info = _candidates(view, query, where, semantic=semantic, qcache=qcache)
         pids = [p for c in cands.values() for p in c.pids]
         docs = view.lexical.get_docs(pids) if pids else {}
         entries = view.catalog.by_paths(list(cands))

@@ -275,6 +275,7 @@ class Server:
         self._chunk = 4
         self._embed_after = 0.0
         self._todo: list[tuple[str, str]] | None = None  # (text hash, text) still to embed before the next flush
+        self._plain_embed = False
         self._vec_writes = 0
         self._compacted_at = 0.0
         self.compact_after = COMPACT_AFTER_WRITES
@@ -592,9 +593,13 @@ class Server:
         """One short step of background embedding: fill the cache for the next FLUSH_ROWS pending
         passages a few at a time, then write them to the vector table in one upsert."""
         try:
-            if self._todo is None:
+            if self._todo is None and not self._plain_embed:
                 self._todo = self._uncached(idx)
-            if self._todo:
+                self._plain_embed = self._todo is None
+            if self._plain_embed:  # cannot read the queue ourselves: small plain steps instead
+                res = idx.embed_pending(chunk=MAX_CHUNK, max_seconds=0.0, lock_timeout=1.0)
+                self._vec_writes += 1
+            elif self._todo:
                 batch, self._todo = self._todo[: self._chunk], self._todo[self._chunk:]
                 from .embcache import embed_with_cache
 
@@ -603,10 +608,11 @@ class Server:
                 per = (time.monotonic() - t0) / len(batch)
                 self._chunk = max(1, min(MAX_CHUNK, int(EMBED_SLICE_S / max(per, 1e-4))))
                 return
-            # Every row of the next flush is cached: embed_pending only reads the cache and upserts.
-            res = idx.embed_pending(chunk=FLUSH_ROWS, max_seconds=0.0, lock_timeout=1.0)
-            self._todo = None
-            self._vec_writes += 1
+            else:
+                # Every row of the next flush is cached: embed_pending only reads the cache and upserts.
+                res = idx.embed_pending(chunk=FLUSH_ROWS, max_seconds=0.0, lock_timeout=1.0)
+                self._todo = None
+                self._vec_writes += 1
         except LockTimeout:
             self._embed_after = time.monotonic() + 0.5
             return
@@ -621,20 +627,16 @@ class Server:
         if not res.get("pending"):
             self.log.info("all passages embedded")
 
-    @staticmethod
-    def _uncached(idx: Any) -> list[tuple[str, str]]:
-        """(hash, text) of the next FLUSH_ROWS pending rows that the embedding cache lacks.
+    def _uncached(self, idx: Any) -> list[tuple[str, str]] | None:
+        """(hash, text) of the next FLUSH_ROWS queued passages the cache lacks, or None when the
+        queue cannot be read (embedding then falls back to plain small steps)."""
+        import sqlite3
 
-        Reads the rows in the order ``Indexer.embed_pending`` takes them (same query, no ORDER BY),
-        so its next call finds them all cached; a row queued in between is embedded there (a few).
-        """
-        rows = idx.pending.execute("SELECT text_hash, row FROM pending LIMIT ?", (FLUSH_ROWS,)).fetchall()
-        texts: dict[str, str] = {}
-        for th, row in rows:
-            if th not in texts:
-                texts[th] = json.loads(row)["_embed_text"]
-        have = idx.embcache.get_many(idx.embedder.pack_key, list(texts))
-        return [(h, t) for h, t in texts.items() if h not in have]
+        try:
+            return idx.uncached_pending(FLUSH_ROWS)
+        except (sqlite3.Error, ValueError, KeyError, TypeError) as e:
+            self.log.warning("cannot read the pending queue (%s: %s); embedding in plain steps", type(e).__name__, e)
+            return None
 
     def _compact(self, idx: Any) -> None:
         """Merge the small fragments left by edits and flushes (LanceDB optimize), under the lock."""
@@ -845,15 +847,10 @@ class Server:
         return res
 
     def op_answer(self, args: dict) -> dict:
-        from .answer import build
-        from .recall import _full_text, search
+        from .answer import answer_view
 
         query, agent, semantic, opts = self._read_args(args, frozenset({"budget"}))
-        budget = args.get("budget")
-        view = self._view(semantic)
-        res = search(view, query, agent=agent, semantic=semantic, **opts)
-        pack = build(res, budget=int(budget) if budget else 60_000, full_text=lambda p: _full_text(view, p))
-        pack["query"] = query
+        pack = answer_view(self._view(semantic), query, agent=agent, semantic=semantic, budget=args.get("budget"), **opts)
         pack["via"] = "server"
         return pack
 
