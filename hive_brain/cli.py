@@ -395,6 +395,23 @@ def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool,
     out(as_json, res, human)
 
 
+@command(main, "browse")
+@click.option("--path", "folder", default="", help="Vault folder, e.g. Projects (default: the whole vault).")
+@click.option("--detail", type=click.Choice(["abstract", "overview"]), default="abstract", show_default=True,
+              help="abstract ~100 tokens, overview ~2,000 tokens.")
+def browse_cmd(state: State, folder: str, detail: str, as_json: bool) -> None:
+    """Summarise what a folder of the vault holds (extractive, no LLM).
+
+    \b
+    Example:
+      hive-brain browse --path Projects --detail overview
+    """
+    from .browse import summarize
+
+    res = summarize(state.engine(), folder, detail)
+    out(as_json, res, lambda c: click.echo(res["summary"]))
+
+
 # ---------------------------------------------------------------------------------------------- index
 @command(main, "rebuild-index")
 @click.option("--lexical-only", is_flag=True, help="Do not compute vectors now (they are queued).")

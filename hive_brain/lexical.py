@@ -178,10 +178,18 @@ class LexicalIndex:
         self._index.reload()
 
     def term_weights(self, terms: Sequence[str]) -> dict[str, float]:
-        """IDF-like weight of each analyzed term over passage bodies (rare terms matter more)."""
+        """IDF-like weight of each analyzed term over passage bodies (rare terms matter more).
+
+        A term no passage contains gets the median weight of the others: it says nothing about
+        which note fits, and giving it the highest IDF would make every question with a word the
+        vault never uses ("how long does X take") look uncovered.
+        """
         searcher = self._index.searcher()
         n = max(1, searcher.num_docs)
-        return {t: math.log(1.0 + n / (1.0 + searcher.doc_freq("text", t))) for t in terms}
+        dfs = {t: searcher.doc_freq("text", t) for t in terms}
+        known = sorted(math.log(1.0 + n / (1.0 + df)) for df in dfs.values() if df)
+        typical = known[len(known) // 2] if known else 1.0
+        return {t: math.log(1.0 + n / (1.0 + df)) if df else typical for t, df in dfs.items()}
 
     def doc_count(self) -> int:
         return self._index.searcher().num_docs

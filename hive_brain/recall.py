@@ -175,16 +175,20 @@ def _candidates(view: View, query: str, where: Pred, *, semantic: bool,
         info["semantic_ms"] = round((time.perf_counter() - t0) * 1000, 2)
     info["semantic"] = bool(sem_hits) or (semantic and view.vectors is not None and view.embedder is not None)
     sims = [h.similarity for h in sem_hits]
-    for h in sem_hits:
+    # A conversation window (`<passage>~w<n>`) scores for the passage it comes from.
+    sem_pairs = [(h.passage_id.split("~", 1)[0], h) for h in sem_hits]
+    for pid, h in sem_pairs:
         c = cands.setdefault(h.note_path, Cand(h.note_path))
         if h.similarity > c.sem:
-            c.sem, c.sem_pid = h.similarity, h.passage_id
-        c.sem_scores[h.passage_id] = h.similarity
+            c.sem, c.sem_pid = h.similarity, pid
+        c.sem_scores[pid] = max(h.similarity, c.sem_scores.get(pid, -1.0))
     # Passage-level fused score (for picking the best passage to show): rank-based.
     lex_rank_p = {h.passage_id: i for i, h in enumerate(lex_hits)}
-    sem_rank_p = {h.passage_id: i for i, h in enumerate(sem_hits)}
-    for h in sem_hits:
-        cands[h.note_path].pids.setdefault(h.passage_id, 0.0)
+    sem_rank_p: dict[str, int] = {}
+    for i, (pid, _h) in enumerate(sem_pairs):
+        sem_rank_p.setdefault(pid, i)
+    for pid, h in sem_pairs:
+        cands[h.note_path].pids.setdefault(pid, 0.0)
     for c in cands.values():
         for pid in c.pids:
             s = 0.0
