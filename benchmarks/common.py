@@ -386,15 +386,19 @@ def proc_memory_kb(pid: int) -> dict[str, int]:
     return out
 
 
-def dir_bytes(path: Path) -> int:
-    """Bytes allocated on disk under path (st_blocks: sparse and preallocated files count as stored)."""
-    total = 0
+def dir_bytes(path: Path, *, apparent: bool = False) -> int:
+    """Bytes allocated on disk under path (st_blocks; ``apparent``: the files' sizes instead)."""
+
+    def size(st: os.stat_result) -> int:
+        return st.st_size if apparent else st.st_blocks * 512
+
     if path.is_file():
-        return path.stat().st_blocks * 512
+        return size(path.stat())
+    total = 0
     for dirpath, _dirs, files in os.walk(path):
         for f in files:
             try:
-                total += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+                total += size(os.lstat(os.path.join(dirpath, f)))
             except OSError:
                 pass
     return total
@@ -402,7 +406,8 @@ def dir_bytes(path: Path) -> int:
 
 STATE_PARTS = {  # label -> paths inside <state>/<vault-id>/ (see docs/architecture.md, "State on disk")
     "lexical": ("index/lexical",),
-    "vectors": ("index/vectors", "index/pending.sqlite", "index/pending.sqlite-wal", "index/pending.sqlite-shm"),
+    "vectors": ("index/vectors",),
+    "vector queue": ("index/pending.sqlite", "index/pending.sqlite-wal", "index/pending.sqlite-shm"),
     "generations": ("generations",),
     "catalog": ("catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"),
     "embedding cache": ("embcache.sqlite", "embcache.sqlite-wal", "embcache.sqlite-shm"),

@@ -1,10 +1,12 @@
 """Run the hive-brain benchmarks and write a combined summary.
 
-    python -m benchmarks.run [--quick|--full] [--only startup,locomo,cmrc] [--bench-data PATH]
+    python -m benchmarks.run [--quick|--full] [--only startup,locomo,...] [--bench-data PATH] [--plots DIR]
 
---quick (default) subsamples questions and finishes in minutes on 2 cores; --full asks every
-question. Each benchmark writes benchmarks/results/<name>.json; this writes results/summary.json
-and prints one combined table. A benchmark that fails is reported as failed; the others still run.
+--quick (default) subsamples questions and vault sizes and finishes in under 10 minutes on 2 cores;
+--full asks every question and adds the 100k-note vault. Each benchmark writes
+benchmarks/results/<name>.json; this writes results/summary.json (with the machine, the commit and
+the load average at start and end) and prints one combined table. A benchmark that fails is
+reported as failed; the others still run. --plots DIR writes PNG plots (matplotlib) there.
 """
 
 from __future__ import annotations
@@ -18,10 +20,16 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
-from . import cmrc, locomo, startup
+from pathlib import Path
+
+from . import cmrc, freshness, locomo, resources, scale, startup
 from .common import (
     add_common_args,
     config_from_args,
+    embedding_pack,
+    git_commit,
+    host_info,
+    load_average,
     make_console,
     print_table,
     run_module,
@@ -30,7 +38,7 @@ from .common import (
     write_result,
 )
 
-BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in (startup, locomo, cmrc)}
+BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in (startup, locomo, cmrc, scale, freshness, resources)}
 
 
 def parse_only(value: str | None) -> list[str]:
@@ -49,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     add_common_args(ap)
     ap.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
+    ap.add_argument("--plots", default=None, metavar="DIR", help="write PNG plots there (needs matplotlib)")
     args = ap.parse_args(argv)
     try:
         names = parse_only(args.only)
@@ -57,8 +66,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = config_from_args(args)
     console = make_console()
     console.print(f"[bold]hive-brain benchmarks[/bold] ({cfg.mode}); bench data: {cfg.bench_data}")
+    pack, why = embedding_pack()
+    machine = host_info()
+    load_start = load_average()
+    console.print(f"[dim]commit {git_commit()}; {machine['cpu_count']} cores ({machine['cpu_model']}), "
+                  f"{machine['mem_total_mb']} MB; load average {load_start}; embedding pack: {pack or why}[/dim]")
 
     t_start = time.perf_counter()
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    plots: list[str] = []
     entries: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
     for name in names:
@@ -71,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             entries[name] = {"status": "ok", "duration_s": result["duration_s"],
                              "result_file": result["result_file"], "rows": bench_rows}
             rows.extend(bench_rows)
+            if args.plots and hasattr(mod, "plot"):
+                plots += [str(p) for p in mod.plot(result, Path(args.plots))]
         except Exception as e:  # one broken benchmark must not hide the others
             console.print(f"[red]{name} failed:[/red] {short_error(e)}")
             entries[name] = {"status": "failed", "duration_s": round(time.perf_counter() - t0, 2),
@@ -80,9 +98,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     path = write_result("summary", {
         "mode": cfg.mode,
+        "command": "python -m benchmarks.run " + " ".join(argv if argv is not None else sys.argv[1:]),
         "bench_data": str(cfg.bench_data),
+        "embedding_pack": str(pack) if pack else None,
+        "embedding_pack_unavailable": why,
+        "started": started,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": total,
+        "load_average_start": load_start,
+        "load_average_end": load_average(),
+        "plots": plots,
         "benchmarks": entries,
     }, cfg.results_dir)
     console.rule("summary")

@@ -51,6 +51,7 @@ from .common import (
     median,
     model_dir,
     print_table,
+    proc_memory_kb,
     profile_top,
     run_process,
     running_server,
@@ -418,6 +419,9 @@ def run_config(cfg: BenchConfig, vault: Path, fx: Mapping[str, Any], notes: int,
                 systems.append(row)
                 systems.append(hook_runs("hook, server up", vault, questions, n_hook, state_root,
                                          description="`python -m hive_brain hook prompt`, server up"))
+                mem = proc_memory_kb(srv["pid"]) if srv["pid"] else {}
+                out["server"].update(rss_mb=round(mem["VmRSS"] / 1024, 1) if "VmRSS" in mem else None,
+                                     peak_mb=round(mem["VmHWM"] / 1024, 1) if "VmHWM" in mem else None)
                 if notes == 10000 and not semantic:
                     out["hook_profile_server_up"] = hook_profile(vault, questions[0]["question"])
                     out["hook_imports_server_up"] = import_time_top(vault, questions[0]["question"])
@@ -542,7 +546,12 @@ def report(result: Mapping[str, Any], console: Any) -> None:
                f"{fx['stats']['overlap_mean']}). Lexical rebuild {rb.get('notes_per_s')} notes/s "
                f"(median of {len(rb.get('runs_s', []))}, {rb.get('passages')} index docs)"
                + (f"; vectors {vec['passages_per_s']} passages/s ({vec['passages']} passages, {vec['seconds']} s)"
-                  if vec else "") + f". Load average {conf.get('load_start')} -> {conf.get('load_end')}.")
+                  if vec else "")
+               + (f". Server (after these queries): RSS {conf['server'].get('rss_mb')} MB, peak "
+                  f"{conf['server'].get('peak_mb')} MB, started in {conf['server'].get('start_s')} s"
+                  if conf.get("server") else "")
+               + f". Default recall (abstention on): abstains on {conf.get('defaults', {}).get('abstain_rate')} "
+                 f"of the questions. Load average {conf.get('load_start')} -> {conf.get('load_end')}.")
         print_table(f"Scale {conf['label']}: recall@1/@5, MRR@10, latency (ms); x bm25 = p50 / bm25 p50",
                     ["system", "n", "R@1", "R@5", "MRR", "p50 ms", "p95 ms", "x bm25", "what"], rows, console,
                     caption=cap)

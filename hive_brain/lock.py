@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from .client import pid_alive
 from .errors import LockTimeout
 
 _local = threading.local()
@@ -23,22 +24,10 @@ _local = threading.local()
 def _holder_info(path: Path) -> str:
     try:
         info = json.loads(path.read_text(encoding="utf-8"))
-        alive = _pid_alive(int(info.get("pid", 0)))
+        alive = pid_alive(int(info.get("pid", 0)))
         return f"pid {info.get('pid')} ({info.get('command', '?')}, since {info.get('since', '?')}{'' if alive else ', not running'})"
     except (OSError, ValueError, TypeError):
         return "an unknown process"
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @contextmanager

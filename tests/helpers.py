@@ -26,3 +26,17 @@ def run(*args: str, input: str | None = None, ok: bool = True) -> Any:
 
 def remember(title: str, content: str, type_: str = "preference", *extra: str) -> dict:
     return run("remember", "--type", type_, "--title", title, "--content", content, *extra)
+
+
+def cli_as(*args: str, agent: str | None = None, enforce: bool = False, ok: bool = True) -> Any:
+    """Run the CLI with --json as an agent (and optionally in enforcement mode); adds `_exit`."""
+    env = {"HIVE_AGENT_ID": agent} if agent is not None else {}
+    if enforce:
+        env["HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS"] = "1"
+    res = CliRunner().invoke(main, [*args, "--json"], env=env, catch_exceptions=False)
+    if ok:
+        assert res.exit_code == 0, res.output
+    data = json.loads(res.output) if res.output.strip() else {}
+    if isinstance(data, dict):
+        data["_exit"] = res.exit_code
+    return data

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,6 +16,8 @@ from hive_brain.errors import InvalidAgentId, Refused
 from hive_brain.layers import apply_overrides
 from hive_brain.memory import MemoryInput
 from hive_brain.notes import render
+
+from .helpers import cli_as
 
 SAME = "Deployments to the staging cluster need the blue-green switch flipped by hand after migrations."
 SHARED_DIR = "Memory/Distillations/Agent Memory/"
@@ -28,17 +31,8 @@ def _engine(monkeypatch, agent: str | None) -> Engine:
     return Engine.open()
 
 
-def cli(*args: str, agent: str | None = None, enforce: bool = False, ok: bool = True) -> dict:
-    env = {"HIVE_AGENT_ID": agent} if agent is not None else {}
-    if enforce:
-        env["HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS"] = "1"
-    res = CliRunner().invoke(main, [*args, "--json"], env=env, catch_exceptions=False)
-    if ok:
-        assert res.exit_code == 0, res.output
-    data = json.loads(res.output) if res.output.strip() else {}
-    if isinstance(data, dict):
-        data["_exit"] = res.exit_code
-    return data
+def cli(*args: str, agent: str | None = None, enforce: bool = False, ok: bool = True) -> Any:
+    return cli_as(*args, agent=agent, enforce=enforce, ok=ok)
 
 
 def _three_layers(monkeypatch) -> dict[str, str]:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -17,20 +18,13 @@ from hive_brain.cli import main
 from hive_brain.journal import STEPS
 from hive_brain.notes import parse_text, render
 
+from .helpers import cli_as
+
 REVIEW = "Operations/Brain Review"
 
 
-def cli(*args: str, agent: str | None = None, enforce: bool = True, ok: bool = True) -> dict | list:
-    env = {"HIVE_AGENT_ID": agent} if agent is not None else {}
-    if enforce:
-        env["HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS"] = "1"
-    res = CliRunner().invoke(main, [*args, "--json"], env=env, catch_exceptions=False)
-    if ok:
-        assert res.exit_code == 0, res.output
-    data = json.loads(res.output) if res.output.strip() else {}
-    if isinstance(data, dict):
-        data["_exit"] = res.exit_code
-    return data
+def cli(*args: str, agent: str | None = None, enforce: bool = True, ok: bool = True) -> Any:
+    return cli_as(*args, agent=agent, enforce=enforce, ok=ok)
 
 
 def _meta(vault: Path, rel: str) -> dict:
