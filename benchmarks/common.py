@@ -374,12 +374,13 @@ def run_process(argv: Sequence[str], *, input_text: str = "", env: dict[str, str
 
 
 def proc_memory_kb(pid: int) -> dict[str, int]:
-    """VmRSS (now) and VmHWM (peak) of a live process, in KiB, from /proc (no psutil needed)."""
+    """VmRSS (now), VmHWM (peak), RssAnon and RssFile (mapped files: libraries, the model) of a live
+    process, in KiB, from /proc (no psutil needed)."""
     out: dict[str, int] = {}
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             key = line.split(":", 1)[0]
-            if key in ("VmRSS", "VmHWM"):
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                 out[key] = int(line.split()[1])
     except (OSError, ValueError, IndexError):
         pass

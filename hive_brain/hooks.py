@@ -200,7 +200,7 @@ def _prompt(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
     if pack.get("server_error"):
         rec["server_error"] = pack["server_error"]
     if pack.get("abstained") or not pack.get("context"):
-        return None
+        return {"systemMessage": pack["notice"]} if pack.get("notice") else None
     name = str(payload.get("hook_event_name") or "UserPromptSubmit")
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": pack["context"]}}
 
@@ -233,14 +233,22 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     if pack is not None:
         mode = "hybrid" if (pack.get("recall") or {}).get("semantic") else "lexical-server"
     else:
+        from .errors import IndexError_
         from .recall import _full_text, search
 
-        view = lexical_view(vault, settings)
+        try:
+            view = lexical_view(vault, settings)
+        except IndexError_:  # built by another version of hive-brain (an upgrade): rebuild it
+            view = None
         if view is None:
             # Indexing here would take the lock and open a writer: the prompt path never does.
+            # It asks a detached process to build the index, so the next prompt has memory.
+            started = _request_rebuild(vault.state, vault.root)
             return {
                 "abstained": True,
-                "reason": "the vault has no index yet (run `hive-brain rebuild-index`)",
+                "reason": "the vault has no usable index yet",
+                "notice": "hive-brain is building its index in the background; memory is available from the "
+                "next prompt" if started else None,
                 "context": "",
                 "items": [],
                 "chars": 0,
@@ -267,6 +275,33 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
         pack["context"] = header + "\n" + ctx
         pack["chars"] = len(pack["context"])
     return pack
+
+
+REBUILD_RETRY_S = 600.0
+
+
+def _request_rebuild(state: Any, vault_root: Any) -> bool:
+    """Start `hive-brain rebuild-index` detached, at most once per REBUILD_RETRY_S; True if started."""
+    import subprocess
+    from pathlib import Path
+
+    marker = Path(state) / "hooks" / "rebuild-requested"
+    try:
+        if time.time() - marker.stat().st_mtime < REBUILD_RETRY_S:
+            return False
+    except OSError:
+        pass
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        with open(Path(state) / "hooks" / "rebuild.log", "ab") as log:
+            subprocess.Popen(
+                [sys.executable, "-m", "hive_brain", "--vault", str(vault_root), "rebuild-index", "--quiet"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            )
+    except OSError:
+        return False
+    return True
 
 
 def lexical_view(vault: Any, settings: Any) -> Any:

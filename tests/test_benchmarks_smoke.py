@@ -210,3 +210,64 @@ def test_locomo_conversion_and_questions(tmp_path):
     text = (vault / q["gold_docs"][0]).read_text(encoding="utf-8")
     assert all(text_has_dialog_id(text, d) for d in q["evidence"])  # turn ids visible in the note
     assert set(q["evidence"].values()) == set(q["gold_docs"])
+
+
+# --------------------------------------------------------------------------- synthetic vaults (scale)
+
+
+def test_fixture_and_scale_metrics_on_a_tiny_vault(tmp_path):
+    """fixtures.generate on 50 notes / 10 questions, then the scale benchmark's scoring of BM25 and grep."""
+    from benchmarks import fixtures, scale
+    from benchmarks.systems import collect_docs
+
+    with common.temp_state_dir():
+        fx = fixtures.generate(tmp_path / "vault", 50, queries=10, seed=7)
+        again = fixtures.generate(tmp_path / "again", 50, queries=10, seed=7, init=False)
+    assert fx["notes"] == 50 and len(fx["questions"]) == 10
+    assert [q["question"] for q in fx["questions"]] == [q["question"] for q in again["questions"]]  # seeded
+    docs = collect_docs(tmp_path / "vault")
+    assert {d.doc_id for d in docs} >= {q["gold_docs"][0] for q in fx["questions"]}
+    kinds = {d.doc_id.split("/")[0] for d in docs}
+    assert {"Memory", "Projects"} <= kinds
+    assert any(d.doc_id.startswith(fixtures.CONVERSATIONS_DIR + "/") for d in docs)
+    for q in fx["questions"]:
+        gold = (tmp_path / "vault" / q["gold_docs"][0]).read_text(encoding="utf-8")
+        assert q["question"] not in gold  # paraphrased, never copied
+        assert q["layer"] in ("shared", f"private:{fixtures.QUERY_AGENT}")
+    # Frontmatter parses the way hive-brain reads it.
+    from hive_brain.notes import parse_text
+
+    note = parse_text("x.md", (tmp_path / "vault" / fx["questions"][0]["gold_docs"][0]).read_text(encoding="utf-8"))
+    assert note.problem is None and note.meta["id"].startswith("mem-") and note.meta["status"] == "active"
+    assert 0.0 < fx["stats"]["overlap_mean"] < 1.0
+
+    bm25 = BM25Retriever("bm25")
+    bm25.open()
+    bm25.index(docs)
+    row = scale.run_queries("bm25", fx["questions"], lambda q: [h.doc_id for h in bm25.search(q, scale.K)], warmup=1)
+    assert row["status"] == "ok" and row["latency"]["n"] == 10
+    pooled = row["metrics"]["pooled"]
+    assert pooled["n"] == 10 and 0.0 <= pooled["any@1"] <= pooled["any@5"] <= pooled["any@10"] <= 1.0
+    grep = scale.RarestWordGrep(tmp_path / "vault", bm25)
+    word = grep.pick(fx["questions"][0]["question"])
+    assert word and word in fx["questions"][0]["question"].lower()
+    row = scale.run_queries("grep -ril", fx["questions"][:3], grep.search, warmup=0)
+    assert row["status"] == "ok" and row["metrics"]["pooled"]["n"] == 3
+    conf = {"label": "tiny", "notes": 50, "semantic": False, "status": "ok", "systems": [row],
+            "rebuild": {"notes_per_s": 10}, "fixture": {"notes": 50}}
+    assert scale.target_checks(conf)[-1]["status"] == "FAIL"  # 10 notes/s < 2000
+    assert scale.summary_rows({"configs": [conf]})
+
+
+def test_process_and_disk_helpers(tmp_path):
+    r = common.run_process([sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"], input_text="hi")
+    assert r.returncode == 0 and r.stdout.strip() == "HI" and r.seconds > 0
+    assert r.max_rss_kb is None or r.max_rss_kb > 0
+    mem = common.proc_memory_kb(os.getpid())
+    assert mem.get("VmRSS", 1) > 0
+    (tmp_path / "index" / "lexical").mkdir(parents=True)
+    (tmp_path / "index" / "lexical" / "seg").write_bytes(b"x" * 5000)
+    (tmp_path / "catalog.sqlite").write_bytes(b"y" * 100)
+    sizes = common.state_sizes(tmp_path)
+    assert sizes["lexical"] >= 5000 and sizes["total"] >= sizes["lexical"] + sizes["catalog"]
+    assert common.dir_bytes(tmp_path, apparent=True) == 5100

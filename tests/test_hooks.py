@@ -182,17 +182,25 @@ def test_prompt_hook_reads_only_the_transcript_tail(indexed, tmp_path):
     assert code == 0 and "Key rotation procedure" in context_of(out)
 
 
-def test_prompt_hook_never_indexes(vault_path, tmp_path):
+def test_prompt_hook_never_indexes_but_asks_for_a_rebuild(vault_path, tmp_path):
     # A note written by hand (a CLI write would publish an index generation).
     (vault_path / "Projects" / "Package manager.md").write_text("Always use pnpm, never npm.\n")
     code, out, err, _ = hook("prompt", {"prompt": "which package manager?"})
     assert code == 0, err
-    assert out is None
+    # No memory injected; the user is told the index is being built by a detached process.
+    assert "hookSpecificOutput" not in (out or {})
+    assert "building its index" in (out or {}).get("systemMessage", "")
+    assert status(tmp_path)["last"]["prompt"]["mode"] == "no-index"
     from hive_brain.engine import Engine
 
     eng = Engine.open()
-    assert eng.indexer.gens.current_id() is None  # the hook did not build an index
-    assert status(tmp_path)["last"]["prompt"]["mode"] == "no-index"
+    deadline = time.monotonic() + 60
+    while eng.indexer.gens.current_id() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert eng.indexer.gens.current_id() is not None, "the background rebuild did not run"
+    time.sleep(0.5)  # let the detached rebuild release the lock and exit
+    code, out, err, _ = hook("prompt", {"prompt": "which package manager?"})
+    assert code == 0 and "pnpm" in context_of(out)
 
 
 def test_prompt_hook_times_out_on_a_hung_server(indexed, tmp_path):
