@@ -175,6 +175,16 @@ def git_commit() -> str | None:
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
+def git_dirty() -> list[str] | None:
+    """Files changed against HEAD (``git status --porcelain``): numbers may reflect uncommitted work."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO_ROOT,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [line[3:] for line in out.stdout.splitlines() if line.strip()] if out.returncode == 0 else None
+
+
 @contextmanager
 def temp_state_dir(prefix: str = "hive-brain-bench-") -> Iterator[Path]:
     """A throwaway $HIVE_BRAIN_STATE_DIR (and no $HIVE_BRAIN_VAULT) for the duration; restored after."""
@@ -307,6 +317,21 @@ def run_module(mod: ModuleType, cfg: BenchConfig, console: Any = None, **kwargs:
     return result
 
 
+def enable_bytecode_cache() -> dict[str, Any]:
+    """Let the processes a benchmark spawns read and write .pyc files, as an installed package has.
+
+    An environment with ``PYTHONDONTWRITEBYTECODE=1`` (set here for development) would otherwise
+    make every hook or CLI process compile each hive_brain module from source (~25 ms per hook).
+    The cache goes to a folder under the temp dir (``PYTHONPYCACHEPREFIX``), never into the
+    repository. Returns what was set, for the result files.
+    """
+    prefix = Path(tempfile.gettempdir()) / f"hive-brain-bench-pycache-{os.getuid()}"
+    prefix.mkdir(parents=True, exist_ok=True)
+    was = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    return {"PYTHONPYCACHEPREFIX": str(prefix), "PYTHONDONTWRITEBYTECODE_was": was}
+
+
 def standalone_main(mod: ModuleType, argv: Sequence[str] | None = None,
                     extra_args: Callable[[argparse.ArgumentParser], None] | None = None,
                     kwargs_from_args: Callable[[argparse.Namespace], dict[str, Any]] | None = None) -> int:
@@ -317,6 +342,7 @@ def standalone_main(mod: ModuleType, argv: Sequence[str] | None = None,
     if extra_args:
         extra_args(ap)
     args = ap.parse_args(argv)
+    enable_bytecode_cache()
     kwargs = kwargs_from_args(args) if kwargs_from_args else {}
     run_module(mod, config_from_args(args), **kwargs)
     return 0
@@ -331,7 +357,10 @@ class ProcResult:
     returncode: int
     stdout: str
     stderr: str
-    max_rss_kb: int | None  # peak resident set of the child (wait4 rusage; Linux: KiB)
+    # wait4's ru_maxrss (KiB). Linux folds the *spawning* process's peak into it when the child was
+    # started with vfork (as subprocess does), so it is only the child's own peak when the spawner is
+    # small: use peak_rss() for memory numbers.
+    max_rss_kb: int | None
 
 
 def run_process(argv: Sequence[str], *, input_text: str = "", env: dict[str, str] | None = None,
@@ -371,6 +400,32 @@ def run_process(argv: Sequence[str], *, input_text: str = "", env: dict[str, str
                 f.close()
     return ProcResult(seconds=seconds, returncode=proc.returncode, stdout=out.decode("utf-8", "replace"),
                       stderr=err.decode("utf-8", "replace"), max_rss_kb=int(usage.ru_maxrss) or None)
+
+
+_RSS_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stderr.write("@@maxrss=%d@@\\n" % usage.ru_maxrss)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def peak_rss(argv: Sequence[str], *, input_text: str = "", env: dict[str, str] | None = None,
+             timeout: float = 60.0) -> tuple[int | None, ProcResult]:
+    """(peak RSS in KiB, the run) of a process started by a small launcher (a bare Python that forks).
+
+    The launcher keeps this (possibly large) process out of the child's ru_maxrss; what remains is
+    the launcher's own ~10 MB, below any hive-brain process. Not for timing (the launcher adds a
+    Python start).
+    """
+    r = run_process([sys.executable, "-c", _RSS_LAUNCHER, *argv], input_text=input_text, env=env, timeout=timeout)
+    import re
+
+    m = re.search(r"@@maxrss=(\d+)@@", r.stderr)
+    return (int(m.group(1)) if m else None), r
 
 
 def proc_memory_kb(pid: int) -> dict[str, int]:

@@ -210,8 +210,7 @@ ASPECTS: tuple[Aspect, ...] = (
 GENERIC_TITLES = ("{adj} {noun} notes", "working agreement on the {noun}", "{noun} checklist")
 
 _WORD_RE = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("""a an and are as at be by can do does for from has have how i in is it its of on or should
-the to was we what when where which who whom why with won t s any my our us me after before""".split())
+_STOP = frozenset(["a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "has", "have", "how", "i", "in", "is", "it", "its", "of", "on", "or", "should", "the", "to", "was", "we", "what", "when", "where", "which", "who", "whom", "why", "with", "won", "t", "s", "any", "my", "our", "us", "me", "after", "before"])
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 
@@ -225,8 +224,8 @@ def content_terms(text: str) -> list[str]:
 
 def entity_names(n: int, rng: random.Random) -> list[str]:
     """``n`` distinct pronounceable made-up names ("Korvane", "Zelmith"), none an English word."""
-    onsets = "b c d f g k l m n p r s t v z br dr gr kr pl st tr zh".split()
-    vowels = "a e i o u ae ai".split()
+    onsets = ["b", "c", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "gr", "kr", "pl", "st", "tr", "zh"]
+    vowels = ["a", "e", "i", "o", "u", "ae", "ai"]
     codas = ["", "", "n", "r", "th", "x", "l", "sk"]
     names: list[str] = []
     seen: set[str] = set()

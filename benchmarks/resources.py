@@ -8,8 +8,9 @@ pack):
   so it indexes everything itself (with the pack: lexical first, then it embeds every passage in
   the background; we wait until nothing is pending), then after 50 recalls; then restarted on the
   indexed vault: idle after start, and after 50 recalls. Target (DESIGN): under 600 MB at 100k notes.
-* **hook RSS**: peak RSS of ``python -m hive_brain hook prompt`` processes (``os.wait4`` rusage),
-  server up and server down, 10 runs each (the max is reported).
+* **hook RSS**: peak RSS of ``python -m hive_brain hook prompt`` processes (``os.wait4`` rusage,
+  through a small launcher so the benchmark's own memory stays out of it), server up and server
+  down, 10 runs each (median and max), next to ``python -c pass``.
 * **disk**: the state dir by part (lexical index, vectors, generations with the object store,
   catalog, embedding cache, replay scratch), in bytes and per 1k notes.
 * **generations**: a one-note write (``MemoryStore.remember``: journal, note, catch-up, new
@@ -42,6 +43,7 @@ from .common import (
     load_average,
     log,
     model_dir,
+    peak_rss,
     print_table,
     proc_memory_kb,
     run_process,
@@ -89,13 +91,15 @@ def hook_rss(vault: Path, questions: Sequence[Mapping[str, Any]]) -> dict[str, A
     env = hook_env(vault, AGENT)
     rss, secs = [], []
     for q in list(questions)[:HOOK_RUNS]:
-        r = run_process(hook_argv(), input_text=json.dumps({"session_id": "res", "prompt": q["question"]}), env=env,
-                        timeout=60)
-        if r.max_rss_kb:
-            rss.append(r.max_rss_kb)
-        secs.append(r.seconds)
+        payload = json.dumps({"session_id": "res", "prompt": q["question"]})
+        kb, _r = peak_rss(hook_argv(), input_text=payload, env=env)
+        if kb:
+            rss.append(kb)
+        secs.append(run_process(hook_argv(), input_text=payload, env=env).seconds)
+    floor, _r = peak_rss([sys.executable, "-c", "pass"])
     return {"runs": len(secs), "max_rss_mb": _mb(max(rss)) if rss else None,
-            "median_rss_mb": _mb(sorted(rss)[len(rss) // 2]) if rss else None, "latency": latency_summary(secs)}
+            "median_rss_mb": _mb(sorted(rss)[len(rss) // 2]) if rss else None, "latency": latency_summary(secs),
+            "python_c_pass_rss_mb": _mb(floor)}
 
 
 def generation_costs(vault: Path, state: Path, writes: int) -> dict[str, Any]:
@@ -257,7 +261,7 @@ def report(result: Mapping[str, Any], console: Any) -> None:
         rows.append([_label(c), round(c["vault_bytes"] / c["notes"] * 1000 / 1e6, 2),
                      *(round(kb[p] / 1e6, 2) for p in parts)])
     print_table("Resources: state dir on disk per 1k notes (MB allocated), before replay; vault = the notes' own "
-                "size", 
+                "size",
                 ["config", "vault", *parts], rows, console, digits=2)
     rows = []
     for c in ok:

@@ -17,17 +17,18 @@ import time
 import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-from pathlib import Path
 
 from . import cmrc, freshness, locomo, resources, scale, startup
 from .common import (
     add_common_args,
     config_from_args,
     embedding_pack,
+    enable_bytecode_cache,
     git_commit,
+    git_dirty,
     host_info,
     load_average,
     make_console,
@@ -66,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = config_from_args(args)
     console = make_console()
     console.print(f"[bold]hive-brain benchmarks[/bold] ({cfg.mode}); bench data: {cfg.bench_data}")
+    bytecode = enable_bytecode_cache()
     pack, why = embedding_pack()
     machine = host_info()
     load_start = load_average()
@@ -105,6 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "started": started,
         "finished": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": total,
+        "git_dirty": git_dirty(),
+        "bytecode": bytecode,
+        "machine": machine,
         "load_average_start": load_start,
         "load_average_end": load_average(),
         "plots": plots,

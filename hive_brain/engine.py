@@ -120,9 +120,7 @@ class Engine:
 
     # -- maintenance ----------------------------------------------------------------------------
     def doctor(self) -> dict:
-        from .journal import write_session
-
-        with write_session(self.vault, timeout=self.settings.lock_timeout, command="doctor") as recovered:
+        with self._lock("doctor") as recovered:
             self.catalog.refresh()
         problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()]
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered}
@@ -161,6 +159,8 @@ class Engine:
                 "warnings": gens.warnings}
 
     def status(self) -> dict:
+        from .client import server_info
+
         idx = self.indexer
         gid = idx.gens.current_id()
         pack = idx.pack_dir
@@ -172,15 +172,6 @@ class Engine:
             "semantic": {"on": pack is not None, "pack": str(pack) if pack else None, "pack_key": idx.pack_key,
                          "pending_passages": idx.pending_count() if pack else None,
                          "how_to_enable": None if pack else "run `hive-brain model install`"},
-            "server": _server_status(self),
+            "server": server_info(self.vault.state),
             "warnings": idx.gens.warnings,
         }
-
-
-def _server_status(engine: Engine) -> dict:
-    try:
-        from .client import server_info
-
-        return server_info(engine.vault.state)
-    except ImportError:
-        return {"running": False}
