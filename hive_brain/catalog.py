@@ -171,11 +171,11 @@ class Catalog:
             status, layer, agent, task, str(meta.get("content_hash") or ""), json.dumps(meta, ensure_ascii=False), note.problem,
         )
 
-    def _entries(self, where: str = "1=1", args: tuple = ()) -> list[Entry]:
+    def _entries(self, where: str = "1=1", args: tuple = (), *, with_meta: bool = True) -> list[Entry]:
         cur = self.db.execute(f"SELECT * FROM notes WHERE {where}", args)
         out = []
         for r in cur:
-            out.append(Entry(*r[:12], json.loads(r[12] or "{}"), r[13]))
+            out.append(Entry(*r[:12], json.loads(r[12] or "{}") if with_meta else {}, r[13]))
         return out
 
     def by_paths(self, paths: list[str]) -> dict[str, Entry]:
@@ -190,8 +190,10 @@ class Catalog:
         """Record a note that is not (or no longer) on disk, e.g. one replayed from a generation."""
         self.db.execute("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", self._note_row(note, mtime_ns, size))
 
-    def all(self) -> list[Entry]:
-        return self._entries()
+    def all(self, *, with_meta: bool = True) -> list[Entry]:
+        """Every note; `with_meta=False` skips decoding frontmatter (the indexer's diff needs only
+        paths, hashes and layers, and decoding 100k JSON objects costs about a second)."""
+        return self._entries(with_meta=with_meta)
 
     def by_id(self, memory_id: str) -> Entry | None:
         rows = self._entries("id = ?", (memory_id,))

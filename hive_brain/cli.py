@@ -89,6 +89,8 @@ def out(as_json: bool, data: Any, human: Callable[[Any], None]) -> None:
         click.echo(_dump(data))
     else:
         human(_console())
+        if isinstance(data, dict) and data.get("indexWarning"):
+            click.echo(f"warning: {data['indexWarning']}", err=True)
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)

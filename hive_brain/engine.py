@@ -38,7 +38,7 @@ class Engine:
 
     def publish(self, paths: list[str]) -> None:
         """Bring the index and generations up to date after a write (called under the lock)."""
-        self.indexer.catch_up(label="write: " + ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else ""))
+        self.indexer.catch_up(changed=paths, label="write: " + ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else ""))
 
     @cached_property
     def indexer(self):

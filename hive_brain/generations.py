@@ -233,12 +233,17 @@ class GenerationStore:
             body["entries"] = dict(sorted(new_manifest.items()))
         receipt = sha256_bytes(canonical(body))
         atomic_write_text(self._gen_path(gid), json.dumps({"body": body, "receipt": receipt}, ensure_ascii=False))
-        self._manifest_cache = {}
-        if self.manifest(gid) != new_manifest:  # verify before pointing at it
+        # Verify before pointing at it: re-read the file (receipt) and replay it onto the base,
+        # which was verified above — re-materialising from the checkpoint would cost O(vault).
+        g = self.load(gid)
+        man = dict(g.entries or {}) if g.kind == "checkpoint" else {
+            **{p: s for p, s in base.items() if p not in set(g.removed)}, **g.added, **g.changed}
+        if man != new_manifest or manifest_hash(man) != g.notes_hash:
             raise GenerationCorrupt(f"generation {gid} did not verify after writing")
+        self._manifest_cache = {gid: man}
         atomic_write_text(self.root / "current", f"{gid}\n")
         fsync_dir(self.root)
-        return self.load(gid)
+        return g
 
     def list(self) -> list[dict]:
         out = []

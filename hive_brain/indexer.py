@@ -216,11 +216,15 @@ class Indexer:
             or self.lexical.was_reset or self.lexical.doc_count() == 0 and g.note_count > 0
         )
 
-    def diff(self) -> tuple[int | None, dict[str, Entry], list[str], list[str]]:
-        """(current gen, entries now, paths to (re)index, paths to remove)."""
-        self.catalog.refresh()
+    def diff(self, only: list[str] | None = None) -> tuple[int | None, dict[str, Entry], list[str], list[str]]:
+        """(current gen, entries now, paths to (re)index, paths to remove).
+
+        `only`: re-stat just these paths (a write knows what it wrote; the write session already
+        refreshed the rest) instead of walking the whole vault; the diff is still against the full
+        manifest, so anything the catalog knows changed is indexed too."""
+        self.catalog.refresh(only=only)
         gid, man = self.current_manifest()
-        now = {e.path: e for e in self.catalog.all() if indexable(e)}
+        now = {e.path: e for e in self.catalog.all(with_meta=False) if indexable(e)}
         todo = [p for p, e in now.items() if man.get(p) != e.sha]
         gone = [p for p in man if p not in now]
         return gid, now, sorted(todo), sorted(gone)
@@ -229,7 +233,7 @@ class Indexer:
     def catch_up(self, *, changed: list[str] | None = None, progress: Callable[[int, int], None] | None = None,
                  label: str = "catch-up", full: bool = False) -> dict:
         t0 = time.perf_counter()
-        gid, now, todo, gone = self.diff()
+        gid, now, todo, gone = self.diff(only=changed)
         full = full or self._needs_full_rebuild(gid)
         if full:
             todo, gone = sorted(now), []

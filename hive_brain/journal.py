@@ -65,6 +65,7 @@ class Transaction:
         self.label = label
         self.ops: list[Op] = []
         self.id = new_ulid().lower()
+        self.publish_error: str | None = None
 
     def write(self, path: str, text: str, *, expect_old: str | None = None) -> None:
         self.vault.abs(path)  # refuses paths that escape the vault
@@ -122,7 +123,6 @@ class Transaction:
         crash_point("after-mark")
         _apply(self.vault, record, sdir, crash=True)
         crash_point("after-apply")
-        self.publish_error: str | None = None
         if publish is not None:
             try:
                 publish(self.paths)

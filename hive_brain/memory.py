@@ -109,6 +109,7 @@ class MemoryStore:
         self.settings = settings
         self.publish = publish
         self.catalog = Catalog(vault, max_note_bytes=settings.max_note_bytes)
+        self.publish_error: str | None = None
 
     # -- identity and layers -------------------------------------------------------------------
     @property
@@ -274,7 +275,14 @@ class MemoryStore:
 
     def _commit(self, txn: Transaction) -> None:
         txn.commit(self.publish)
+        self.publish_error = txn.publish_error
         self.catalog.refresh(only=txn.paths)
+
+    def _result(self, res: dict) -> dict:
+        """The notes are written either way; an index that failed to follow is said, not hidden."""
+        if self.publish_error:
+            res["indexWarning"] = f"saved, but the index did not update ({self.publish_error}); it catches up on the next read"
+        return res
 
     def _stage_remember(self, txn: Transaction, inp: MemoryInput, *, taken: set[str],
                         pending: list[dict]) -> tuple[str, dict]:
@@ -352,7 +360,7 @@ class MemoryStore:
             txn = Transaction(self.vault, "remember")
             path, meta = self._stage_remember(txn, inp, taken=set(), pending=[])
             self._commit(txn)
-        return {"status": "created", "id": meta["id"], "path": path, "memory_key": meta["memory_key"], "layer": meta["layer"]}
+        return self._result({"status": "created", "id": meta["id"], "path": path, "memory_key": meta["memory_key"], "layer": meta["layer"]})
 
     def evolve(self, memory_id: str, content: str, title: str | None = None) -> dict:
         with self._session("evolve"):
@@ -362,7 +370,7 @@ class MemoryStore:
             txn = Transaction(self.vault, "evolve")
             path, meta = self._stage_evolve(txn, old, content, title)
             self._commit(txn)
-        return {"status": "evolved", "id": meta["id"], "path": path, "supersedes": old.id, "old_path": old.path}
+        return self._result({"status": "evolved", "id": meta["id"], "path": path, "supersedes": old.id, "old_path": old.path})
 
     def get(self, memory_id: str) -> dict:
         self.catalog.refresh()
@@ -432,7 +440,7 @@ class MemoryStore:
             txn = Transaction(self.vault, "update")
             txn.write(e.path, render(meta, body), expect_old=e.sha)
             self._commit(txn)
-        return {"status": "updated", "id": e.id, "path": e.path}
+        return self._result({"status": "updated", "id": e.id, "path": e.path})
 
     def delete(self, memory_id: str, *, confirm: bool, force: bool = False) -> dict:
         if not confirm:
@@ -466,7 +474,7 @@ class MemoryStore:
                 meta["updated"] = now_iso()
                 txn.write(n.path, render(meta, nn.body), expect_old=n.sha)
             self._commit(txn)
-        return {"status": "deleted", "id": e.id, "path": e.path}
+        return self._result({"status": "deleted", "id": e.id, "path": e.path})
 
     def batch(self, records: list[Any]) -> dict:
         if not isinstance(records, list):
@@ -507,7 +515,7 @@ class MemoryStore:
                 raise err
             self._commit(txn)
         proposed = sum(r["status"] == "proposed" for r in report)
-        return {"status": "created", "count": len(report) - proposed, "proposed": proposed, "records": report}
+        return self._result({"status": "created", "count": len(report) - proposed, "proposed": proposed, "records": report})
 
 
 def layer_names() -> tuple[str, ...]:

@@ -439,7 +439,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     if reason is None and ranked:
         best = ranked[0].score
         seen_heads: set[str] = set()
-        for c in ranked:
+        for rank, c in enumerate(ranked):
             if len(hits) >= limit:
                 break
             if drop_ratio and c.score < drop_ratio * best:
@@ -451,7 +451,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
             if e is not None and e.kind == "memory" and e.status == "superseded" and not ti.history:
                 head = _head(view.catalog, e, cutoff)
                 if head.path != c.path:
-                    if head.path in seen_heads or any(r.path == head.path for r in ranked[: ranked.index(c)]):
+                    if head.path in seen_heads or any(r.path == head.path for r in ranked[:rank]):
                         continue
                     chain = _chain(view.catalog, head)
                     c.details["resolvedFrom"] = e.id

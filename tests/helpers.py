@@ -25,7 +25,9 @@ def run(*args: str, input: str | None = None, ok: bool = True) -> Any:
 
 
 def remember(title: str, content: str, type_: str = "preference", *extra: str) -> dict:
-    return run("remember", "--type", type_, "--title", title, "--content", content, *extra)
+    res = run("remember", "--type", type_, "--title", title, "--content", content, *extra)
+    assert "indexWarning" not in res, res["indexWarning"]  # every write must publish its generation
+    return res
 
 
 def cli_as(*args: str, agent: str | None = None, enforce: bool = False, ok: bool = True) -> Any:
