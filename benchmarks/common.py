@@ -546,7 +546,11 @@ def running_server(vault: Path, state: Path, *, timeout: float = 120.0) -> Itera
     from hive_brain import client
 
     t0 = time.perf_counter()
-    pong = client.ensure_server(state, vault, timeout=timeout)
+    try:
+        pong = client.ensure_server(state, vault, timeout=timeout)
+    except BaseException:
+        stop_server(state)  # a server that started but never became ready must not outlive the run
+        raise
     info = {"pid": pong.get("pid") or (client.read_info(state) or {}).get("pid"),
             "start_s": round(time.perf_counter() - t0, 3), "ping": pong}
     try:

@@ -141,7 +141,7 @@ def replay_costs(vault: Path, state: Path, gid: int, question: str, semantic: bo
     out: dict[str, Any] = {"generation": gid}
     for label in ("first", "cached"):
         t0 = time.perf_counter()
-        res = eng.replay(question, gid, semantic=semantic, limit=10)
+        res = eng.replay(question, gid, semantic=semantic, limit=10, abstain=False)
         out[f"{label}_s"] = round(time.perf_counter() - t0, 3)
         out[f"{label}_hits"] = len(res.get("hits") or [])
     out["semantic"] = bool(res.get("semantic"))

@@ -605,7 +605,10 @@ def summary_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def plot(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
-    """Latency (p50, log scale) vs vault size per system, lexical configs; PNGs written to out_dir."""
+    """Latency (p50, log scale) and recall@5 vs vault size per system; PNG written to out_dir.
+
+    Solid lines: lexical configurations; hollow markers joined by dotted lines: hybrid.
+    """
     try:
         import matplotlib
 
@@ -613,36 +616,52 @@ def plot(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
         import matplotlib.pyplot as plt
     except ImportError:
         return []
-    lex = [c for c in result["configs"] if c.get("status") == "ok" and not c["semantic"]]
+    ok = [c for c in result["configs"] if c.get("status") == "ok"]
+    lex = [c for c in ok if not c["semantic"]]
+    hyb = [c for c in ok if c["semantic"]]
     if len(lex) < 2:
         return []
     names = ["recall in-process", "recall via server", "hook, server up", "hook, server down", "bm25", "grep -ril",
              "grep count", "python -c pass"]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
-    sizes = [c["notes"] for c in lex]
-    for name in names:
-        ys = [_lat(find_system(c, name), "median_ms") for c in lex]
-        pts = [(x, y) for x, y in zip(sizes, ys, strict=True) if y]
-        if pts:
-            ax1.plot(*zip(*pts, strict=True), marker="o", label=name)
-        q = [_metric(find_system(c, name), "any@5") for c in lex]
-        qp = [(x, y) for x, y in zip(sizes, q, strict=True) if y is not None]
-        if qp:
-            ax2.plot(*zip(*qp, strict=True), marker="o", label=name)
+    colors = dict(zip(names, plt.get_cmap("tab10").colors, strict=False))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5))
+
+    def quality(s: Mapping[str, Any] | None) -> float | None:
+        return s.get("in_context") if s and "in_context" in s and s.get("status") == "ok" else _metric(s, "any@5")
+
+    for confs, style, suffix in ((lex, {"ls": "-", "marker": "o"}, ""),
+                                 (hyb, {"ls": ":", "marker": "o", "mfc": "none", "ms": 8}, " (hybrid)")):
+        sizes = [c["notes"] for c in confs]
+        for name in names:
+            if suffix and name in ("bm25", "grep -ril", "grep count", "python -c pass"):
+                continue  # the baselines do not change with the pack
+            pts = [(x, _lat(find_system(c, name), "median_ms")) for x, c in zip(sizes, confs, strict=True)]
+            pts = [(x, y) for x, y in pts if y]
+            if pts:
+                ax1.plot(*zip(*pts, strict=True), color=colors[name], label=name + suffix, **style)
+            if name in ("recall via server", "python -c pass"):
+                continue  # same ranking as in-process / no ranking at all
+            qp = [(x, quality(find_system(c, name))) for x, c in zip(sizes, confs, strict=True)]
+            qp = [(x, y) for x, y in qp if y is not None]
+            if qp:
+                ax2.plot(*zip(*qp, strict=True), color=colors[name], label=name + suffix, **style)
     for ax in (ax1, ax2):
         ax.set_xscale("log")
         ax.set_xlabel("notes in the vault")
         ax.grid(True, which="both", alpha=0.3)
     ax1.set_yscale("log")
     ax1.set_ylabel("p50 latency, ms (log)")
-    ax1.set_title("Latency vs vault size (lexical)")
-    ax1.axhline(20, color="grey", ls=":", lw=1)
-    ax1.axhline(60, color="grey", ls="--", lw=1)
-    ax1.legend(fontsize=7)
-    ax2.set_ylabel("recall@5")
+    ax1.set_title("Latency vs vault size")
+    for y, text in ((20, "20 ms: recall budget at 10k"), (60, "60 ms: recall at 100k / hook up at 10k"),
+                    (120, "120 ms: hook down at 10k")):
+        ax1.axhline(y, color="grey", ls="--", lw=0.8)
+        ax1.text(0.01, y * 1.04, text, fontsize=7, color="grey", transform=ax1.get_yaxis_transform())
+    ax1.legend(fontsize=7, loc="lower right")
+    ax1.set_ylim(0.03, 2000)
+    ax2.set_ylabel("recall@5 (hooks: answer in the injected context)")
     ax2.set_ylim(0, 1.02)
-    ax2.set_title("recall@5 vs vault size (lexical)")
-    ax2.legend(fontsize=7)
+    ax2.set_title("Quality vs vault size")
+    ax2.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "bench-scale-latency.png"
