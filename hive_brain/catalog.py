@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS notes (
 CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
 CREATE INDEX IF NOT EXISTS notes_key ON notes(memory_key);
 CREATE INDEX IF NOT EXISTS notes_hash ON notes(content_hash);
+CREATE INDEX IF NOT EXISTS notes_agent ON notes(agent, kind);
 """
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import GenerationCorrupt, NotFound
-from .fsutil import atomic_write_text, fsync_dir, sha256_bytes, sqlite_tx
+from .fsutil import atomic_write_bytes, atomic_write_text, fsync_dir, sha256_bytes, sqlite_tx
 
 CHECKPOINT_EVERY = 50  # deltas between checkpoints: bounds the cost of materialising a manifest
 FORMAT = 1
@@ -30,6 +30,24 @@ FORMAT = 1
 
 def canonical(body: dict) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def seal(body: dict) -> bytes:
+    """File bytes of a receipted document: the SHA-256 of the canonical body, a newline, the body.
+    Verifying is then one hash over the stored bytes — no re-serialising a large manifest."""
+    data = canonical(body)
+    return sha256_bytes(data).encode("ascii") + b"\n" + data
+
+
+def unseal(raw: bytes) -> dict:
+    """The body of a sealed document; ValueError if the receipt does not match."""
+    receipt, sep, data = raw.partition(b"\n")
+    if not sep or sha256_bytes(data).encode("ascii") != receipt.strip():
+        raise ValueError("receipt mismatch")
+    body = json.loads(data)
+    if not isinstance(body, dict):
+        raise ValueError("not a generation body")
+    return body
 
 
 def manifest_hash(manifest: dict[str, str]) -> str:
@@ -50,12 +68,14 @@ class Generation:
     changed: dict[str, str] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     entries: dict[str, str] | None = None  # checkpoints only
+    delta_counts: dict[str, int] | None = None  # checkpoints: what changed against the parent
 
     def summary(self) -> dict:
         return {
             "id": self.id, "kind": self.kind, "parent": self.parent, "created": self.created, "label": self.label,
-            "notes_hash": self.notes_hash, "notes": self.note_count, "added": len(self.added),
-            "changed": len(self.changed), "removed": len(self.removed), "index": self.index,
+            "notes_hash": self.notes_hash, "notes": self.note_count,
+            **(self.delta_counts or {"added": len(self.added), "changed": len(self.changed), "removed": len(self.removed)}),
+            "index": self.index,
         }
 
 
@@ -118,14 +138,11 @@ class GenerationStore:
     def load(self, gid: int) -> Generation:
         p = self._gen_path(gid)
         try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-            body, receipt = doc["body"], doc["receipt"]
+            body = unseal(p.read_bytes())
         except FileNotFoundError as e:
             raise NotFound(f"no generation {gid}", hint="list them with `hive-brain generations`") from e
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise GenerationCorrupt(f"generation {gid} is unreadable") from e
-        if sha256_bytes(canonical(body)) != receipt:
-            raise GenerationCorrupt(f"generation {gid} fails its receipt check")
+        except (OSError, ValueError) as e:
+            raise GenerationCorrupt(f"generation {gid} is unreadable or fails its receipt check") from e
         return Generation(**{k: body[k] for k in Generation.__dataclass_fields__ if k in body})
 
     def verify(self, gid: int) -> bool:
@@ -231,8 +248,11 @@ class GenerationStore:
         }
         if checkpoint:
             body["entries"] = dict(sorted(new_manifest.items()))
-        receipt = sha256_bytes(canonical(body))
-        atomic_write_text(self._gen_path(gid), json.dumps({"body": body, "receipt": receipt}, ensure_ascii=False))
+        if checkpoint:
+            # A checkpoint lists every note already; repeating them as "added" would double its size.
+            body["delta_counts"] = {"added": len(added), "changed": len(changed), "removed": len(removed)}
+            body["added"], body["changed"], body["removed"] = {}, {}, []
+        atomic_write_bytes(self._gen_path(gid), seal(body))
         # Verify before pointing at it: re-read the file (receipt) and replay it onto the base,
         # which was verified above — re-materialising from the checkpoint would cost O(vault).
         g = self.load(gid)
@@ -263,10 +283,7 @@ class GenerationStore:
         if not p.exists():
             return None
         try:
-            doc = json.loads(p.read_text(encoding="utf-8"))
-            if sha256_bytes(canonical(doc["body"])) != doc["receipt"]:
-                raise ValueError("receipt mismatch")
-            return doc["body"]
+            return unseal(p.read_bytes())
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise GenerationCorrupt(f"coverage.json is damaged ({e}); pruning is paused", hint="run `hive-brain rebuild-index`") from e
 
@@ -289,8 +306,7 @@ class GenerationStore:
             g = self.load(oldest_kept)
             body = {**{k: getattr(g, k) for k in Generation.__dataclass_fields__ if k != "entries"}, "format": FORMAT,
                     "kind": "checkpoint", "entries": dict(sorted(man.items()))}
-            atomic_write_text(self._gen_path(oldest_kept),
-                              json.dumps({"body": body, "receipt": sha256_bytes(canonical(body))}, ensure_ascii=False))
+            atomic_write_bytes(self._gen_path(oldest_kept), seal(body))
             self._manifest_cache = {}
         removed = [i for i in self.ids() if i not in keep and i < oldest_kept]
         for gid in removed:
@@ -305,5 +321,5 @@ class GenerationStore:
         dropped = len(dead)
         body = {"earliest_replayable": oldest_kept, "current": cur, "kept": sorted(keep), "pruned": removed,
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        atomic_write_text(self.coverage_path(), json.dumps({"body": body, "receipt": sha256_bytes(canonical(body))}))
+        atomic_write_bytes(self.coverage_path(), seal(body))
         return {"removed": removed, "kept": sorted(keep), "objects_removed": dropped, "earliest_replayable": oldest_kept}

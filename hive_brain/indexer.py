@@ -211,8 +211,10 @@ class Indexer:
             return True
         g = self.gens.load(gid)
         info = self.index_info()
+        # A different (or newly installed) embedding pack re-queues every passage for vectors.
         return (
             g.index.get("analyzer") != info["analyzer"] or g.index.get("passages") != info["passages"]
+            or g.index.get("pack") != info["pack"]
             or self.lexical.was_reset or self.lexical.doc_count() == 0 and g.note_count > 0
         )
 
@@ -284,6 +286,10 @@ class Indexer:
                 "seconds": round(time.perf_counter() - t0, 3), "changed": True, "full": full, "notes_hash": g.notes_hash}
 
     def _queue_vectors(self, *, full: bool, removed: list[str], rows: list[tuple]) -> None:
+        if self.vectors is None:
+            # No pack: nothing will ever drain the queue. Installing one changes the index info,
+            # which makes the next catch-up a full pass that queues every passage.
+            return
         db = self.pending
         with sqlite_tx(db):
             if full:
@@ -366,7 +372,11 @@ class Indexer:
                 res = self.catch_up(progress=cb, label="rebuild", full=True)
         if embed:
             with bar.task("embedding passages") as cb:
-                res["vectors"] = self.embed_pending(progress=cb)
+                res["vectors"] = self.embed_pending(progress=cb, chunk=256)
+            if self.vectors is not None and res["vectors"].get("embedded"):
+                # Many small appends leave many LanceDB fragments (a 2x slower search): merge them.
+                with vault_lock(self.vault.state, timeout=self.settings.lock_timeout, command="compact vectors"):
+                    self.vectors.optimize()
         else:
             res["vectors"] = {"pending": self.pending_count()}
         return res

@@ -109,6 +109,8 @@ def _overriders(catalog: Catalog, agent: str | None) -> list[Entry]:
     # json_extract keeps this a single SQL scan: it runs on every agent recall.
     where = (
         "kind = 'memory' AND status = 'active' AND layer IN ('private', 'task') AND problem IS NULL "
+        # LIKE first: a plain substring test skips most rows before JSON is parsed.
+        "AND meta LIKE '%\"overrides\"%' "
         "AND json_extract(meta, '$.overrides') IS NOT NULL AND json_extract(meta, '$.overrides') != ''"
     )
     if agent is None:
