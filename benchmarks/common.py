@@ -607,3 +607,15 @@ def pstats_lines(prof: Any, n: int = 20, sort: str = "cumulative") -> list[str]:
     start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("ncalls")), 0)
     head = [line.strip() for line in lines[:start] if "function calls" in line]
     return head + [line.rstrip() for line in lines[start:] if line.strip()]
+
+
+def save_plot(fig: Any, out_dir: Path, name: str) -> list[Path]:
+    """Write a matplotlib figure as PNG into `out_dir` and close it; returns [path]."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / name
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]

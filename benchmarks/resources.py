@@ -48,6 +48,7 @@ from .common import (
     proc_memory_kb,
     run_process,
     running_server,
+    save_plot,
     short_error,
     standalone_main,
     state_sizes,
@@ -324,12 +325,7 @@ def plot(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
     ax.set_ylabel("MB per 1k notes")
     ax.set_title("State dir on disk per 1k notes")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "bench-state-disk.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return save_plot(fig, out_dir, "bench-state-disk.png")
 
 
 def _extra(ap: Any) -> None:

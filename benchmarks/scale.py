@@ -54,6 +54,7 @@ from .common import (
     profile_top,
     run_process,
     running_server,
+    save_plot,
     short_error,
     standalone_main,
     state_sizes,
@@ -662,12 +663,7 @@ def plot(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
     ax2.set_ylim(0, 1.02)
     ax2.set_title("Quality vs vault size")
     ax2.legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "bench-scale-latency.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return [path]
+    return save_plot(fig, out_dir, "bench-scale-latency.png")
 
 
 def _extra(ap: Any) -> None:

@@ -1,0 +1,90 @@
+"""Fast ranking experiments on LoCoMo: build the pooled vault once, cache each question's candidates,
+then re-fuse them under different `hive_brain.recall.PARAMS` (seconds per variant instead of minutes).
+
+    python -m benchmarks.tune_locomo --work /tmp/locomo-tune            # build (once) + evaluate PARAMS as they are
+    python -m benchmarks.tune_locomo --work /tmp/locomo-tune --every 3 \\
+        --try '{"w_doc": 1.0}' --try '{"linear": 0.5, "lin_sem": 1.0}'
+
+The embedding pack comes from $HIVE_BRAIN_MODEL_DIR (without one the numbers are lexical). Numbers
+for a change to ranking still come from `python -m benchmarks.locomo --full` (the real recall path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from . import locomo
+from .common import bench_data_path
+
+
+def build(work: Path, data_dir: Path) -> list[dict[str, Any]]:
+    qfile = work / "questions.json"
+    if qfile.exists():
+        return json.loads(qfile.read_text(encoding="utf-8"))
+    from hive_brain.config import resolve
+    from hive_brain.engine import Engine
+    from hive_brain.vault import init_vault
+
+    conv = work / "converted"
+    conv.mkdir(parents=True, exist_ok=True)
+    locomo.convert(data_dir, conv)
+    vault = work / "vault"
+    init_vault(vault, resolve())
+    paths = locomo.place_notes(conv, vault)
+    questions, _info = locomo.load_questions(data_dir, conv, paths, quick=False)
+    Engine.open(vault).rebuild(progress=True)
+    qfile.write_text(json.dumps(questions), encoding="utf-8")
+    return questions
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, required=True, help="Folder for the vault, state and questions (kept).")
+    ap.add_argument("--bench-data", type=Path, default=None)
+    ap.add_argument("--every", type=int, default=1, help="Use every Nth question (3 = a third, faster).")
+    ap.add_argument("--try", dest="variants", action="append", default=[], help="JSON dict of PARAMS overrides.")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    os.environ["HIVE_BRAIN_STATE_DIR"] = str(args.work / "state")
+    os.environ.pop("HIVE_BRAIN_VAULT", None)
+    data_dir = bench_data_path(args.bench_data) / "locomo"
+    questions = build(args.work, data_dir)[:: max(1, args.every)]
+
+    from hive_brain import recall as R
+    from hive_brain.engine import Engine
+
+    view = Engine.open(args.work / "vault").view()
+    cache: dict[tuple, Any] = {}
+    original = R._candidates
+
+    def memo(view: Any, query: str, where: Any, *, semantic: bool, qcache: dict | None = None) -> Any:
+        key = (query, repr(where), semantic)
+        if key not in cache:
+            cache[key] = original(view, query, where, semantic=semantic, qcache=qcache)
+        return copy.deepcopy(cache[key])
+
+    R._candidates = memo
+    base = dict(R.PARAMS)
+    for label, overrides in [("as is", {}), *((v, json.loads(v)) for v in args.variants)]:
+        R.PARAMS.clear()
+        R.PARAMS.update({**base, **overrides})
+        m = {"any@1": 0.0, "any@5": 0.0, "all@5": 0.0, "any@10": 0.0, "mrr": 0.0}
+        for q in questions:
+            res = R.search(view, q["question"], agent=None, scope="full-vault", limit=10, abstain=False, drop_ratio=0.0)
+            got = [h["path"] for h in res["hits"]]
+            gold = set(q["gold_docs"])
+            m["mrr"] += next((1 / (i + 1) for i, p in enumerate(got) if p in gold), 0.0)
+            m["any@1"] += bool(set(got[:1]) & gold)
+            m["any@5"] += bool(set(got[:5]) & gold)
+            m["all@5"] += gold <= set(got[:5])
+            m["any@10"] += bool(set(got[:10]) & gold)
+        print(f"{label:40s}", {k: round(v / len(questions), 4) for k, v in m.items()}, flush=True)
+
+
+if __name__ == "__main__":
+    main()
