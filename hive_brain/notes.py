@@ -94,7 +94,8 @@ def content_hash(text: str) -> str:
 def parse_bytes(path: str, data: bytes, *, max_bytes: int | None = None) -> Note:
     """Parse a note. Raises NoteError for content that is not a text note at all."""
     if max_bytes is not None and len(data) > max_bytes:
-        raise NoteError(path, f"is {len(data):,} bytes, over the {max_bytes:,}-byte limit", hint="split the note")
+        # Only max_bytes + 1 bytes are read of a large file, so say "over", not a size.
+        raise NoteError(path, f"is over the {max_bytes:,}-byte limit for a note", hint="split the note")
     if b"\x00" in data[:8192]:
         raise NoteError(path, "is a binary file, not a Markdown note", hint="move it out of the vault or rename it")
     try:
