@@ -415,12 +415,15 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     elif scope == "full-vault":
         ranked, info, docs, entries = run(kinds_full)
     else:
-        ranked, info, docs, entries = run(("memory",))
-        weak = _abstain(ranked, q_terms, info) is not None or not ranked or ranked[0].details["coverage"] < 0.5
-        tier = "agent-memory"
-        if weak:
-            ranked, info, docs, entries = run(kinds_full)
-            tier = "full-vault"
+        # One search over the whole vault, then the typed-memory tier is read off it: searching
+        # memory first and the vault again when that is weak cost two query embeddings and four
+        # index searches on the prompt hook's path.
+        ranked, info, docs, entries = run(kinds_full)
+        typed = [c for c in ranked if (e := entries.get(c.path)) is not None and e.kind == "memory"]
+        weak = not typed or _abstain(typed, q_terms, info) is not None or typed[0].details["coverage"] < 0.5
+        tier = "full-vault" if weak else "agent-memory"
+        if not weak:
+            ranked = typed
 
     if mode == "hierarchical" and ranked:
         folders: dict[str, float] = {}

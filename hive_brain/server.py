@@ -489,6 +489,7 @@ class Server:
             return
         try:
             vectors, embedder = idx.vectors, idx.embedder
+            vectors.enable_memory_cache()  # warm exact search: a masked matrix product, not a LanceDB scan
             embedder.embed_queries(["warm up"])  # the first run of an ONNX session pays for allocation
             self._sem = (vectors, embedder, None)
         except Exception as e:  # noqa: BLE001 - a broken pack means lexical search, reported in results

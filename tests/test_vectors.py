@@ -197,3 +197,29 @@ def test_another_handle_sees_writes(tmp_path: Path) -> None:
     assert reader.count() == 1  # the reader opens the table after it exists
     writer.upsert([_row("b.md#0", _unit(rng, 1)[0])])
     assert reader.count() == 2 and len(reader.search(rng.normal(size=DIM), None)) == 2
+
+
+def test_warm_memory_copy_matches_lancedb(tmp_path: Path) -> None:
+    """The server's in-memory copy returns what the LanceDB prefilter returns, and follows writes."""
+    rng = np.random.default_rng(11)
+    index = VectorIndex(tmp_path / "v", "pack:mem", DIM)
+    vectors = _unit(rng, 300)
+    index.upsert([
+        _row(f"n{i}.md#0", vectors[i], note_path=f"n{i}.md", layer="shared" if i % 3 else "private",
+             agent="" if i % 3 else ("a" if i % 2 else "b"), kind="memory", date=1000 + i)
+        for i in range(300)
+    ])
+    warm = VectorIndex(tmp_path / "v", "pack:mem", DIM)
+    warm.enable_memory_cache()
+    predicates = [None, _visible_to("a"), And((_visible_to("b"), Range("date", lo=1100, hi=1200))),
+                  Not(Eq("layer", "shared")), In("note_path", ("n1.md", "n5.md", "n299.md"))]
+    for predicate in predicates:
+        q = _unit(rng, 1)[0]
+        cold = [(h.passage_id, round(h.similarity, 4)) for h in index.search(q, predicate, limit=20)]
+        hot = [(h.passage_id, round(h.similarity, 4)) for h in warm.search(q, predicate, limit=20)]
+        assert hot == cold, predicate
+    assert warm._mem is not None  # it really searched the in-memory copy
+    # A write through another handle shows up within the version check interval.
+    index.upsert([_row("new.md#0", vectors[0], note_path="new.md", layer="shared", kind="memory")])
+    warm._mem_checked = 0.0  # skip the 1 s wait instead of sleeping in a test
+    assert "new.md#0" in {h.passage_id for h in warm.search(vectors[0], None, limit=3)}
