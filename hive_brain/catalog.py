@@ -211,10 +211,3 @@ class Catalog:
 
     def problems(self) -> list[Entry]:
         return self._entries("problem IS NOT NULL")
-
-    def shas(self) -> dict[str, str]:
-        return {r[0]: r[1] for r in self.db.execute("SELECT path, sha FROM notes WHERE sha != ''")}
-
-
-def note_path_exists(root: Path, rel: str) -> bool:
-    return (root / rel).exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +51,6 @@ class Settings:
     use_server: bool = True
     max_note_bytes: int = 5 * 1024 * 1024
     sources: dict[str, str] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {}
-        for f in fields(self):
-            if f.name == "sources":
-                continue
-            v = getattr(self, f.name)
-            out[f.name] = str(v) if isinstance(v, Path) else v
-        return out
 
 
 _ENV = {

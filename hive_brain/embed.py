@@ -253,9 +253,3 @@ def get_embedder(pack_dir: Path) -> Embedder:
         embedder = Embedder.load(pack_dir)
         _CACHE[key] = (stamp, embedder)
         return embedder
-
-
-def clear_embedder_cache() -> None:
-    """Drop every cached embedder (frees the sessions once no caller holds them)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()

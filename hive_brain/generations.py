@@ -103,11 +103,6 @@ class GenerationStore:
             with sqlite_tx(self._db):
                 self._db.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", list(items.items()))
 
-    def put_object(self, data: bytes, sha: str | None = None) -> str:
-        sha = sha or sha256_bytes(data)
-        self.put_objects({sha: data})
-        return sha
-
     def get_object(self, sha: str) -> bytes:
         row = self._db.execute("SELECT data FROM objects WHERE sha = ?", (sha,)).fetchone()
         if row is None:
@@ -116,9 +111,6 @@ class GenerationStore:
         if sha256_bytes(data) != sha:
             raise GenerationCorrupt(f"object {sha[:12]} is damaged", hint="run `hive-brain rebuild-index`")
         return data
-
-    def has_object(self, sha: str) -> bool:
-        return self._db.execute("SELECT 1 FROM objects WHERE sha = ?", (sha,)).fetchone() is not None
 
     # -- generation files ---------------------------------------------------------------------
     def _gen_path(self, gid: int) -> Path:

@@ -300,6 +300,8 @@ class Indexer:
         if self.vectors is not None:
             if full:
                 self.vectors.delete_all()
+                # Vectors of another (older) pack are never compared with this one's: free the disk.
+                self.vectors.drop_other_tables()
             elif removed:
                 self.vectors.delete_notes(removed)
 

@@ -441,10 +441,6 @@ class LexicalWriter:
         w.add_document(d)
         self.added += 1
 
-    def add_many(self, docs: Iterable[Mapping[str, Any]]) -> None:
-        for d in docs:
-            self.add(d)
-
     def delete_note(self, note_path: str) -> None:
         """Remove every passage of a note (applies to documents added before this call)."""
         self._writer().delete_documents_by_term("note_path", note_path)
@@ -487,14 +483,3 @@ class LexicalWriter:
         with contextlib.suppress(Exception):
             # Consumes the writer: waits for merges, then drops it, releasing the lock file.
             w.wait_merging_threads()
-
-
-def best_per_note(hits: Sequence[LexHit]) -> list[LexHit]:
-    """The best-scoring passage of each note, in score order (hits come sorted from search)."""
-    seen: set[str] = set()
-    out: list[LexHit] = []
-    for h in hits:
-        if h.note_path not in seen:
-            seen.add(h.note_path)
-            out.append(h)
-    return out

@@ -28,7 +28,6 @@ from .errors import (
 from .journal import Transaction, write_session
 from .layers import check_override, enforced, require_owner
 from .notes import (
-    LAYERS,
     content_hash,
     derive_memory_key,
     memory_filename,
@@ -516,7 +515,3 @@ class MemoryStore:
             self._commit(txn)
         proposed = sum(r["status"] == "proposed" for r in report)
         return self._result({"status": "created", "count": len(report) - proposed, "proposed": proposed, "records": report})
-
-
-def layer_names() -> tuple[str, ...]:
-    return LAYERS

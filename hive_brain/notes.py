@@ -27,12 +27,6 @@ except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
     _Dumper = yaml.SafeDumper
 
-MEMORY_TYPES = (
-    "preference", "instruction", "decision", "lesson", "procedure", "fact", "quirk", "project", "person", "note",
-)
-STATUSES = ("active", "superseded", "archived")
-LAYERS = ("shared", "private", "task")
-
 # Frontmatter keys written in this order; unknown keys follow in their original order.
 KEY_ORDER = (
     "id", "type", "title", "memory_key", "layer", "agent", "task", "project", "tags", "aliases", "confidence",

@@ -91,9 +91,7 @@ class View:
 class Cand:
     path: str
     lex: float = 0.0
-    lex_pid: str | None = None
     sem: float = -1.0
-    sem_pid: str | None = None
     pids: dict[str, float] = field(default_factory=dict)  # passage -> fused passage score
     lex_scores: dict[str, float] = field(default_factory=dict)
     sem_scores: dict[str, float] = field(default_factory=dict)
@@ -122,8 +120,7 @@ def _terms_of(text: str) -> frozenset[str]:
 
 
 def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] | None = None, project: str | None = None,
-                include_archived: bool = False, window: tuple[int, int] | None = None,
-                cutoff: int | None = None) -> Pred:
+                include_archived: bool = False, cutoff: int | None = None) -> Pred:
     parts: list[Pred | None] = [visibility(agent), In("kind", kinds)]
     if types:
         parts.append(In("type", tuple(types)))
@@ -133,10 +130,6 @@ def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] |
         parts.append(Not(Eq("status", "archived")))
     if cutoff is not None:
         parts.append(Range("date", hi=cutoff))
-    if window is not None:
-        # Only for callers that want a hard window; recall itself boosts inside the window instead,
-        # because events are often discussed after the day they happened.
-        parts.append(Or((Not(Eq("kind", "conversation")), Range("date", lo=window[0], hi=window[1]))))
     p = all_of(*parts)
     assert p is not None
     return p
@@ -158,7 +151,7 @@ def _candidates(view: View, query: str, where: Pred, *, semantic: bool,
     for h in lex_hits:
         c = cands.setdefault(h.note_path, Cand(h.note_path))
         if h.score > c.lex:
-            c.lex, c.lex_pid = h.score, h.passage_id
+            c.lex = h.score
         c.pids[h.passage_id] = max(c.pids.get(h.passage_id, 0.0), h.score)
         c.lex_scores[h.passage_id] = h.score
     sem_hits = []
@@ -180,7 +173,7 @@ def _candidates(view: View, query: str, where: Pred, *, semantic: bool,
     for pid, h in sem_pairs:
         c = cands.setdefault(h.note_path, Cand(h.note_path))
         if h.similarity > c.sem:
-            c.sem, c.sem_pid = h.similarity, pid
+            c.sem = h.similarity
         c.sem_scores[pid] = max(h.similarity, c.sem_scores.get(pid, -1.0))
     # Passage-level fused score (for picking the best passage to show): rank-based.
     lex_rank_p = {h.passage_id: i for i, h in enumerate(lex_hits)}

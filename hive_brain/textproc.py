@@ -30,7 +30,6 @@ import functools
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
 
 import snowballstemmer
 
@@ -284,10 +283,6 @@ def without_segmentless(text: str) -> str:
     if text.isascii() or max(text) < _FIRST_SEGMENTLESS:
         return text
     return _seg()[0].sub(" ", text)
-
-
-def join_terms(terms: Iterable[str]) -> str:
-    return " ".join(terms)
 
 
 # Words whose stems differ between Snowball English revisions (and a few ordinary ones).

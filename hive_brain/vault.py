@@ -36,10 +36,6 @@ class Vault:
     vault_id: str
     state: Path  # per-device state dir for this vault
 
-    @property
-    def memory_dir(self) -> Path:
-        return self.root / MEMORY_DIR
-
     def rel(self, path: Path) -> str:
         return path.resolve().relative_to(self.root).as_posix()
 
@@ -121,11 +117,6 @@ def init_vault(path: Path, settings: Settings) -> tuple[Vault, bool]:
         atomic_write_text(marker / ".gitignore", "staging/\n")
     s = Settings(**{**settings.__dict__, "vault": root})
     return open_vault(s), created
-
-
-def ensure_state(vault: Vault) -> Path:
-    vault.state.mkdir(parents=True, exist_ok=True)
-    return vault.state
 
 
 def is_ignored_dir(name: str) -> bool:

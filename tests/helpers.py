@@ -24,8 +24,10 @@ def run(*args: str, input: str | None = None, ok: bool = True) -> Any:
     return data
 
 
-def remember(title: str, content: str, type_: str = "preference", *extra: str) -> dict:
-    res = run("remember", "--type", type_, "--title", title, "--content", content, *extra)
+def remember(title: str, content: str, type_: str = "preference", *extra: str, agent: str | None = None) -> dict:
+    """`hive-brain remember` through the CLI (as `agent` when given)."""
+    who = ("--agent", agent) if agent else ()
+    res = run(*who, "remember", "--type", type_, "--title", title, "--content", content, *extra)
     assert "indexWarning" not in res, res["indexWarning"]  # every write must publish its generation
     return res
 

@@ -30,30 +30,8 @@ def test_order_sources_and_dedup(vault_path):
     remember("Answer language", "Answer in English.", "instruction")
     remember("Database", "We chose Postgres over MySQL.", "decision")
     remember("Some fact", "The office is in Lisbon.", "fact")  # not a standing rule
-    run(
-        "--agent",
-        "claude-code",
-        "remember",
-        "--type",
-        "lesson",
-        "--title",
-        "Lockfile",
-        "--content",
-        "Commit the lockfile with dependency bumps.",
-    )
-    run(
-        "--agent",
-        "claude-code",
-        "remember",
-        "--type",
-        "preference",
-        "--memory-scope",
-        "hive",
-        "--title",
-        "Agent said",
-        "--content",
-        "An agent-proposed shared preference.",
-    )  # origin agent: not a user rule
+    remember("Lockfile", "Commit the lockfile with dependency bumps.", "lesson", agent="claude-code")
+    remember("Agent said", "An agent-proposed shared preference.", "preference", "--memory-scope", "hive", agent="claude-code")  # origin agent: not a user rule
     eng = Engine.open(agent_id="claude-code")
     items = core_items(eng, "claude-code")
     assert [i["section"] for i in items] == [
@@ -115,16 +93,6 @@ def test_budget_is_respected(vault_path):
 
 
 def test_core_cli_agent_flag(vault_path):
-    run(
-        "--agent",
-        "codex",
-        "remember",
-        "--type",
-        "lesson",
-        "--title",
-        "Sandbox",
-        "--content",
-        "The sandbox has no network; vendor the test fixtures.",
-    )
+    remember("Sandbox", "The sandbox has no network; vendor the test fixtures.", "lesson", agent="codex")
     assert "vendor the test fixtures" in run("core", "--agent", "codex")["text"]
     assert run("core")["text"] == ""

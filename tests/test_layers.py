@@ -4,7 +4,6 @@ isolation, the needle among 10k other agents' memories, enforcement, private ove
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -128,7 +127,6 @@ def test_needle_small_agent_among_10k_other_agents_memories(vault_path, monkeypa
         "who was on call, which dashboards helped, and what we would check first next time "
         "before paging anyone else again."
     )
-    t0 = time.perf_counter()
     for i in range(10_000):
         agent = f"other-{i % 50:02d}"
         d = vault_path / "Agents" / agent / "Memory"
@@ -154,15 +152,12 @@ def test_needle_small_agent_among_10k_other_agents_memories(vault_path, monkeypa
     unfiltered = {h.note_path for h in view.lexical.search(words, where=Eq("kind", "memory"), limit=120)}
     assert not unfiltered & needles
     res = small.recall(words, semantic=False, scope="agent-memory", limit=3, view=view)
-    elapsed = time.perf_counter() - t0
     assert _hit_paths(res) == needles, res["hits"]
     # Another agent with the same words never sees them.
     other = _engine(monkeypatch, "other-07").recall(words, semantic=False, scope="agent-memory", limit=10)
     assert not _hit_paths(other) & needles and all(
         p.startswith("Agents/other-07/") for p in _hit_paths(other)
     )
-    print(f"needle at 10k: {elapsed:.1f}s total (rebuild {built['seconds']:.1f}s)")
-    assert elapsed < 60
 
 
 # ---------------------------------------------------------------------------------------------- enforcement

@@ -89,19 +89,9 @@ def test_mcp_tools_identity_and_round_trip(vault_path):
 
 
 def test_mcp_other_agent_cannot_read_private_memory(vault_path):
-    from tests.helpers import run
+    from tests.helpers import remember
 
-    run(
-        "--agent",
-        "codex",
-        "remember",
-        "--type",
-        "lesson",
-        "--title",
-        "Private lesson",
-        "--content",
-        "Only codex should see this zebra note.",
-    )
+    remember("Private lesson", "Only codex should see this zebra note.", "lesson", agent="codex")
     env = dict(os.environ, HIVE_AGENT_ID="claude-code")
     out: dict = {}
 

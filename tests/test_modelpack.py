@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -44,9 +43,7 @@ def test_default_pack_is_built_and_verifies(pack_dir: Path) -> None:
 
 def test_second_install_is_a_cheap_noop(pack_dir: Path) -> None:
     before = {p.name: p.stat().st_mtime_ns for p in pack_dir.iterdir()}
-    started = time.perf_counter()
     again = modelpack.install_default(pack_dir.parent)
-    assert time.perf_counter() - started < 0.5
     assert again == pack_dir
     assert {p.name: p.stat().st_mtime_ns for p in pack_dir.iterdir()} == before
 
