@@ -36,6 +36,8 @@ PARAMS: dict[str, float] = {
     "lin_doc": 0.5,  # weight of whole-note BM25 inside the score-based fusion
     "window_boost": 0.3,  # multiplier bonus for notes dated inside a time window named in the question
     "cov_need": 0.0,  # coverage at which the multiplier saturates (0 = by question length)
+    "cov_sem": 0.8,  # how much of the needed coverage the best semantic match can stand in for
+    "window_after": 3.0,  # days after a named window that still count as inside it (talk about an event comes later)
 }
 DROP_BELOW = 0.25  # hits scoring under this fraction of the best are dropped
 
@@ -109,6 +111,16 @@ def _query_terms(q: str) -> list[str]:
     from .textproc import content_words
 
     return list(dict.fromkeys(content_words(q)))
+
+
+def _coverage_terms(query: str, ti: temporal.TimeIntent) -> list[str]:
+    """The question's words a note should contain. A time phrase is served by its window or cutoff:
+    a note need not repeat "3 June 2023" to cover the question (the words still search)."""
+    terms = _query_terms(query)
+    if ti.phrase and (ti.window or ti.cutoff):
+        time_terms = set(_query_terms(ti.phrase))
+        terms = [t for t in terms if t not in time_terms] or terms
+    return terms
 
 
 @functools.lru_cache(maxsize=4096)
@@ -276,7 +288,13 @@ def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], ent
             conf_f = 0.8
         # Longer questions need proportionally more of their words present.
         need = P["cov_need"] or (0.6 if len(q_terms) >= 6 else 0.4)
-        coverage_factor = P["cov_base"] + (1 - P["cov_base"]) * min(1.0, cov / need) if q_terms else 1.0
+        # A passage that says the same thing in other words is covered by meaning, not by words: a
+        # strong semantic match stands in for part of the missing coverage. Ranking only; abstention
+        # and `_fits` still read the lexical coverage.
+        cov_rank = cov
+        if c.sem_note > -1 and sem_top > sem_floor:
+            cov_rank = max(cov, P["cov_sem"] * need * max(0.0, (c.sem_note - sem_floor) / (sem_top - sem_floor)))
+        coverage_factor = P["cov_base"] + (1 - P["cov_base"]) * min(1.0, cov_rank / need) if q_terms else 1.0
         mult = coverage_factor
         mult *= 1.0 + 0.25 * title_cov + 0.3 * exact + 0.2 * key_match + 0.3 * alias_match
         mult *= 0.9 + 0.1 * conf_f
@@ -285,7 +303,7 @@ def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], ent
         in_window = None
         if window is not None:
             d = next((docs[p]["date"] for p in c.pids if p in docs), None)
-            in_window = d is not None and window[0] <= d <= window[1]
+            in_window = d is not None and window[0] <= d <= window[1] + P["window_after"] * 86400
             if in_window:
                 mult *= 1.0 + P["window_boost"]
         c.score = (rrf + support) * mult
@@ -384,7 +402,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     cutoff = int(ti.cutoff.timestamp()) if ti.cutoff else None
     window = (int(ti.window[0].timestamp()), int(ti.window[1].timestamp())) if ti.window else None
     kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
-    q_terms = _query_terms(query)
+    q_terms = _coverage_terms(query, ti)
     qcache: dict[str, Any] = {}
 
     def run(kinds: tuple[str, ...]) -> tuple[list[Cand], dict[str, Any], dict[str, dict], dict[str, Entry]]:

@@ -18,6 +18,14 @@ _DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "su
 _NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
         "nine": 9, "ten": 10, "couple of": 2, "few": 3}
 _ISO = r"(\d{4}-\d{2}-\d{2}|\d{4}/\d{2}/\d{2})"
+# Written dates, as people (and the LoCoMo questions) type them: "13 October, 2023", "Oct 13 2023".
+_DMY = rf"(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MON_RE})[a-z]*\.?,?\s+(?P<y>\d{{4}})"
+_MDY = rf"(?P<mon>{_MON_RE})[a-z]*\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})"
+_DATE = "(" + "|".join(re.sub(r"\(\?P<\w+>", "(?:", x) for x in (_ISO[1:-1], _DMY, _MDY)) + ")"
+_ORD = {"first": 0, "second": 1, "third": 2, "fourth": 3}
+_PART = r"(beginning|start|early|end|late|middle|mid|first half|second half|(?:first|second|third|fourth|last) (?:week|weekend))"
+_SEASONS = {"spring": (3, 6), "summer": (6, 9), "fall": (9, 12), "autumn": (9, 12), "winter": (12, 15)}
+_SPAN_DAYS = {"day": 1, "days": 1, "week": 7, "weeks": 7, "weekend": 3, "month": 31, "months": 31}
 
 
 @dataclass
@@ -49,10 +57,46 @@ def _month_of(name: str) -> int:
 
 
 def _parse_date(s: str) -> dt.date | None:
+    """An ISO date or a written one ("October 13, 2023", "13 Oct 2023", "1st February, 2023")."""
+    s = s.strip().lower()
     try:
-        return dt.date.fromisoformat(s.replace("/", "-"))
+        if re.fullmatch(_ISO, s):
+            return dt.date.fromisoformat(s.replace("/", "-"))
+        m = re.fullmatch(_DMY, s) or re.fullmatch(_MDY, s)
+        if m is None:
+            return None
+        g = m.groupdict()
+        return dt.date(int(g["y"]), _month_of(g["mon"]), int(g["d"]))
     except ValueError:
         return None
+
+
+def _month_span(mon: int, year: int) -> tuple[dt.date, dt.date]:
+    start = dt.date(year, mon, 1)
+    return start, dt.date(year + (mon == 12), mon % 12 + 1, 1)
+
+
+def _part_of_month(part: str, mon: int, year: int) -> tuple[dt.date, dt.date]:
+    """"first weekend", "end", "second half"... of a month, as [start, end) dates."""
+    start, end = _month_span(mon, year)
+    if part in ("beginning", "start", "early"):
+        return start, start + dt.timedelta(days=10)
+    if part in ("end", "late"):
+        return end - dt.timedelta(days=10), end
+    if part in ("middle", "mid"):
+        return start + dt.timedelta(days=9), start + dt.timedelta(days=21)
+    if part.endswith("half"):
+        return (start, start + dt.timedelta(days=15)) if part.startswith("first") else (start + dt.timedelta(days=15), end)
+    which, unit = part.split()
+    if unit == "weekend":
+        sat = start + dt.timedelta(days=(5 - start.weekday()) % 7)
+        weekends = [sat + dt.timedelta(days=7 * i) for i in range(5) if (sat + dt.timedelta(days=7 * i)).month == mon]
+        d = weekends[-1] if which == "last" else weekends[min(_ORD[which], len(weekends) - 1)]
+        return d, d + dt.timedelta(days=2)
+    if which == "last":
+        return end - dt.timedelta(days=7), end
+    d = start + dt.timedelta(days=7 * _ORD[which])
+    return d, min(end, d + dt.timedelta(days=7))
 
 
 def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
@@ -60,12 +104,23 @@ def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
     today = now.date()
     q = question.lower()
     ti = TimeIntent(history=bool(HISTORY.search(q)))
-    m = re.search(r"\b(?:as of|as at|at the time of)\s+" + _ISO, q)
+
+    def window(a: dt.date, b: dt.date | dt.datetime, phrase: str) -> TimeIntent:
+        ti.window = (_day_start(a), b if isinstance(b, dt.datetime) else _day_start(b))
+        ti.phrase = phrase
+        return ti
+
+    m = re.search(r"\b(?:as of|as at|at the time of)\s+" + _DATE, q)
     if m and (d := _parse_date(m.group(1))):
         ti.cutoff = _day_start(d) + dt.timedelta(days=1) - dt.timedelta(seconds=1)
         ti.phrase = m.group(0)
         return ti
-    m = re.search(r"\b(before|until|prior to)\s+" + _ISO, q)
+    # "the week before August 3, 2023" names a span that ends at the date, not a cutoff.
+    m = re.search(r"\b(?:(\d+|a|an|one|two|three|four|couple of|few)\s+)?(days?|weeks?|weekend|months?)\s+before\s+" + _DATE, q)
+    if m and (d := _parse_date(m.group(3))):
+        n = 1 if not m.group(1) else int(m.group(1)) if m.group(1).isdigit() else _NUM[m.group(1)]
+        return window(d - dt.timedelta(days=n * _SPAN_DAYS[m.group(2)]), d + dt.timedelta(days=1), m.group(0))
+    m = re.search(r"\b(before|until|prior to)\s+" + _DATE, q)
     if m and (d := _parse_date(m.group(2))):
         ti.cutoff = _day_start(d) - dt.timedelta(seconds=1)
         ti.phrase = m.group(0)
@@ -77,46 +132,45 @@ def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
         ti.cutoff = _day_start(dt.date(year, mon, 1)) - dt.timedelta(seconds=1)
         ti.phrase = m.group(0)
         return ti
-    m = re.search(r"\b(?:on|since|from)\s+" + _ISO, q)
+    m = re.search(r"\b(?:on|since|from)\s+" + _DATE, q)
     if m and (d := _parse_date(m.group(1))):
-        start = _day_start(d)
-        ti.window = (start, start + dt.timedelta(days=1) if m.group(0).startswith("on") else now)
-        ti.phrase = m.group(0)
-        return ti
+        return window(d, d + dt.timedelta(days=1) if m.group(0).startswith("on") else now, m.group(0))
     m = re.search(r"\blast\s+(" + "|".join(_DAYS) + r")\b", q)
     if m:
         wd = _DAYS.index(m.group(1))
-        delta = (today.weekday() - wd) % 7 or 7
-        d = today - dt.timedelta(days=delta)
-        ti.window = (_day_start(d), _day_start(d) + dt.timedelta(days=1))
-        ti.phrase = m.group(0)
-        return ti
+        d = today - dt.timedelta(days=(today.weekday() - wd) % 7 or 7)
+        return window(d, d + dt.timedelta(days=1), m.group(0))
     m = re.search(r"\b(yesterday|today)\b", q)
     if m:
         d = today - dt.timedelta(days=1 if m.group(1) == "yesterday" else 0)
-        ti.window = (_day_start(d), _day_start(d) + dt.timedelta(days=1))
-        ti.phrase = m.group(0)
-        return ti
+        return window(d, d + dt.timedelta(days=1), m.group(0))
     m = re.search(r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple of|few)\s+(day|week|month|year)s?\s+ago\b", q)
     if m:
         n = int(m.group(1)) if m.group(1).isdigit() else _NUM[m.group(1)]
         unit = {"day": 1, "week": 7, "month": 30, "year": 365}[m.group(2)]
         center = today - dt.timedelta(days=n * unit)
         half = max(1, unit // 2 if unit > 1 else 1)
-        ti.window = (_day_start(center - dt.timedelta(days=half)), _day_start(center + dt.timedelta(days=half + 1)))
-        ti.phrase = m.group(0)
-        return ti
-    m = re.search(r"\blast\s+(week|month|year)\b", q)
+        return window(center - dt.timedelta(days=half), center + dt.timedelta(days=half + 1), m.group(0))
+    m = re.search(r"\blast\s+(week|month|year)\b(?!\s+of)", q)
     if m:
         unit = {"week": 7, "month": 31, "year": 366}[m.group(1)]
-        ti.window = (_day_start(today - dt.timedelta(days=unit)), now)
-        ti.phrase = m.group(0)
-        return ti
-    m = re.search(rf"\bin\s+({_MON_RE})\s+(\d{{4}})\b", q)
+        return window(today - dt.timedelta(days=unit), now, m.group(0))
+    m = re.search(rf"\b(?:the\s+)?{_PART}\s+of\s+({_MON_RE})[a-z]*,?\s+(\d{{4}})\b", q)
     if m:
-        mon, year = _month_of(m.group(1)), int(m.group(2))
-        start = _day_start(dt.date(year, mon, 1))
-        end = _day_start(dt.date(year + (mon == 12), mon % 12 + 1, 1))
-        ti.window = (start, end)
-        ti.phrase = m.group(0)
+        a, b = _part_of_month(m.group(1), _month_of(m.group(2)), int(m.group(3)))
+        return window(a, b, m.group(0))
+    # A bare date ("Deploy checklist 2024-05-01") is a name, not a time: only a preposition makes it one.
+    m = re.search(rf"\b(?:in|during)\s+({_MON_RE})[a-z]*,?\s+(\d{{4}})\b", q)
+    if m:
+        a, b = _month_span(_month_of(m.group(1)), int(m.group(2)))
+        return window(a, b, m.group(0))
+    m = re.search(r"\b(spring|summer|fall|autumn|winter)\s+(?:of\s+)?(\d{4})\b", q)
+    if m:
+        a_mon, b_mon = _SEASONS[m.group(1)]
+        year = int(m.group(2))
+        return window(dt.date(year, a_mon, 1), dt.date(year + (b_mon > 12), (b_mon - 1) % 12 + 1, 1), m.group(0))
+    m = re.search(r"\b(?:in|during|throughout)\s+(?:the\s+year\s+)?((?:19|20)\d{2})\b", q)
+    if m:
+        year = int(m.group(1))
+        return window(dt.date(year, 1, 1), dt.date(year + 1, 1, 1), m.group(0))
     return ti

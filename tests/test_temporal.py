@@ -1,0 +1,93 @@
+"""Time words in a question: what sets a hard cutoff, what only names a window, and what is left alone."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from hive_brain import temporal
+from hive_brain.engine import Engine
+
+NOW = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)  # a Monday
+
+
+def _day(s: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(s).replace(tzinfo=dt.UTC)
+
+
+def window(q: str) -> tuple[str, str] | None:
+    ti = temporal.parse(q, now=NOW)
+    assert ti.cutoff is None, q
+    return (ti.window[0].date().isoformat(), ti.window[1].date().isoformat()) if ti.window else None
+
+
+@pytest.mark.parametrize("q, cutoff", [
+    ("what database did we use as of 2025-03-01", "2025-03-01T23:59:59"),
+    ("what database did we use as of March 1, 2025", "2025-03-01T23:59:59"),
+    ("which queue before 2025-03-01", "2025-02-28T23:59:59"),
+    ("which queue did we run before 13 October 2023", "2023-10-12T23:59:59"),
+    ("how did we deploy before March", "2026-02-28T23:59:59"),
+])
+def test_cutoffs(q, cutoff):
+    ti = temporal.parse(q, now=NOW)
+    assert ti.cutoff == _day(cutoff) and ti.window is None
+
+
+@pytest.mark.parametrize("q, span", [
+    ("what did Melanie paint on October 13, 2023?", ("2023-10-13", "2023-10-14")),
+    ("what did Gina find on 1 February, 2023?", ("2023-02-01", "2023-02-02")),
+    ("what did I say on 1st Feb 2023", ("2023-02-01", "2023-02-02")),
+    # "the week before <date>" is a span ending at the date, not a cutoff
+    ("what did John do the week before August 3, 2023?", ("2023-07-27", "2023-08-04")),
+    ("the puppy she got two weeks before August 11, 2023", ("2023-07-28", "2023-08-12")),
+    ("what was Dave doing in the first weekend of October 2023?", ("2023-10-07", "2023-10-09")),
+    ("where was Calvin in the last week of October 2023?", ("2023-10-25", "2023-11-01")),
+    ("which tournament did Nate win at the beginning of November 2022?", ("2022-11-01", "2022-11-11")),
+    ("was the first half of September 2022 good?", ("2022-09-01", "2022-09-16")),
+    ("what did we decide in March 2025", ("2025-03-01", "2025-04-01")),
+    ("which state did Joanna visit in summer 2021?", ("2021-06-01", "2021-09-01")),
+    ("how often did she go to the beach in 2023?", ("2023-01-01", "2024-01-01")),
+    ("what did we talk about last Saturday", ("2026-11-28", "2026-11-29")),
+    ("the bug we fixed two weeks ago", ("2026-11-13", "2026-11-20")),
+    ("what changed yesterday", ("2026-11-29", "2026-11-30")),
+])
+def test_windows(q, span):
+    assert window(q) == span
+
+
+@pytest.mark.parametrize("q", [
+    "Deploy checklist 2024-05-01",  # a date in a title is a name
+    "release notes October 13, 2023",
+    "run the tests before pushing",  # "before" in a procedure
+    "may I ask about the 2023 roadmap",
+    "what happens in the last week of the sprint",
+    "what is our rate limit",
+])
+def test_no_time_intent(q):
+    ti = temporal.parse(q, now=NOW)
+    assert ti.cutoff is None and ti.window is None and not ti.history
+
+
+def test_history_words():
+    assert temporal.parse("what database did we use to run", now=NOW).history is False
+    assert temporal.parse("what database did we used to run", now=NOW).history is True
+    assert temporal.parse("previously, which queue", now=NOW).history is True
+
+
+def test_a_named_date_lifts_the_note_from_that_day(vault_path):
+    """The same words on two days: naming the day ranks that day's note first, and a talk a few
+    days after the window still counts (people report an event after it happens)."""
+    conv = vault_path / "Conversations"
+    conv.mkdir(exist_ok=True)
+    for day, name in (("2023-06-03", "early"), ("2023-09-20", "late")):
+        (conv / f"{name}.md").write_text(
+            f'---\ntitle: "Chat {name}"\ndate: "{day}"\nkind: conversation\n---\n\n'
+            "**Sam**: We went hiking by the lake and saw herons.\n", encoding="utf-8")
+    eng = Engine.open()
+    eng.rebuild(embed=False)
+    for q, first in (("where did Sam go hiking on 3 June, 2023", "early"),
+                     ("where did Sam go hiking in September 2023", "late"),
+                     ("where did Sam go hiking the week before 18 September, 2023", "late")):
+        res = eng.recall(q, semantic=False, scope="full-vault", limit=5)
+        assert [h["path"] for h in res["hits"]][:1] == [f"Conversations/{first}.md"], (q, res["time"])
