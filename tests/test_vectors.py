@@ -10,7 +10,7 @@ import pytest
 
 from hive_brain.embed import Embedder
 from hive_brain.predicates import And, Eq, In, Not, Or, Range, matches
-from hive_brain.vectors import FIELDS, VectorIndex, table_name
+from hive_brain.vectors import AUTO_WARM_AFTER, FIELDS, VectorIndex, table_name
 
 DIM = 384
 
@@ -209,6 +209,7 @@ def test_warm_memory_copy_matches_lancedb(tmp_path: Path) -> None:
              agent="" if i % 3 else ("a" if i % 2 else "b"), kind="memory", date=1000 + i)
         for i in range(300)
     ])
+    index.enable_memory_cache(max_rows=0)  # the reference stays on LanceDB (a copy is never kept)
     warm = VectorIndex(tmp_path / "v", "pack:mem", DIM)
     warm.enable_memory_cache()
     predicates = [None, _visible_to("a"), And((_visible_to("b"), Range("date", lo=1100, hi=1200))),
@@ -223,3 +224,20 @@ def test_warm_memory_copy_matches_lancedb(tmp_path: Path) -> None:
     index.upsert([_row("new.md#0", vectors[0], note_path="new.md", layer="shared", kind="memory")])
     warm._mem_checked = 0.0  # skip the 1 s wait instead of sleeping in a test
     assert "new.md#0" in {h.passage_id for h in warm.search(vectors[0], None, limit=3)}
+
+
+def test_a_reused_handle_warms_itself_and_sees_other_writers_at_once(tmp_path: Path) -> None:
+    """A long-lived process (MCP, a library user) gets the warm copy after a few searches; a one-shot
+    recall never loads it. Without a server's 1 s grace, another process's write shows up at once."""
+    rng = np.random.default_rng(12)
+    vectors = _unit(rng, 50)
+    writer = VectorIndex(tmp_path / "v", "pack:auto", DIM)
+    writer.upsert([_row(f"n{i}.md#0", vectors[i], note_path=f"n{i}.md") for i in range(50)])
+    reader = VectorIndex(tmp_path / "v", "pack:auto", DIM)
+    first = [h.passage_id for h in reader.search(vectors[7], None, limit=5)]
+    assert reader._mem is None  # one search: no copy
+    for _ in range(AUTO_WARM_AFTER - 1):
+        again = [h.passage_id for h in reader.search(vectors[7], None, limit=5)]
+    assert reader._mem is not None and again == first
+    writer.upsert([_row("new.md#0", vectors[7], note_path="new.md")])
+    assert "new.md#0" in {h.passage_id for h in reader.search(vectors[7], None, limit=3)}
