@@ -19,6 +19,7 @@ from .notes import Note, read_note
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
 CATALOG_VERSION = 2
+PARSED_KEEP_CHARS = 24 << 20  # note text kept parsed between the catalog refresh and the indexer
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
     path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha TEXT,
@@ -110,6 +111,7 @@ class Catalog:
         # A derived cache: losing its last transactions in a power cut only costs a re-read.
         self.db.execute("PRAGMA synchronous=OFF")
         self.parsed: dict[str, Note] = {}
+        self._parsed_chars = 0
         self.db.executescript(_SCHEMA)
         # Rows are derived from the notes by `classify`; when its rules change, forget them all.
         if self.db.execute("PRAGMA user_version").fetchone()[0] != CATALOG_VERSION:
@@ -137,7 +139,7 @@ class Catalog:
             candidates = set(known) | set(seen)
         added, changed, removed = [], [], []
         rows = []
-        self.parsed = {}
+        self.parsed, self._parsed_chars = {}, 0
         for rel in sorted(candidates):
             st = seen.get(rel)
             if st is None:
@@ -159,8 +161,11 @@ class Catalog:
             note = read_note(self.vault.root / rel, rel, max_bytes=self.max_note_bytes)
         except NoteError as e:
             return (rel, mtime_ns, size, "", "broken", "", "", "", "", "", "", "", "{}", e.problem)
-        # Kept for the indexer, which would otherwise parse the same bytes again right after.
-        self.parsed[rel] = note
+        # Kept for the indexer, which would otherwise parse the same bytes again right after; up to
+        # a budget, past which it re-parses (a 100k rebuild held 215 MB of parsed notes here).
+        if self._parsed_chars < PARSED_KEEP_CHARS:
+            self.parsed[rel] = note
+            self._parsed_chars += len(note.body)
         return self._note_row(note, mtime_ns, size)
 
     def _note_row(self, note: Note, mtime_ns: int, size: int) -> tuple:

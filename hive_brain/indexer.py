@@ -31,6 +31,8 @@ PASSAGE_WORDS = 200
 PASSAGES_VERSION = 4
 WINDOW_TURNS = 3  # conversation turns per vector-only window
 WINDOW_STRIDE = 2
+FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
+FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
 SKIP_PREFIXES = ("Templates/",)
 
 
@@ -242,9 +244,13 @@ class Indexer:
         if not todo and not gone and not full:
             return {"generation": gid, "indexed": 0, "removed": 0, "seconds": 0.0, "changed": False}
         manifest = {p: e.sha for p, e in now.items()}
+        # Without a pack nothing would ever drain a vector queue: do not build one.
+        queue = self.pack_key is not None
         pend_rows: list[tuple] = []
         objects: dict[str, bytes] = {}
-        n_passages = 0
+        object_bytes = n_passages = 0
+        if queue:
+            self._unqueue(full=full, removed=gone + todo)
         with self.lexical.writer() as w:
             if full:
                 w.delete_all()
@@ -258,11 +264,18 @@ class Indexer:
                     manifest.pop(p, None)
                     continue
                 sha = sha256_bytes(data)
-                parsed = self.catalog.parsed.get(p)
+                parsed = self.catalog.parsed.pop(p, None)  # freed as it is used
                 if sha != e.sha:  # edited since the catalog looked: index what is on disk now
                     manifest[p] = sha
                     parsed = None
                 objects[sha] = data
+                object_bytes += len(data)
+                if object_bytes > FLUSH_BYTES:
+                    # Streamed out instead of held: a 100k rebuild held every note's bytes twice.
+                    # Storing objects early is safe: they are content-addressed, and only a
+                    # published generation refers to them.
+                    self.gens.put_objects(objects)
+                    objects, object_bytes = {}, 0
                 if not full:
                     w.delete_note(p)
                 try:
@@ -274,36 +287,45 @@ class Indexer:
                 for d in docs:
                     w.add(d)
                 n_passages += len(docs)
-                for r in rows:
-                    pend_rows.append((r["passage_id"], p, r["text_hash"], json.dumps(r, ensure_ascii=False)))
+                if queue:
+                    pend_rows.extend((r["passage_id"], p, r["text_hash"], json.dumps(r, ensure_ascii=False)) for r in rows)
+                    if len(pend_rows) >= FLUSH_ROWS:
+                        self._queue_rows(pend_rows)
+                        pend_rows = []
                 if progress and (i % 200 == 0 or i == len(todo) - 1):
                     progress(i + 1, len(todo))
         self.gens.put_objects(objects)
         self.catalog.parsed = {}
-        self._queue_vectors(full=full, removed=gone + todo, rows=pend_rows)
+        if queue:
+            self._queue_rows(pend_rows)
+            self._drop_vectors(full=full, removed=gone + todo)
         g = self.gens.publish(manifest, index=self.index_info(), label=label, force_checkpoint=full)
         return {"generation": g.id, "indexed": len(todo), "passages": n_passages, "removed": len(gone),
                 "seconds": round(time.perf_counter() - t0, 3), "changed": True, "full": full, "notes_hash": g.notes_hash}
 
-    def _queue_vectors(self, *, full: bool, removed: list[str], rows: list[tuple]) -> None:
-        if self.vectors is None:
-            # No pack: nothing will ever drain the queue. Installing one changes the index info,
-            # which makes the next catch-up a full pass that queues every passage.
-            return
-        db = self.pending
-        with sqlite_tx(db):
+    def _unqueue(self, *, full: bool, removed: list[str]) -> None:
+        """Forget queued passages of notes about to be re-indexed or removed (all of them on a full pass)."""
+        with sqlite_tx(self.pending) as db:
             if full:
                 db.execute("DELETE FROM pending")
             else:
                 db.executemany("DELETE FROM pending WHERE note_path = ?", [(p,) for p in removed])
-            db.executemany("INSERT OR REPLACE INTO pending VALUES (?,?,?,?)", rows)
-        if self.vectors is not None:
-            if full:
-                self.vectors.delete_all()
-                # Vectors of another (older) pack are never compared with this one's: free the disk.
-                self.vectors.drop_other_tables()
-            elif removed:
-                self.vectors.delete_notes(removed)
+
+    def _queue_rows(self, rows: list[tuple]) -> None:
+        if rows:
+            with sqlite_tx(self.pending) as db:
+                db.executemany("INSERT OR REPLACE INTO pending VALUES (?,?,?,?)", rows)
+
+    def _drop_vectors(self, *, full: bool, removed: list[str]) -> None:
+        """Vectors of re-indexed or removed notes go; their passages are queued again."""
+        if self.vectors is None:
+            return
+        if full:
+            self.vectors.delete_all()
+            # Vectors of another (older) pack are never compared with this one's: free the disk.
+            self.vectors.drop_other_tables()
+        elif removed:
+            self.vectors.delete_notes(removed)
 
     def uncached_pending(self, limit: int) -> list[tuple[str, str]]:
         """(text hash, text) of the next `limit` queued passages the embedding cache lacks, in the
