@@ -267,6 +267,18 @@ class LexicalIndex:
             ))
         return out
 
+    def matching(self, where: Pred, *, limit: int = 50) -> list[LexHit]:
+        """Passages matching ``where`` alone, newest first (score 0): the notes of a time window."""
+        if limit <= 0:
+            return []
+        searcher = self._index.searcher()
+        res = searcher.search(self.compile(where), limit, count=False, order_by_field="date")
+        out = []
+        for _key, addr in res.hits:
+            d = searcher.doc(addr)
+            out.append(LexHit(d.get_first("passage_id") or "", d.get_first("note_path") or "", 0.0))
+        return out
+
     def _informative(self, searcher: tantivy.Searcher, terms: list[str], k: int) -> list[str]:
         """Keep the ``k`` rarest terms that occur at all (a pasted log is mostly noise)."""
         scored = []

@@ -21,6 +21,7 @@ from .predicates import And, Eq, In, Not, Or, Pred, Range, all_of
 KINDS_ALL = ("memory", "note", "conversation", "core")
 RRF_K = 10.0
 CANDIDATES = 120
+WINDOW_CANDIDATES = 60  # passages dated inside a named time window, newest first
 # Fusion weights, tuned on LoCoMo (benchmarks/locomo.py) — change them only with before/after numbers.
 PARAMS: dict[str, float] = {
     "rrf_k": RRF_K,  # smaller = the top of each list matters more
@@ -37,6 +38,7 @@ PARAMS: dict[str, float] = {
     "window_boost": 0.3,  # multiplier bonus for notes dated inside a time window named in the question
     "cov_need": 0.0,  # coverage at which the multiplier saturates (0 = by question length)
     "cov_sem": 0.8,  # how much of the needed coverage the best semantic match can stand in for
+    "w_win": 0.5,  # weight of the "dated inside the named window" note ranking (newest first)
     "window_after": 3.0,  # days after a named window that still count as inside it (talk about an event comes later)
 }
 DROP_BELOW = 0.25  # hits scoring under this fraction of the best are dropped
@@ -103,6 +105,7 @@ class Cand:
     sem_note: float = -1.0
     lex_rank: int | None = None
     sem_rank: int | None = None
+    win_rank: int | None = None  # rank among the notes dated inside the question's time window
     details: dict[str, Any] = field(default_factory=dict)
     score: float = 0.0
 
@@ -216,6 +219,19 @@ def _candidates(view: View, query: str, where: Pred, *, semantic: bool,
     return cands, info
 
 
+def _window_candidates(view: View, cands: dict[str, Cand], where: Pred, window: tuple[int, int]) -> None:
+    """Notes dated inside a window the question names are candidates even when they share no word
+    with it: "what did we talk about last Saturday" asks for that day's conversations. Only notes
+    dated strictly inside count here (the after-window grace only boosts notes found otherwise)."""
+    rng = And((where, In("unit", ("passage", "whole")), Range("date", lo=window[0], hi=window[1] - 1)))
+    rank: dict[str, int] = {}
+    for h in view.lexical.matching(rng, limit=WINDOW_CANDIDATES):
+        c = cands.setdefault(h.note_path, Cand(h.note_path))
+        c.pids.setdefault(h.passage_id, 0.0)
+        if h.note_path not in rank:
+            rank[h.note_path] = c.win_rank = len(rank)
+
+
 def _stats(xs: list[float]) -> dict[str, float] | None:
     if not xs:
         return None
@@ -260,6 +276,8 @@ def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], ent
             rrf += P["w_sem"] / (P["rrf_k"] + c.sem_rank)
         if c.doc_rank is not None:
             rrf += P["w_doc"] / (P["rrf_k"] + c.doc_rank)
+        if c.win_rank is not None:
+            rrf += P["w_win"] / (P["rrf_k"] + c.win_rank)
         if P["linear"]:
             lin = c.lex_note / lex_max + P["lin_doc"] * c.lex_doc / doc_max
             if c.sem_note > -1 and sem_top > sem_floor:
@@ -332,7 +350,7 @@ def _fuse(cands: dict[str, Cand], q_terms: list[str], docs: dict[str, dict], ent
             "semanticGap": round(c.sem - info["background_top3"], 4) if c.sem > -1 and "background_top3" in info else None,
             "rrf": round(rrf, 5), "support": round(support, 5), "coverage": round(cov, 3), "titleCoverage": round(title_cov, 3),
             "exactTitle": exact, "keyMatch": key_match, "aliasMatch": alias_match, "confidence": conf_f,
-            "status": status, "inWindow": in_window, "multiplier": round(mult, 4),
+            "status": status, "inWindow": in_window, "windowRank": c.win_rank, "multiplier": round(mult, 4),
         }
 
 
@@ -341,6 +359,8 @@ def _abstain(ranked: list[Cand], q_terms: list[str], info: dict[str, Any]) -> st
     if not ranked:
         return "no note matches the question"
     top = ranked[:3]
+    if any(c.win_rank is not None for c in top):
+        return None  # the question names a time, and notes from that time are there
     cov = max(c.details["coverage"] for c in top)
     gaps = [c.details.get("semanticGap") for c in top if c.details.get("semanticGap") is not None]
     gap = max(gaps) if gaps else None
@@ -358,7 +378,7 @@ def _fits(c: Cand) -> bool:
     """A hit after the first must stand on its own evidence, not just be the nearest noise."""
     d = c.details
     gap = d.get("semanticGap")
-    return d["coverage"] >= 0.34 or (gap is not None and gap >= 0.025)
+    return c.win_rank is not None or d["coverage"] >= 0.34 or (gap is not None and gap >= 0.025)
 
 
 def _head(catalog: Catalog, e: Entry, cutoff_ts: int | None) -> Entry:
@@ -427,6 +447,8 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
         where = build_where(agent=agent, kinds=kinds, types=types, project=project, include_archived=False,
                             cutoff=cutoff)
         cands, info = _candidates(view, query, where, semantic=semantic, qcache=qcache)
+        if window is not None:
+            _window_candidates(view, cands, where, window)
         pids = [p for c in cands.values() for p in c.pids]
         docs = view.lexical.get_docs(pids) if pids else {}
         entries = view.catalog.by_paths(list(cands))

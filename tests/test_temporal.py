@@ -91,3 +91,24 @@ def test_a_named_date_lifts_the_note_from_that_day(vault_path):
                      ("where did Sam go hiking the week before 18 September, 2023", "late")):
         res = eng.recall(q, semantic=False, scope="full-vault", limit=5)
         assert [h["path"] for h in res["hits"]][:1] == [f"Conversations/{first}.md"], (q, res["time"])
+
+
+def test_a_day_alone_finds_that_days_conversation(vault_path):
+    """ "What did we talk about last Saturday?" shares no word with Saturday's conversation; the day
+    it names is enough. Only notes strictly inside the window come this way, and a question with
+    no time words still abstains on an absent topic."""
+    conv = vault_path / "Memory/Conversations"
+    conv.mkdir(parents=True, exist_ok=True)
+    for day, name, text in (("2026-11-28", "sat", "We fixed the flaky upload test and renamed the bucket."),
+                            ("2026-11-25", "wed", "Refactored the billing module."),
+                            ("2026-11-30", "today", "Planned the offsite.")):
+        (conv / f"{name}.md").write_text(f'---\ntitle: "Session {name}"\ndate: "{day}"\n---\n\n**User**: {text}\n',
+                                         encoding="utf-8")
+    eng = Engine.open()
+    eng.rebuild(embed=False)
+    res = eng.recall("what did we talk about last Saturday?", semantic=False, now=NOW)
+    assert not res["abstained"]
+    assert [h["path"] for h in res["hits"]] == ["Memory/Conversations/sat.md"]
+    assert res["hits"][0]["scoreDetails"]["windowRank"] == 0
+    assert eng.recall("what did we discuss yesterday", semantic=False, now=NOW)["abstained"]  # nothing dated then
+    assert eng.recall("what is the capital of peru", semantic=False, now=NOW)["abstained"]
