@@ -25,7 +25,8 @@ def _quote(text: str) -> str:
     return "\n".join("> " + line if line else ">" for line in text.strip().splitlines())
 
 
-def _date(ts: Any) -> str:
+def day_of(ts: Any) -> str:
+    """YYYY-MM-DD of a hit's unix date ('' when it has none)."""
     import time
 
     try:
@@ -64,7 +65,7 @@ def build(result: dict, *, budget: int, full_text: Any = None) -> dict:
         cap = min(budget, CONVERSATION_BUDGET)
         for h in sorted(conv, key=lambda h: h.get("date") or 0):
             body = full_text(h["path"])
-            block = f"### Conversation: {h['title']} ({_date(h.get('date'))}) — {h['path']}\n{_quote(body)}\n"
+            block = f"### Conversation: {h['title']} ({day_of(h.get('date'))}) — {h['path']}\n{_quote(body)}\n"
             if used + len(block) > cap:
                 if not items:
                     block = block[: max(0, cap - used - 20)] + "\n> …(truncated)\n"
@@ -76,7 +77,7 @@ def build(result: dict, *, budget: int, full_text: Any = None) -> dict:
     else:
         for h in kept:
             meta = ", ".join(x for x in (h.get("type"), h.get("status") if h.get("status") not in (None, "active") else None,
-                                         _date(h.get("date")), h.get("id")) if x)
+                                         day_of(h.get("date")), h.get("id")) if x)
             text = h["passage"]["text"]
             block = f"### {h['title']} ({meta}) — {h['path']}\n{_quote(text)}\n"
             chain = h.get("evolutionChain") or []

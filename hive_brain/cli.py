@@ -329,6 +329,8 @@ def _recall_kwargs(types, tags, project, limit, as_of, include_operational, deta
 def _print_hits(c: Any, res: dict) -> None:
     from rich.markup import escape
 
+    from .answer import day_of
+
     for w in res.get("warnings") or []:
         c.print(f"[yellow]warning:[/] {escape(w)}")
     if res.get("abstained"):
@@ -337,7 +339,8 @@ def _print_hits(c: Any, res: dict) -> None:
     for i, h in enumerate(res["hits"], 1):
         tag = f"[dim]{h.get('type') or h.get('kind')}[/]"
         status = "" if h.get("status") in (None, "active") else f" [red]{h['status']}[/]"
-        c.print(f"[bold]{i}. {escape(h['title'])}[/] {tag}{status}  [dim]{escape(h['path'])}  score {h['score']:.3f}[/]")
+        day = f"  {day_of(h['date'])}" if h.get("date") else ""
+        c.print(f"[bold]{i}. {escape(h['title'])}[/] {tag}{status}  [dim]{escape(h['path'])}{day}  score {h['score']:.3f}[/]")
         c.print("   " + escape(h["passage"]["text"][:400]).replace("\n", "\n   "))
         if h.get("evolutionChain"):
             c.print(f"   [dim]supersedes: {', '.join(x['id'] for x in h['evolutionChain'])}[/]")

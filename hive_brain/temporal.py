@@ -19,9 +19,12 @@ _NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "
         "nine": 9, "ten": 10, "couple of": 2, "few": 3}
 _ISO = r"(\d{4}-\d{2}-\d{2}|\d{4}/\d{2}/\d{2})"
 # Written dates, as people (and the LoCoMo questions) type them: "13 October, 2023", "Oct 13 2023".
-_DMY = rf"(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MON_RE})[a-z]*\.?,?\s+(?P<y>\d{{4}})"
-_MDY = rf"(?P<mon>{_MON_RE})[a-z]*\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})"
-_DATE = "(" + "|".join(re.sub(r"\(\?P<\w+>", "(?:", x) for x in (_ISO[1:-1], _DMY, _MDY)) + ")"
+_DMY = rf"(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MON_RE})\b\.?,?\s+(?P<y>\d{{4}})"
+_MDY = rf"(?P<mon>{_MON_RE})\b\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\d{{4}})"
+# The same without a year ("on May 3", "3rd of June"): the most recent such day.
+_DM = rf"(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MON_RE})\b(?!\.?,?\s*\d)"
+_MD = rf"(?P<mon>{_MON_RE})\b\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?!,?\s*\d)"
+_DATE = r"(?:the\s+)?(" + "|".join(re.sub(r"\(\?P<\w+>", "(?:", x) for x in (_ISO[1:-1], _DMY, _MDY, _DM, _MD)) + ")"
 _ORD = {"first": 0, "second": 1, "third": 2, "fourth": 3}
 _PART = r"(beginning|start|early|end|late|middle|mid|first half|second half|(?:first|second|third|fourth|last) (?:week|weekend))"
 _SEASONS = {"spring": (3, 6), "summer": (6, 9), "fall": (9, 12), "autumn": (9, 12), "winter": (12, 15)}
@@ -56,17 +59,22 @@ def _month_of(name: str) -> int:
     raise ValueError(name)
 
 
-def _parse_date(s: str) -> dt.date | None:
-    """An ISO date or a written one ("October 13, 2023", "13 Oct 2023", "1st February, 2023")."""
+def _parse_date(s: str, today: dt.date) -> dt.date | None:
+    """An ISO date or a written one ("October 13, 2023", "13 Oct 2023", "1st February, 2023"); without
+    a year ("May 3") the most recent such day up to today."""
     s = s.strip().lower()
     try:
         if re.fullmatch(_ISO, s):
             return dt.date.fromisoformat(s.replace("/", "-"))
         m = re.fullmatch(_DMY, s) or re.fullmatch(_MDY, s)
+        if m is not None:
+            return dt.date(int(m["y"]), _month_of(m["mon"]), int(m["d"]))
+        m = re.fullmatch(_DM, s) or re.fullmatch(_MD, s)
         if m is None:
             return None
-        g = m.groupdict()
-        return dt.date(int(g["y"]), _month_of(g["mon"]), int(g["d"]))
+        mon, day = _month_of(m["mon"]), int(m["d"])
+        d = dt.date(today.year, mon, day)
+        return d if d <= today else dt.date(today.year - 1, mon, day)
     except ValueError:
         return None
 
@@ -111,17 +119,17 @@ def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
         return ti
 
     m = re.search(r"\b(?:as of|as at|at the time of)\s+" + _DATE, q)
-    if m and (d := _parse_date(m.group(1))):
+    if m and (d := _parse_date(m.group(1), today)):
         ti.cutoff = _day_start(d) + dt.timedelta(days=1) - dt.timedelta(seconds=1)
         ti.phrase = m.group(0)
         return ti
     # "the week before August 3, 2023" names a span that ends at the date, not a cutoff.
     m = re.search(r"\b(?:(\d+|a|an|one|two|three|four|couple of|few)\s+)?(days?|weeks?|weekend|months?)\s+before\s+" + _DATE, q)
-    if m and (d := _parse_date(m.group(3))):
+    if m and (d := _parse_date(m.group(3), today)):
         n = 1 if not m.group(1) else int(m.group(1)) if m.group(1).isdigit() else _NUM[m.group(1)]
         return window(d - dt.timedelta(days=n * _SPAN_DAYS[m.group(2)]), d + dt.timedelta(days=1), m.group(0))
     m = re.search(r"\b(before|until|prior to)\s+" + _DATE, q)
-    if m and (d := _parse_date(m.group(2))):
+    if m and (d := _parse_date(m.group(2), today)):
         ti.cutoff = _day_start(d) - dt.timedelta(seconds=1)
         ti.phrase = m.group(0)
         return ti
@@ -133,7 +141,7 @@ def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
         ti.phrase = m.group(0)
         return ti
     m = re.search(r"\b(?:on|since|from)\s+" + _DATE, q)
-    if m and (d := _parse_date(m.group(1))):
+    if m and (d := _parse_date(m.group(1), today)):
         return window(d, d + dt.timedelta(days=1) if m.group(0).startswith("on") else now, m.group(0))
     m = re.search(r"\blast\s+(" + "|".join(_DAYS) + r")\b", q)
     if m:
@@ -155,14 +163,16 @@ def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
     if m:
         unit = {"week": 7, "month": 31, "year": 366}[m.group(1)]
         return window(today - dt.timedelta(days=unit), now, m.group(0))
-    m = re.search(rf"\b(?:the\s+)?{_PART}\s+of\s+({_MON_RE})[a-z]*,?\s+(\d{{4}})\b", q)
+    m = re.search(rf"\b(?:the\s+)?{_PART}\s+of\s+({_MON_RE})\b,?\s+(\d{{4}})\b", q)
     if m:
         a, b = _part_of_month(m.group(1), _month_of(m.group(2)), int(m.group(3)))
         return window(a, b, m.group(0))
     # A bare date ("Deploy checklist 2024-05-01") is a name, not a time: only a preposition makes it one.
-    m = re.search(rf"\b(?:in|during)\s+({_MON_RE})[a-z]*,?\s+(\d{{4}})\b", q)
+    m = re.search(rf"\b(?:in|during)\s+({_MON_RE})\b(?:,?\s+(\d{{4}})\b)?", q)
     if m:
-        a, b = _month_span(_month_of(m.group(1)), int(m.group(2)))
+        mon = _month_of(m.group(1))
+        year = int(m.group(2)) if m.group(2) else (today.year if mon <= today.month else today.year - 1)
+        a, b = _month_span(mon, year)
         return window(a, b, m.group(0))
     m = re.search(r"\b(spring|summer|fall|autumn|winter)\s+(?:of\s+)?(\d{4})\b", q)
     if m:

@@ -51,6 +51,12 @@ def test_cutoffs(q, cutoff):
     ("what did we talk about last Saturday", ("2026-11-28", "2026-11-29")),
     ("the bug we fixed two weeks ago", ("2026-11-13", "2026-11-20")),
     ("what changed yesterday", ("2026-11-29", "2026-11-30")),
+    # no year: the most recent such day or month
+    ("what did we ship on May 3?", ("2026-05-03", "2026-05-04")),
+    ("what did we ship on the 3rd of December", ("2025-12-03", "2025-12-04")),
+    ("what broke the week before Nov 20", ("2026-11-13", "2026-11-21")),
+    ("which hotel did we book in June", ("2026-06-01", "2026-07-01")),
+    ("which hotel did we book in December", ("2025-12-01", "2026-01-01")),
 ])
 def test_windows(q, span):
     assert window(q) == span
@@ -63,6 +69,8 @@ def test_windows(q, span):
     "may I ask about the 2023 roadmap",
     "what happens in the last week of the sprint",
     "what is our rate limit",
+    "what did we decide in marketing",  # a month's letters inside a word
+    "notes on Mayhem 3",
 ])
 def test_no_time_intent(q):
     ti = temporal.parse(q, now=NOW)
