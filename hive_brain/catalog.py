@@ -124,7 +124,15 @@ class Catalog:
 
     def refresh(self, *, only: list[str] | None = None) -> dict[str, list[str]]:
         """Re-read notes whose stat changed; returns the paths that were added/changed/removed."""
-        known = {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
+        if only is not None:
+            # A write re-stats what it wrote: read back only those rows (all 100k cost 0.1 s a call).
+            known = {}
+            for i in range(0, len(only), 500):
+                chunk = only[i:i + 500]
+                known.update((r[0], (r[1], r[2])) for r in self.db.execute(
+                    f"SELECT path, mtime_ns, size FROM notes WHERE path IN ({','.join('?' * len(chunk))})", tuple(chunk)))
+        else:
+            known = {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
         if only is not None:
             seen = {}
             for rel in only:
@@ -184,13 +192,18 @@ class Catalog:
             out.append(Entry(*r[:12], json.loads(r[12] or "{}") if with_meta else {}, r[13]))
         return out
 
-    def by_paths(self, paths: list[str]) -> dict[str, Entry]:
+    def by_paths(self, paths: list[str], *, with_meta: bool = True) -> dict[str, Entry]:
         out: dict[str, Entry] = {}
         for i in range(0, len(paths), 500):
             chunk = paths[i:i + 500]
-            for e in self._entries(f"path IN ({','.join('?' * len(chunk))})", tuple(chunk)):
+            for e in self._entries(f"path IN ({','.join('?' * len(chunk))})", tuple(chunk), with_meta=with_meta):
                 out[e.path] = e
         return out
+
+    def hashes(self) -> dict[str, tuple[str, str]]:
+        """path -> (sha, kind) of every note: what the indexer diffs against its manifest, without
+        building 100k entries (half a second of a one-note write at 100k)."""
+        return {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT path, sha, kind FROM notes")}
 
     def put_note(self, note: Note, mtime_ns: int = 0, size: int = 0) -> None:
         """Record a note that is not (or no longer) on disk, e.g. one replayed from a generation."""

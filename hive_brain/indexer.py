@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .catalog import Catalog, Entry
+from .catalog import Catalog
 from .config import Settings
 from .errors import LockTimeout
 from .fsutil import sha256_bytes, sqlite_tx
@@ -36,8 +36,8 @@ FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
 SKIP_PREFIXES = ("Templates/",)
 
 
-def indexable(e: Entry) -> bool:
-    return e.kind != "broken" and bool(e.sha) and not e.path.startswith(SKIP_PREFIXES)
+def indexable(path: str, sha: str, kind: str) -> bool:
+    return kind != "broken" and bool(sha) and not path.startswith(SKIP_PREFIXES)
 
 
 def note_date(meta: dict[str, Any], mtime_ns: int) -> int:
@@ -220,16 +220,16 @@ class Indexer:
             or self.lexical.was_reset or self.lexical.doc_count() == 0 and g.note_count > 0
         )
 
-    def diff(self, only: list[str] | None = None) -> tuple[int | None, dict[str, Entry], list[str], list[str]]:
-        """(current gen, entries now, paths to (re)index, paths to remove).
+    def diff(self, only: list[str] | None = None) -> tuple[int | None, dict[str, str], list[str], list[str]]:
+        """(current gen, path -> sha of every indexable note now, paths to (re)index, paths to remove).
 
         `only`: re-stat just these paths (a write knows what it wrote; the write session already
         refreshed the rest) instead of walking the whole vault; the diff is still against the full
         manifest, so anything the catalog knows changed is indexed too."""
         self.catalog.refresh(only=only)
         gid, man = self.current_manifest()
-        now = {e.path: e for e in self.catalog.all(with_meta=False) if indexable(e)}
-        todo = [p for p, e in now.items() if man.get(p) != e.sha]
+        now = {p: sha for p, (sha, kind) in self.catalog.hashes().items() if indexable(p, sha, kind)}
+        todo = [p for p, sha in now.items() if man.get(p) != sha]
         gone = [p for p in man if p not in now]
         return gid, now, sorted(todo), sorted(gone)
 
@@ -243,7 +243,8 @@ class Indexer:
             todo, gone = sorted(now), []
         if not todo and not gone and not full:
             return {"generation": gid, "indexed": 0, "removed": 0, "seconds": 0.0, "changed": False}
-        manifest = {p: e.sha for p, e in now.items()}
+        manifest = dict(now)
+        entries = self.catalog.by_paths(todo, with_meta=False)
         # Without a pack nothing would ever drain a vector queue: do not build one.
         queue = self.pack_key is not None
         pend_rows: list[tuple] = []
@@ -257,7 +258,10 @@ class Indexer:
             for p in gone:
                 w.delete_note(p)
             for i, p in enumerate(todo):
-                e = now[p]
+                e = entries.get(p)
+                if e is None:  # gone from the catalog since the diff
+                    manifest.pop(p, None)
+                    continue
                 try:
                     data = (self.vault.root / p).read_bytes()
                 except OSError:
