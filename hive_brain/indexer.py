@@ -245,7 +245,8 @@ class Indexer:
             return {"generation": gid, "indexed": 0, "removed": 0, "seconds": 0.0, "changed": False}
         manifest = dict(now)
         entries = self.catalog.by_paths(todo, with_meta=False)
-        # Without a pack nothing would ever drain a vector queue: do not build one.
+        # Without a pack nothing would ever drain a vector queue: do not build one. Installing a pack
+        # changes the index info, which makes the next catch-up a full pass that queues every passage.
         queue = self.pack_key is not None
         pend_rows: list[tuple] = []
         objects: dict[str, bytes] = {}

@@ -359,8 +359,8 @@ def _abstain(ranked: list[Cand], q_terms: list[str], info: dict[str, Any]) -> st
     if not ranked:
         return "no note matches the question"
     top = ranked[:3]
-    if any(c.win_rank is not None for c in top):
-        return None  # the question names a time, and notes from that time are there
+    if _time_only(q_terms) and any(c.win_rank is not None for c in top):
+        return None  # the question asks about a time, and notes from that time are there
     cov = max(c.details["coverage"] for c in top)
     gaps = [c.details.get("semanticGap") for c in top if c.details.get("semanticGap") is not None]
     gap = max(gaps) if gaps else None
@@ -374,11 +374,19 @@ def _abstain(ranked: list[Cand], q_terms: list[str], info: dict[str, Any]) -> st
         f" and is only {gap:+.3f} above unrelated text semantically" if gap is not None else " (lexical search only)")
 
 
-def _fits(c: Cand) -> bool:
+def _time_only(q_terms: list[str]) -> bool:
+    """Besides its time phrase, the question says little ("what did we talk about last Saturday"):
+    being from that time is then evidence enough. "Finish the refactor today" still needs its words."""
+    return len(q_terms) <= 1
+
+
+def _fits(c: Cand, q_terms: list[str]) -> bool:
     """A hit after the first must stand on its own evidence, not just be the nearest noise."""
     d = c.details
     gap = d.get("semanticGap")
-    return c.win_rank is not None or d["coverage"] >= 0.34 or (gap is not None and gap >= 0.025)
+    if c.win_rank is not None and _time_only(q_terms):
+        return True
+    return d["coverage"] >= 0.34 or (gap is not None and gap >= 0.025)
 
 
 def _head(catalog: Catalog, e: Entry, cutoff_ts: int | None) -> Entry:
@@ -498,7 +506,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
                 break
             if drop_ratio and c.score < drop_ratio * best:
                 break
-            if abstain and hits and not _fits(c):
+            if abstain and hits and not _fits(c, q_terms):
                 continue
             e = entries.get(c.path)
             chain: list[dict] = []

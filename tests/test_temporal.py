@@ -120,3 +120,5 @@ def test_a_day_alone_finds_that_days_conversation(vault_path):
     assert res["hits"][0]["scoreDetails"]["windowRank"] == 0
     assert eng.recall("what did we discuss yesterday", semantic=False, now=NOW)["abstained"]  # nothing dated then
     assert eng.recall("what is the capital of peru", semantic=False, now=NOW)["abstained"]
+    # A prompt that only mentions a day ("... today") is not answered with that day's notes alone.
+    assert eng.recall("let's migrate the payroll exporter today", semantic=False, now=NOW)["abstained"]
