@@ -33,6 +33,7 @@ STATUS_KEEP = 30
 CONTEXT_CHARS = 1500  # words of the previous assistant reply that join the query
 PROMPT_CHARS = 4000  # a pasted log after the question adds nothing but noise
 RESULT_LIMIT = 6
+HOOK_POOL = 60  # candidates per ranking on the prompt path (recall's default is 120): see recall.search
 LONG_PROMPT_WORDS = 8
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
@@ -392,7 +393,7 @@ def contextual_answer(
     words = content_words(prompt)
     # "do all 3" alone would match any note with a 3 in it: numbers only count next to words.
     if any(not t.isdigit() for t in words):
-        r1 = recall(prompt, limit=limit)
+        r1 = recall(prompt, limit=limit, pool=HOOK_POOL)
         if not r1.get("abstained"):
             # Core Memory is injected at session start; repeating it on every prompt wastes the budget.
             hits = [h for h in r1["hits"] if h.get("kind") != "core"]
@@ -400,7 +401,7 @@ def contextual_answer(
     # A prompt that says what it wants in many words refers to nothing earlier; skip the second search.
     if context.strip() and len(hits) < limit and (len(words) < LONG_PROMPT_WORDS or not hits):
         q2 = prompt + "\n" + context
-        r2 = recall(q2, limit=limit * 2, abstain=False)
+        r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL)
         q_terms = set(content_words(q2))
         have = {h["path"] for h in hits}
         for h in r2["hits"]:

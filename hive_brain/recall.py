@@ -159,12 +159,12 @@ def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] |
     return p
 
 
-def _candidates(view: View, query: str, where: Pred, *, semantic: bool,
-                qcache: dict[str, Any] | None = None) -> tuple[dict[str, Cand], dict[str, Any]]:
+def _candidates(view: View, query: str, where: Pred, *, semantic: bool, qcache: dict[str, Any] | None = None,
+                pool: int = CANDIDATES) -> tuple[dict[str, Cand], dict[str, Any]]:
     info: dict[str, Any] = {}
     t0 = time.perf_counter()
-    lex_hits = view.lexical.search(query, where=And((where, In("unit", ("passage", "whole")))), limit=CANDIDATES)
-    note_hits = view.lexical.search(query, where=And((where, In("unit", ("note", "whole")))), limit=CANDIDATES)
+    lex_hits = view.lexical.search(query, where=And((where, In("unit", ("passage", "whole")))), limit=pool)
+    note_hits = view.lexical.search(query, where=And((where, In("unit", ("note", "whole")))), limit=pool)
     from .textproc import content_words
 
     info["term_weights"] = view.lexical.term_weights(list(dict.fromkeys(content_words(query))))
@@ -187,7 +187,7 @@ def _candidates(view: View, query: str, where: Pred, *, semantic: bool,
             qc["qv"] = view.embedder.embed_queries([query])[0]
             bg = sorted((background_vectors(view.embedder) @ qc["qv"]).tolist(), reverse=True)
             qc["background_top3"] = sum(bg[:3]) / 3
-        sem_hits = view.vectors.search(qc["qv"], where=where, limit=CANDIDATES)
+        sem_hits = view.vectors.search(qc["qv"], where=where, limit=pool)
         info["background_top3"] = qc["background_top3"]
         info["semantic_ms"] = round((time.perf_counter() - t0) * 1000, 2)
     info["semantic"] = bool(sem_hits) or (semantic and view.vectors is not None and view.embedder is not None)
@@ -433,7 +433,11 @@ def _excerpt(text: str, detail: str) -> str:
 def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", types: list[str] | None = None,
            tags: list[str] | None = None, project: str | None = None, limit: int = 10, as_of: str | None = None,
            include_operational: bool = False, detail: str = "overview", mode: str | None = None,
-           semantic: bool = True, abstain: bool = True, drop_ratio: float = DROP_BELOW, now: Any = None) -> dict:
+           semantic: bool = True, abstain: bool = True, drop_ratio: float = DROP_BELOW, now: Any = None,
+           pool: int = CANDIDATES) -> dict:
+    """``pool``: passages each ranking contributes before fusion. The prompt hook asks for a smaller
+    pool: it shows 6 notes, and half the pool costs nothing at the top (10k: R@5 0.95 either way)
+    while saving a quarter of the recall."""
     t_start = time.perf_counter()
     ti = temporal.parse(query, now=now)
     if as_of:
@@ -454,7 +458,8 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     def run(kinds: tuple[str, ...]) -> tuple[list[Cand], dict[str, Any], dict[str, dict], dict[str, Entry]]:
         where = build_where(agent=agent, kinds=kinds, types=types, project=project, include_archived=False,
                             cutoff=cutoff)
-        cands, info = _candidates(view, query, where, semantic=semantic, qcache=qcache)
+        cands, info = _candidates(view, query, where, semantic=semantic, qcache=qcache,
+                                  pool=max(10, min(int(pool), 1000)))
         if window is not None:
             _window_candidates(view, cands, where, window)
         pids = [p for c in cands.values() for p in c.pids]

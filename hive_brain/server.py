@@ -74,7 +74,7 @@ LOG_KEEP_BYTES = 512 * 1024
 WORKERS = 16
 IDLE_CONNECTION_S = 60.0
 RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of", "include_operational", "detail",
-                            "mode", "abstain", "drop_ratio"})
+                            "mode", "abstain", "drop_ratio", "pool"})
 
 
 class AlreadyRunning(Refused):

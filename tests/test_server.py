@@ -280,6 +280,10 @@ def test_semantic_search_through_the_warm_server(vault_path, with_model):
         res = client.call(srv.state, "recall", {"query": "railway journey", "scope": "full-vault"}, timeout=10)
         assert res["semantic"] is True and not res["warnings"]
         assert res["timing"].get("semantic_ms") is not None
+        # The prompt hook's smaller candidate pool is accepted and ranks the same top note here.
+        small = client.call(srv.state, "recall", {"query": "railway journey", "scope": "full-vault", "pool": 10},
+                            timeout=10)
+        assert small["hits"][0]["path"] == res["hits"][0]["path"]
         # A new note is searchable lexically at once and semantically once its slice is embedded.
         _save_like_an_editor(vault_path / "Ideas" / "Boat.md", "# Boat\n\nA sailing boat crossing the ocean.\n")
         client.call(srv.state, "catch_up", timeout=10)
