@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,6 +97,9 @@ def init_vault(path: Path, settings: Settings) -> tuple[Vault, bool]:
     existing = _read_marker(root) if root.is_dir() else None
     created = existing is None
     root.mkdir(parents=True, exist_ok=True)
+    import shutil  # only `init` copies files or makes ids: the prompt hook imports this module
+    import uuid
+
     tpl = template_dir()
     for src in sorted(tpl.rglob("*")):
         dst = root / src.relative_to(tpl)
