@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,10 @@ class Entry:
         return str(t) if t else self.path.rsplit("/", 1)[-1].removesuffix(".md")
 
 
+def _entry(row: tuple, with_meta: bool) -> Entry:
+    return Entry(*row[:12], json.loads(row[12] or "{}") if with_meta else {}, row[13])
+
+
 class Catalog:
     def __init__(self, vault: Vault, *, max_note_bytes: int = 5 * 1024 * 1024, db_path: Path | None = None) -> None:
         self.vault = vault
@@ -126,23 +131,16 @@ class Catalog:
         """Re-read notes whose stat changed; returns the paths that were added/changed/removed."""
         if only is not None:
             # A write re-stats what it wrote: read back only those rows (all 100k cost 0.1 s a call).
-            known = {}
-            for i in range(0, len(only), 500):
-                chunk = only[i:i + 500]
-                known.update((r[0], (r[1], r[2])) for r in self.db.execute(
-                    f"SELECT path, mtime_ns, size FROM notes WHERE path IN ({','.join('?' * len(chunk))})", tuple(chunk)))
-        else:
-            known = {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
-        if only is not None:
+            known = {r[0]: (r[1], r[2]) for r in self._rows_for("path, mtime_ns, size", only)}
             seen = {}
             for rel in only:
                 try:
-                    st = self.vault.abs(rel).stat()
-                    seen[rel] = st
+                    seen[rel] = self.vault.abs(rel).stat()
                 except OSError:
                     pass
             candidates = set(only)
         else:
+            known = {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
             seen = dict(walk_markdown(self.vault.root))
             candidates = set(known) | set(seen)
         added, changed, removed = [], [], []
@@ -185,20 +183,19 @@ class Catalog:
             status, layer, agent, task, str(meta.get("content_hash") or ""), json.dumps(meta, ensure_ascii=False), note.problem,
         )
 
-    def _entries(self, where: str = "1=1", args: tuple = (), *, with_meta: bool = True) -> list[Entry]:
-        cur = self.db.execute(f"SELECT * FROM notes WHERE {where}", args)
-        out = []
-        for r in cur:
-            out.append(Entry(*r[:12], json.loads(r[12] or "{}") if with_meta else {}, r[13]))
-        return out
+    def select(self, where: str = "1=1", args: tuple = (), *, with_meta: bool = True) -> list[Entry]:
+        """Entries matching an SQL condition on the `notes` table (columns in `_SCHEMA`)."""
+        return [_entry(r, with_meta) for r in self.db.execute(f"SELECT * FROM notes WHERE {where}", args)]
 
-    def by_paths(self, paths: list[str], *, with_meta: bool = True) -> dict[str, Entry]:
-        out: dict[str, Entry] = {}
+    def _rows_for(self, columns: str, paths: list[str]) -> Iterator[tuple]:
+        """`SELECT columns` of these paths, 500 per query (SQLite's bound-parameter limit)."""
         for i in range(0, len(paths), 500):
             chunk = paths[i:i + 500]
-            for e in self._entries(f"path IN ({','.join('?' * len(chunk))})", tuple(chunk), with_meta=with_meta):
-                out[e.path] = e
-        return out
+            yield from self.db.execute(f"SELECT {columns} FROM notes WHERE path IN ({','.join('?' * len(chunk))})",
+                                       tuple(chunk))
+
+    def by_paths(self, paths: list[str], *, with_meta: bool = True) -> dict[str, Entry]:
+        return {e.path: e for e in (_entry(r, with_meta) for r in self._rows_for("*", paths))}
 
     def hashes(self) -> dict[str, tuple[str, str]]:
         """path -> (sha, kind) of every note: what the indexer diffs against its manifest, without
@@ -209,23 +206,21 @@ class Catalog:
         """Record a note that is not (or no longer) on disk, e.g. one replayed from a generation."""
         self.db.execute("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", self._note_row(note, mtime_ns, size))
 
-    def all(self, *, with_meta: bool = True) -> list[Entry]:
-        """Every note; `with_meta=False` skips decoding frontmatter (the indexer's diff needs only
-        paths, hashes and layers, and decoding 100k JSON objects costs about a second)."""
-        return self._entries(with_meta=with_meta)
+    def all(self) -> list[Entry]:
+        return self.select()
 
     def by_id(self, memory_id: str) -> Entry | None:
-        rows = self._entries("id = ?", (memory_id,))
+        rows = self.select("id = ?", (memory_id,))
         return rows[0] if rows else None
 
     def by_key(self, key: str) -> list[Entry]:
-        return self._entries("memory_key = ? AND kind = 'memory'", (key,))
+        return self.select("memory_key = ? AND kind = 'memory'", (key,))
 
     def by_content_hash(self, h: str) -> list[Entry]:
-        return self._entries("content_hash = ? AND kind = 'memory'", (h,))
+        return self.select("content_hash = ? AND kind = 'memory'", (h,))
 
     def memories(self) -> list[Entry]:
-        return self._entries("kind = 'memory'")
+        return self.select("kind = 'memory'")
 
     def problems(self) -> list[Entry]:
-        return self._entries("problem IS NOT NULL")
+        return self.select("problem IS NOT NULL")

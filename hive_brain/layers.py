@@ -114,8 +114,8 @@ def _overriders(catalog: Catalog, agent: str | None) -> list[Entry]:
         "AND json_extract(meta, '$.overrides') IS NOT NULL AND json_extract(meta, '$.overrides') != ''"
     )
     if agent is None:
-        return catalog._entries(where)
-    return catalog._entries(where + " AND agent = ?", (agent,))
+        return catalog.select(where)
+    return catalog.select(where + " AND agent = ?", (agent,))
 
 
 def _conflict(private: Entry, shared: Entry) -> dict[str, Any]:

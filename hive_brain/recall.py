@@ -126,21 +126,17 @@ def _coverage_terms(query: str, ti: temporal.TimeIntent) -> list[str]:
     return terms
 
 
-@functools.lru_cache(maxsize=4096)
-def _terms_of(text: str) -> frozenset[str]:
-    """Content words of a passage (cached: the same passages come back for similar questions)."""
+def _content_set(text: str) -> frozenset[str]:
     from .textproc import content_words
 
     return frozenset(content_words(text))
 
 
-@functools.lru_cache(maxsize=32768)
-def _head_terms_of(text: str) -> frozenset[str]:
-    """Content words of a title or tag list: short, and every candidate needs them on every recall,
-    so a large cache pays (a few MB at 32k titles) where re-analysing was a fifth of a 10k recall."""
-    from .textproc import content_words
-
-    return frozenset(content_words(text))
+# Passages: the same ones come back for similar questions. Titles and tag lists: short, and every
+# candidate needs them on every recall, so a larger cache pays (a few MB at 32k titles) where
+# re-analysing them was a fifth of a 10k recall.
+_terms_of = functools.lru_cache(maxsize=4096)(_content_set)
+_head_terms_of = functools.lru_cache(maxsize=32768)(_content_set)
 
 
 def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] | None = None, project: str | None = None,

@@ -57,7 +57,7 @@ def proposal_entries(catalog: Catalog, status: str | None = None) -> list[Entry]
     if status:
         where += " AND status = ?"
         args += (status,)
-    return sorted(catalog._entries(where, args), key=lambda e: (str(e.meta.get("created") or ""), e.id))
+    return sorted(catalog.select(where, args), key=lambda e: (str(e.meta.get("created") or ""), e.id))
 
 
 def _visible(e: Entry, agent: str | None) -> bool:
@@ -540,7 +540,7 @@ def find_groups(catalog: Catalog, *, threshold: float = JACCARD) -> list[Group]:
     threshold must share a token among their first |s| - ceil(t*|s|) + 1, so only those pairs are
     compared, which keeps a vault of many private memories far from quadratic.
     """
-    mems = catalog._entries(
+    mems = catalog.select(
         "kind = 'memory' AND status = 'active' AND layer IN ('private', 'task') AND problem IS NULL"
     )
     if len({e.agent for e in mems}) < 2:

@@ -24,6 +24,7 @@ _MDY = rf"(?P<mon>{_MON_RE})\b\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y>\
 # The same without a year ("on May 3", "3rd of June"): the most recent such day.
 _DM = rf"(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>{_MON_RE})\b(?!\.?,?\s*\d)"
 _MD = rf"(?P<mon>{_MON_RE})\b\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?\b(?!,?\s*\d)"
+# Any of the above as one capture group (their named groups made anonymous); `_parse_date` reads it.
 _DATE = r"(?:the\s+)?(" + "|".join(re.sub(r"\(\?P<\w+>", "(?:", x) for x in (_ISO[1:-1], _DMY, _MDY, _DM, _MD)) + ")"
 _ORD = {"first": 0, "second": 1, "third": 2, "fourth": 3}
 _PART = r"(beginning|start|early|end|late|middle|mid|first half|second half|(?:first|second|third|fourth|last) (?:week|weekend))"
