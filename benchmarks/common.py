@@ -494,7 +494,7 @@ def embedding_pack() -> tuple[Path | None, str | None]:
     """(the embedding pack this run may use, or None and why): from $HIVE_BRAIN_MODEL_DIR or the default."""
     try:
         from hive_brain.config import resolve
-        from hive_brain.modelpack import find_pack
+        from hive_brain.embedding.pack import find_pack
 
         s = resolve()
         pack = find_pack(Path(s.model_dir))
@@ -543,7 +543,7 @@ def running_server(vault: Path, state: Path, *, timeout: float = 120.0) -> Itera
     Yields ``{"pid", "start_s", "ping"}``. Raises whatever ``ensure_server`` raises when it cannot
     start (callers report the rows as unavailable).
     """
-    from hive_brain import client
+    from hive_brain.rpc import client
 
     t0 = time.perf_counter()
     try:
@@ -561,7 +561,7 @@ def running_server(vault: Path, state: Path, *, timeout: float = 120.0) -> Itera
 
 def stop_server(state: Path) -> None:
     try:
-        from hive_brain.server import stop_server as _stop
+        from hive_brain.daemon.server import stop_server as _stop
 
         _stop(state, timeout=30.0)
     except Exception as e:  # noqa: BLE001 - never leave the benchmark hanging on a stop
@@ -570,7 +570,7 @@ def stop_server(state: Path) -> None:
 
 def wait_server_idle(state: Path, *, timeout: float = 3600.0, poll: float = 0.5) -> dict[str, Any]:
     """Wait until the server has no passages left to embed and no catch-up pending; its last status."""
-    from hive_brain import client
+    from hive_brain.rpc import client
 
     deadline = time.monotonic() + timeout
     st: dict[str, Any] = {}

@@ -3,7 +3,7 @@
 ``generate(root, notes, queries=200, seed=...)`` writes a hive-brain vault of ``notes`` Markdown
 files straight to disk (no engine calls, no index) and returns the questions with their answers:
 
-* **typed memories** (~91%): frontmatter in the order ``hive_brain.notes.render`` writes it (id,
+* **typed memories** (~91%): frontmatter in the order ``hive_brain.store.notes.render`` writes it (id,
   type, title, memory_key, layer, agent, project, tags, confidence, status, origin, created, updated,
   content_hash); 20-400 words (log-normal, median ~70). About 70% sit in the shared layer
   (``Memory/Distillations/Agent Memory/``), the rest in the private layers of three agents
@@ -274,7 +274,7 @@ def frontmatter(meta: dict[str, Any]) -> str:
 
 
 def content_hash(text: str) -> str:
-    """Same as ``hive_brain.notes.content_hash`` for the ASCII text written here."""
+    """Same as ``hive_brain.store.notes.content_hash`` for the ASCII text written here."""
     return hashlib.sha256(" ".join(text.split()).encode("utf-8")).hexdigest()
 
 
@@ -360,7 +360,7 @@ def generate(root: Path, notes: int, *, queries: int = 200, seed: int = DEFAULT_
              init: bool = True) -> dict[str, Any]:
     """Write a vault of ``notes`` notes under ``root``; return its questions and statistics.
 
-    ``init`` makes ``root`` a hive-brain vault first (``hive_brain.vault.init_vault``: needs
+    ``init`` makes ``root`` a hive-brain vault first (``hive_brain.store.vault.init_vault``: needs
     ``$HIVE_BRAIN_STATE_DIR`` pointing somewhere disposable, see ``benchmarks.common.temp_state_dir``).
     Returns ``{"notes", "counts", "questions": [{id, question, gold_docs, aspect, layer}], "stats"}``.
     """
@@ -369,7 +369,7 @@ def generate(root: Path, notes: int, *, queries: int = 200, seed: int = DEFAULT_
     root.mkdir(parents=True, exist_ok=True)
     if init:
         from hive_brain.config import resolve
-        from hive_brain.vault import init_vault
+        from hive_brain.store.vault import init_vault
 
         init_vault(root, resolve(vault=str(root)))
     counts = plan_counts(notes)

@@ -88,7 +88,7 @@ def memory_notes(vault: Path) -> list[Path]:
 
 
 def server_up(vault: Path, state: Path, n_edits: int, offset: int) -> dict[str, Any]:
-    from hive_brain import client
+    from hive_brain.rpc import client
 
     existing = memory_notes(vault)
     records = []

@@ -77,7 +77,7 @@ def mem_point(pid: int) -> dict[str, float | None]:
 
 
 def server_recalls(state: Path, questions: Sequence[Mapping[str, Any]], semantic: bool) -> dict[str, Any]:
-    from hive_brain import client
+    from hive_brain.rpc import client
 
     lat = []
     for q in list(questions)[:RECALLS]:
@@ -105,7 +105,7 @@ def hook_rss(vault: Path, questions: Sequence[Mapping[str, Any]]) -> dict[str, A
 
 def generation_costs(vault: Path, state: Path, writes: int) -> dict[str, Any]:
     from hive_brain.engine import Engine
-    from hive_brain.memory import MemoryInput
+    from hive_brain.memory.store import MemoryInput
 
     eng = Engine.open(vault, agent_id=None)
     gens = eng.indexer.gens

@@ -260,7 +260,7 @@ _HOOK_PROFILE = """
 import cProfile, json, sys, time
 prof = cProfile.Profile()
 prof.enable()
-from hive_brain import hooks
+from hive_brain.agents import hooks
 payload = json.loads({payload!r})
 settings = hooks._settings(payload, [])
 t0 = time.monotonic()
@@ -310,8 +310,8 @@ def import_time_top(vault: Path, question: str, n: int = 12) -> list[dict[str, A
 
 def run_config(cfg: BenchConfig, vault: Path, fx: Mapping[str, Any], notes: int, semantic: bool,
                pack: Path | None) -> dict[str, Any]:
-    from hive_brain import client
     from hive_brain.engine import Engine
+    from hive_brain.rpc import client
 
     label = config_label(notes, semantic)
     questions = fx["questions"]

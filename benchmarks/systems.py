@@ -39,14 +39,14 @@ class Hit:
 
 
 def make_vault(root: Path) -> dict[str, Any]:
-    """Create an (empty) hive-brain vault at root; a plain folder when hive_brain.vault is not usable.
+    """Create an (empty) hive-brain vault at root; a plain folder when hive_brain.store.vault is not usable.
 
     Call inside :func:`benchmarks.common.temp_state_dir` so nothing touches the real state dir.
     """
     root.mkdir(parents=True, exist_ok=True)
     try:
         from hive_brain.config import resolve
-        from hive_brain.vault import init_vault
+        from hive_brain.store.vault import init_vault
 
         vault, _ = init_vault(root, resolve())
         return {"initialised": True, "vault_id": vault.vault_id}

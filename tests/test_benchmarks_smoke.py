@@ -235,7 +235,7 @@ def test_fixture_and_scale_metrics_on_a_tiny_vault(tmp_path):
         assert q["question"] not in gold  # paraphrased, never copied
         assert q["layer"] in ("shared", f"private:{fixtures.QUERY_AGENT}")
     # Frontmatter parses the way hive-brain reads it.
-    from hive_brain.notes import parse_text
+    from hive_brain.store.notes import parse_text
 
     note = parse_text("x.md", (tmp_path / "vault" / fx["questions"][0]["gold_docs"][0]).read_text(encoding="utf-8"))
     assert note.problem is None and note.meta["id"].startswith("mem-") and note.meta["status"] == "active"

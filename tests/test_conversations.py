@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hive_brain.conversations import capture, last_assistant_text, parse_entries, parse_transcript
 from hive_brain.engine import Engine
+from hive_brain.memory.conversations import capture, last_assistant_text, parse_entries, parse_transcript
 from tests.helpers import run
 from tests.test_hooks import assistant, tool_round, user, write_transcript
 
@@ -97,7 +97,7 @@ def test_capture_note_shape_and_idempotence(vault_path, tmp_path):
         and p.name.startswith("2026-03-01 ")
         and p.name.endswith("-9f8e7d6c.md")
     )
-    from hive_brain.notes import read_note
+    from hive_brain.store.notes import read_note
 
     note = read_note(p, res["path"])
     assert note.meta["type"] == "conversation" and note.meta["session_id"] == "9f8e7d6c-aaaa"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hive_brain.core import clean_core_body, core_items, core_text
 from hive_brain.engine import Engine
+from hive_brain.memory.core import clean_core_body, core_items, core_text
 from tests.helpers import remember, run
 
 CORE = (
@@ -57,7 +57,7 @@ def test_order_sources_and_dedup(vault_path):
 
 
 def test_same_key_or_content_appears_once(vault_path):
-    from hive_brain.notes import render
+    from hive_brain.store.notes import render
 
     remember("Answer language", "Answer in English.", "instruction")
     # A hand-made copy (same content hash, e.g. synced twice) must not be listed twice.

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hive_brain.embcache import EmbeddingCache, embed_with_cache, text_hash
-from hive_brain.embed import Embedder, get_embedder
+from hive_brain.embedding.embedder import Embedder, get_embedder
+from hive_brain.index.embcache import EmbeddingCache, embed_with_cache, text_hash
 
 MEMORIES = [
     "Always use pnpm instead of npm for JavaScript dependencies",

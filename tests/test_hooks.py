@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hive_brain.cli import main
+from hive_brain.cli.base import main
 from tests.helpers import remember, run
 
 DO_ALL_3_REPLY = (
@@ -174,7 +174,7 @@ def test_prompt_hook_reads_only_the_transcript_tail(indexed, tmp_path):
     filler = [user(f"question {i} " + "lorem ipsum " * 40) for i in range(300)]
     t = write_transcript(tmp_path / "big.jsonl", [*filler, assistant(DO_ALL_3_REPLY)])
     assert t.stat().st_size > 200_000
-    from hive_brain.conversations import last_assistant_text
+    from hive_brain.memory.conversations import last_assistant_text
 
     assert last_assistant_text(t).endswith("3. update the docs")
     code, out, _, _ = hook("prompt", {"transcript_path": str(t), "prompt": "ok, do all 3"})
@@ -203,8 +203,8 @@ def test_prompt_hook_never_indexes_but_asks_for_a_rebuild(vault_path, tmp_path):
 
 
 def test_prompt_hook_times_out_on_a_hung_server(indexed, tmp_path):
-    from hive_brain import client
     from hive_brain.engine import Engine
+    from hive_brain.rpc import client
 
     state = Engine.open().vault.state
     path = client.socket_path(state)
@@ -356,7 +356,7 @@ def test_stop_captures_a_redacted_conversation_once_per_session(vault_path, tmp_
 
 def test_stop_queues_when_the_vault_is_locked_and_consolidate_catches_up(vault_path, tmp_path):
     from hive_brain.engine import Engine
-    from hive_brain.lock import vault_lock
+    from hive_brain.store.lock import vault_lock
 
     t = write_transcript(
         tmp_path / "s.jsonl", [user("How do we deploy?"), assistant("With the deploy workflow.")]

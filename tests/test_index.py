@@ -169,7 +169,8 @@ def test_semantic_paraphrase_cjk_and_vectors_identical_after_rebuild(small_vault
 def test_streamed_rebuild_matches_a_buffered_one(small_vault, with_model, monkeypatch):
     """Flushing objects and queued vector rows in small batches, and re-parsing notes past the
     catalog's keep budget, index exactly what one big buffered pass does."""
-    from hive_brain import catalog, indexer
+    from hive_brain.index import indexer
+    from hive_brain.store import catalog
 
     for i in range(30):
         (small_vault / f"Projects/note {i}.md").write_text(f"# Note {i}\n\nTopic {i} is about widgets and gears.\n" * 3)

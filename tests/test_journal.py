@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hive_brain.journal import STEPS
-from hive_brain.notes import parse_text
+from hive_brain.store.journal import STEPS
+from hive_brain.store.notes import parse_text
 
 from .helpers import remember, run
 
@@ -67,7 +67,7 @@ def test_kill_at_every_step_then_recover(vault_path, step):
 WRITER = """
 import sys
 from hive_brain.engine import Engine
-from hive_brain.memory import MemoryInput
+from hive_brain.memory.store import MemoryInput
 eng = Engine.open()
 w = int(sys.argv[1])
 for i in range(25):
@@ -88,7 +88,7 @@ def test_eight_concurrent_writers_lose_nothing(vault_path):
 
 def test_lock_timeout_names_holder(vault_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys,time\nfrom hive_brain.engine import Engine\nfrom hive_brain.lock import vault_lock\n"
+        [sys.executable, "-c", "import sys,time\nfrom hive_brain.engine import Engine\nfrom hive_brain.store.lock import vault_lock\n"
          "e=Engine.open()\nwith vault_lock(e.vault.state, command='test-holder'):\n  print('held', flush=True)\n  time.sleep(30)"],
         stdout=subprocess.PIPE, text=True,
     )

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from hive_brain.cli import main
+from hive_brain.cli.base import main
 from hive_brain.engine import Engine
 from hive_brain.errors import InvalidAgentId, Refused
-from hive_brain.layers import apply_overrides
-from hive_brain.memory import MemoryInput
-from hive_brain.notes import render
+from hive_brain.memory.layers import apply_overrides
+from hive_brain.memory.store import MemoryInput
+from hive_brain.store.notes import render
 
 from .helpers import cli_as
 
@@ -82,7 +82,7 @@ def test_empty_or_malformed_agent_id_is_rejected(vault_path, monkeypatch):
 
 @pytest.mark.slow
 def test_isolation_vector_path(vault_path, monkeypatch, with_model):
-    from hive_brain.recall import build_where
+    from hive_brain.search.recall import build_where
 
     p = _three_layers(monkeypatch)
     eng = _engine(monkeypatch, "a")
@@ -119,7 +119,7 @@ def _note(mid: str, agent: str, title: str, body: str) -> str:
 
 
 def test_needle_small_agent_among_10k_other_agents_memories(vault_path, monkeypatch):
-    from hive_brain.predicates import Eq
+    from hive_brain.index.predicates import Eq
 
     words = "flaky integration tests retry the websocket reconnect timeout in the payments service"
     filler = (

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from hive_brain.errors import IndexError_, LockTimeout
-from hive_brain.lexical import PLAIN_BOOSTS, LexicalIndex
-from hive_brain.predicates import And, Eq, In, Not, Or, Range, all_of, any_of
+from hive_brain.index.lexical import PLAIN_BOOSTS, LexicalIndex
+from hive_brain.index.predicates import And, Eq, In, Not, Or, Range, all_of, any_of
 
 DOCS = [
     ("Tools/postgres.md", "Postgres setup", "We are installing Postgres 16 on the build server.", ["database"], "shared", ""),

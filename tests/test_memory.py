@@ -4,8 +4,8 @@ import json
 
 from click.testing import CliRunner
 
-from hive_brain.cli import main
-from hive_brain.notes import parse_text
+from hive_brain.cli.base import main
+from hive_brain.store.notes import parse_text
 
 from .helpers import remember, run
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hive_brain import modelpack
+from hive_brain.embedding import pack as modelpack
 from hive_brain.errors import ModelError
 
 
@@ -120,7 +120,7 @@ def test_install_from_rejects_bad_sources(pack_dir: Path, tmp_path: Path) -> Non
 
 
 def test_corrupt_packs_are_reported(pack_dir: Path, tmp_path: Path) -> None:
-    from hive_brain.embed import Embedder
+    from hive_brain.embedding.embedder import Embedder
 
     truncated = _copy_pack(pack_dir, tmp_path / "truncated")
     with open(truncated / "model.onnx", "r+b") as f:

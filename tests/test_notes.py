@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from hive_brain.errors import NoteError
-from hive_brain.notes import memory_filename, new_memory_id, parse_bytes, parse_text, render, slugify
+from hive_brain.store.notes import memory_filename, new_memory_id, parse_bytes, parse_text, render, slugify
 
 
 @pytest.mark.parametrize(

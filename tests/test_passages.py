@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from hive_brain.passages import Passage, count_words, embed_text, split_passages
+from hive_brain.index.passages import Passage, count_words, embed_text, split_passages
 
 
 def _words(n: int, tag: str = "w") -> str:

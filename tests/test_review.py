@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from hive_brain.cli import main
-from hive_brain.journal import STEPS
-from hive_brain.notes import parse_text, render
+from hive_brain.cli.base import main
+from hive_brain.store.journal import STEPS
+from hive_brain.store.notes import parse_text, render
 
 from .helpers import cli_as
 
@@ -210,7 +210,7 @@ def test_batch_hive_records_become_proposals(vault_path, tmp_path):
 APPLY = """
 import sys
 from hive_brain.engine import Engine
-from hive_brain.review import BrainReview
+from hive_brain.memory.review import BrainReview
 BrainReview(Engine.open().memory).apply(sys.argv[1])
 """
 

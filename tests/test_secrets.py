@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from hive_brain.secrets import redact, secret_kinds
+from hive_brain.store.secrets import redact, secret_kinds
 
 SECRETS = [
     "my key is sk-proj-abcdefghijklmnopqrstuvwxyz123456",

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from hive_brain import client
 from hive_brain.config import resolve
 from hive_brain.errors import InvalidAgentId, UsageError
-from hive_brain.vault import open_vault
+from hive_brain.rpc import client
+from hive_brain.store.vault import open_vault
 
 from .helpers import run
 
@@ -222,14 +222,14 @@ def test_socket_path_fits_and_is_deterministic(tmp_path):
 
 
 def test_client_import_is_light():
-    code = ("import sys, hive_brain.client; "
+    code = ("import sys, hive_brain.rpc.client; "
             "print(','.join(m for m in ('click','rich','yaml','tantivy','numpy','hive_brain.engine') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
 
 
 def test_in_process_server_and_forced_catch_up(vault_path):
-    from hive_brain.server import AlreadyRunning, Server
+    from hive_brain.daemon.server import AlreadyRunning, Server
 
     settings = resolve()
     with Server(settings, log_to_stderr=False) as srv:
@@ -259,14 +259,14 @@ def test_detach_starts_in_the_background_and_stop_stops_it(vault_path):
         assert again["already_running"] and again["pid"] == info["pid"]
         assert (state / client.LOG_NAME).exists()
     finally:
-        from hive_brain.server import stop_server
+        from hive_brain.daemon.server import stop_server
 
         stop_server(state)
     assert client.server_info(state)["running"] is False
 
 
 def test_semantic_search_through_the_warm_server(vault_path, with_model):
-    from hive_brain.server import Server
+    from hive_brain.daemon.server import Server
 
     for i in range(6):
         _save_like_an_editor(vault_path / "Projects" / f"Trip {i}.md",

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from hive_brain import temporal
 from hive_brain.engine import Engine
+from hive_brain.search import temporal
 
 NOW = dt.datetime(2026, 11, 30, 12, tzinfo=dt.UTC)  # a Monday
 

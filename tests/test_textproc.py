@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from hive_brain.textproc import MAX_TERM_CHARS, analyze, analyze_joined, content_words, query_terms
+from hive_brain.index.textproc import MAX_TERM_CHARS, analyze, analyze_joined, content_words, query_terms
 
 
 def test_accents_fold_both_ways():

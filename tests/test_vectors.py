@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hive_brain.embed import Embedder
-from hive_brain.predicates import And, Eq, In, Not, Or, Range, matches
-from hive_brain.vectors import AUTO_WARM_AFTER, FIELDS, VectorIndex, table_name
+from hive_brain.embedding.embedder import Embedder
+from hive_brain.index.predicates import And, Eq, In, Not, Or, Range, matches
+from hive_brain.index.vectors import AUTO_WARM_AFTER, FIELDS, VectorIndex, table_name
 
 DIM = 384
 

@@ -1,0 +1,565 @@
+"""Agent hooks (Claude Code, Codex): memory in on every prompt and session start, conversations out.
+
+``hive-brain hook prompt|session-start|stop|session-end`` reads the hook JSON on stdin and is
+dispatched before click is imported (``__main__`` → ``hookentry`` → :func:`dispatch`). This module
+imports only the standard library at load time; everything else is imported inside the function
+that needs it, on the path that needs it.
+
+The prompt hook is sacred (DESIGN, principle 4): it never writes memory, never opens an index
+writer, asks the warm server first and otherwise answers lexically in-process, all within a hard
+deadline after which it prints nothing and exits 0. It fails closed: on any internal error no
+memory is injected, the user sees one line pointing at ``hive-brain hooks status``, and the prompt
+goes through (unless ``HIVE_BRAIN_HOOK_BLOCK_ON_ERROR=1``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+EVENTS = {
+    "prompt": "UserPromptSubmit",
+    "session-start": "SessionStart",
+    "stop": "Stop",
+    "session-end": "SessionEnd",
+}
+STATUS_FILE = "status.json"
+STATUS_KEEP = 30
+CONTEXT_CHARS = 1500  # words of the previous assistant reply that join the query
+PROMPT_CHARS = 4000  # a pasted log after the question adds nothing but noise
+RESULT_LIMIT = 6
+HOOK_POOL = 60  # candidates per ranking on the prompt path (recall's default is 120): see recall.search
+LONG_PROMPT_WORDS = 8
+STOP_LOCK_TIMEOUT = 2.0
+SESSION_START_MIN_DEADLINE = 3.0
+USAGE = (
+    "usage: hive-brain hook prompt|session-start|stop|session-end < hook.json\n"
+    "Reads the hook JSON an agent (Claude Code, Codex) sends on stdin and prints the hook's JSON answer.\n"
+    'Example: echo \'{"prompt": "how do we deploy?"}\' | hive-brain hook prompt'
+)
+
+
+class _Timeout(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------- entry
+def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit: bool = True) -> int:
+    """Run one hook. Returns the exit code; with ``hard_exit`` a timed-out run ends the process at once."""
+    t0 = time.monotonic()
+    if event in ("-h", "--help", "help") or "-h" in argv or "--help" in argv:
+        print(USAGE)
+        return 0
+    if event not in EVENTS:
+        print(
+            f"hive-brain hook: unknown event {event!r} (use prompt, session-start, stop or session-end)",
+            file=sys.stderr,
+        )
+        return 2
+    rec: dict[str, Any] = {"time": _now_iso(), "event": event, "ok": True, "mode": None}
+    settings = None
+    output: dict | None = None
+    timed_out = False
+    try:
+        payload = _read_payload(stdin)
+        rec["session_id"] = str(payload.get("session_id") or "")[:80] or None
+        settings = _settings(payload, argv)
+        rec["agent"] = settings.agent_id
+        if event == "prompt":
+            output = _prompt(settings, payload, rec, t0)
+        elif event == "session-start":
+            output = _session_start(settings, payload, rec, t0)
+        else:
+            _stop(settings, payload, rec)
+    except _Timeout:
+        timed_out = True
+        rec["mode"] = "timeout"
+        output = None
+    except Exception as e:  # noqa: BLE001 - fail closed: a hook must never break the agent
+        rec.update(ok=False, error=_one_line(e))
+        output = None
+    rec["duration_ms"] = round((time.monotonic() - t0) * 1000, 1)
+    _record(_status_dir(settings), rec)
+    code = 0
+    if not rec["ok"]:
+        msg = (
+            f"hive-brain {event} hook failed ({rec['error']}); no memory was used. "
+            "Run `hive-brain hooks status` to see why."
+        )
+        # Only the prompt may be blocked: exit 2 from a Stop hook would keep the agent talking.
+        block = os.environ.get("HIVE_BRAIN_HOOK_BLOCK_ON_ERROR", "").strip().lower() in (
+            "1",
+            "true",
+            "yes",
+            "on",
+        )
+        if block and event == "prompt":
+            print(msg, file=sys.stderr)
+            code = 2
+        else:
+            output = {"systemMessage": msg}
+    if output:
+        try:
+            sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
+        except (OSError, ValueError):
+            pass  # the agent closed the pipe; nothing to tell it anymore
+    if hard_exit and (timed_out or event == "prompt"):
+        # A timed-out worker may sit in native code: do not wait for it. And the prompt hook has
+        # nothing left to clean up (it wrote nothing but its status file), so it skips interpreter
+        # teardown too (tens of ms of module and index-handle finalisation on every prompt).
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    return code
+
+
+def _read_payload(stdin: str | None) -> dict:
+    if stdin is None:
+        if sys.stdin is None or sys.stdin.isatty():
+            return {}
+        stdin = sys.stdin.read()
+    if not stdin.strip():
+        return {}
+    try:
+        data = json.loads(stdin)
+    except ValueError as e:
+        raise ValueError(f"the hook input is not JSON ({e.msg})") from None
+    return data if isinstance(data, dict) else {}
+
+
+def derive_agent(payload: dict) -> str:
+    """The agent a hook runs for when HIVE_AGENT_ID is not set (the installer sets it anyway)."""
+    tp = payload.get("transcript_path")
+    if isinstance(tp, str) and tp:
+        return "codex" if "/.codex/" in tp.replace("\\", "/") else "claude-code"
+    if os.environ.get("CODEX_HOME") or os.environ.get("CODEX_SANDBOX"):
+        return "codex"
+    return "claude-code"
+
+
+def _settings(payload: dict, argv: list[str]):
+    from ..config import resolve, validate_agent_id
+
+    flags: dict[str, Any] = {}
+    it = iter(argv)
+    for a in it:
+        if a == "--agent":
+            flags["agent_id"] = next(it, "")
+        elif a == "--vault":
+            flags["vault"] = next(it, None)
+    s = resolve(**flags)
+    if s.agent_id is None:
+        s.agent_id = validate_agent_id(derive_agent(payload))
+    return s
+
+
+def _deadline_run(fn: Any, deadline: float) -> Any:
+    """Run ``fn()`` in a daemon thread; its result, its exception, or ``_Timeout`` at the deadline."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="hive-brain-hook", daemon=True).start()
+    if not done.wait(max(0.0, deadline - time.monotonic())):
+        raise _Timeout()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+# ---------------------------------------------------------------------------------------------- prompt
+def _prompt(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
+    from ..memory.conversations import last_assistant_text
+
+    deadline = t0 + float(settings.hook_deadline)
+    prompt = str(payload.get("prompt") or payload.get("user_prompt") or "").strip()
+    if not prompt or (prompt.startswith("/") and " " not in prompt):
+        rec["mode"] = "skipped"
+        return None
+    context = last_assistant_text(payload.get("transcript_path"), max_chars=CONTEXT_CHARS)
+    budget = int(settings.hook_budget_chars)
+    pack = _deadline_run(
+        lambda: answer_for_hook(settings, prompt, context, budget=budget, deadline=deadline), deadline
+    )
+    rec["mode"] = pack.get("mode")
+    rec["items"] = len(pack.get("items") or [])
+    if pack.get("server_error"):
+        rec["server_error"] = pack["server_error"]
+    if pack.get("abstained") or not pack.get("context"):
+        return {"systemMessage": pack["notice"]} if pack.get("notice") else None
+    name = str(payload.get("hook_event_name") or "UserPromptSubmit")
+    return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": pack["context"]}}
+
+
+def _mode_header(mode: str) -> str:
+    if mode == "hybrid":
+        return "[hive-brain: hybrid recall (BM25 + vectors) from the running server]"
+    why = "server not running" if mode == "lexical" else "server answered without vectors"
+    return f"[hive-brain: lexical recall only ({why}); semantic matches may be missing]"
+
+
+def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: int, deadline: float) -> dict:
+    """A context pack for a prompt: the server first, else lexical in-process. Never writes anything.
+
+    Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | no-index).
+    """
+    from ..store.vault import open_vault
+
+    vault = open_vault(settings)
+    prompt = prompt[:PROMPT_CHARS]
+    budget = max(500, budget)
+    server_error = None
+    pack = None
+    try:
+        pack = _server_answer(
+            vault.state, prompt, context, budget=budget, agent=settings.agent_id, deadline=deadline
+        )
+    except Exception as e:  # noqa: BLE001 - a misbehaving server must not cost the user their memory
+        server_error = _one_line(e)
+    if pack is not None:
+        mode = "hybrid" if (pack.get("recall") or {}).get("semantic") else "lexical-server"
+    else:
+        from ..errors import IndexError_
+        from ..search.recall import _full_text, search
+
+        try:
+            view = lexical_view(vault, settings)
+        except IndexError_:  # built by another version of hive-brain (an upgrade): rebuild it
+            view = None
+        if view is None:
+            # Indexing here would take the lock and open a writer: the prompt path never does.
+            # It asks a detached process to build the index, so the next prompt has memory.
+            started = _request_rebuild(vault.state, vault.root)
+            return {
+                "abstained": True,
+                "reason": "the vault has no usable index yet",
+                "notice": "hive-brain is building its index in the background; memory is available from the "
+                "next prompt" if started else None,
+                "context": "",
+                "items": [],
+                "chars": 0,
+                "mode": "no-index",
+                "server_error": server_error,
+            }
+
+        def recall(q: str, **opts: Any) -> dict:
+            return search(view, q, agent=settings.agent_id, semantic=False, **opts)
+
+        pack = contextual_answer(
+            recall, prompt, context, budget=budget, full_text=lambda p: _full_text(view, p)
+        )
+        mode = "lexical"
+    pack = dict(pack)
+    pack["mode"] = mode
+    if server_error:
+        pack["server_error"] = server_error
+    if not pack.get("abstained") and pack.get("context"):
+        header = _mode_header(mode)
+        ctx = pack["context"]
+        if len(header) + 1 + len(ctx) > budget:
+            ctx = ctx[: budget - len(header) - 3].rstrip() + "…\n"
+        pack["context"] = header + "\n" + ctx
+        pack["chars"] = len(pack["context"])
+    return pack
+
+
+REBUILD_RETRY_S = 600.0
+
+
+def _request_rebuild(state: Any, vault_root: Any) -> bool:
+    """Start `hive-brain rebuild-index` detached, at most once per REBUILD_RETRY_S; True if started."""
+    import subprocess
+    from pathlib import Path
+
+    marker = Path(state) / "hooks" / "rebuild-requested"
+    try:
+        if time.time() - marker.stat().st_mtime < REBUILD_RETRY_S:
+            return False
+    except OSError:
+        pass
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        with open(Path(state) / "hooks" / "rebuild.log", "ab") as log:
+            subprocess.Popen(
+                [sys.executable, "-m", "hive_brain", "--vault", str(vault_root), "rebuild-index", "--quiet"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            )
+    except OSError:
+        return False
+    return True
+
+
+def lexical_view(vault: Any, settings: Any) -> Any:
+    """A read-only lexical view of the current generation, or None when nothing is indexed yet.
+
+    The same view ``Engine.view(catch_up=False, semantic=False)`` gives, built without the engine:
+    the engine imports the writer side (indexer → lock → portalocker), ~50 ms of a ~200 ms budget.
+    """
+    from ..index.generations import GenerationStore
+    from ..index.lexical import LexicalIndex
+    from ..search.recall import View
+    from ..store.catalog import Catalog
+
+    gens = GenerationStore(vault.state)
+    gid = gens.pointer()
+    if gid is None:
+        return None
+    lex = LexicalIndex(vault.state / "index" / "lexical", read_only=True)  # = Indexer.reader()
+    lex.reload()
+    return View(
+        lexical=lex,
+        catalog=Catalog(vault, max_note_bytes=settings.max_note_bytes),
+        generation=gid,
+        warnings=list(gens.warnings),
+        semantic_off_reason="the server is not running",
+    )
+
+
+def _server_answer(
+    state: Path, prompt: str, context: str, *, budget: int, agent: str | None, deadline: float
+) -> dict | None:
+    """The answer through the warm server's ``recall`` op (None when no server answers in time)."""
+    try:
+        from ..rpc import client
+    except ImportError:
+        return None
+
+    def recall(q: str, **opts: Any) -> dict:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0.01:
+            raise client.ServerUnavailable("no time left for the server")
+        res = client.call(
+            state, "recall", {"query": q, "agent": agent, "semantic": True, **opts}, timeout=remaining
+        )
+        if not isinstance(res, dict) or not isinstance(res.get("hits"), list):
+            raise ValueError("the server's recall answer is malformed")
+        return res
+
+    try:
+        # Whole conversations are not fetched over the socket: hits are shown as passages.
+        return contextual_answer(recall, prompt, context, budget=budget, full_text=None)
+    except client.ServerUnavailable:
+        return None
+
+
+def _topic_present(hit: dict, q_terms: set[str]) -> bool:
+    """A hit found through the conversation context must have its topic (title words) in that context."""
+    from ..index.textproc import content_words
+
+    title_terms = set(content_words(str(hit.get("title") or "")))
+    if not title_terms:
+        return False
+    matched = len(title_terms & q_terms)
+    return matched >= min(2, len(title_terms)) and matched / len(title_terms) >= 0.5
+
+
+def contextual_answer(
+    recall: Any,
+    prompt: str,
+    context: str = "",
+    *,
+    budget: int,
+    full_text: Any = None,
+    limit: int = RESULT_LIMIT,
+) -> dict:
+    """Answer a prompt, using the previous assistant reply to resolve what it refers to ("do all 3").
+
+    ``recall(query, **opts)`` returns a ``recall.search`` result (in-process or from the server).
+    The prompt alone is asked first (its words weigh most); hits found only through the context
+    join when their topic appears in prompt + context. A plain coverage gate over the joined text
+    would abstain on everything, since no note covers a whole reply.
+    """
+    from ..index.textproc import content_words
+    from ..search.answer import build
+
+    r1 = None
+    hits: list[dict] = []
+    words = content_words(prompt)
+    # "do all 3" alone would match any note with a 3 in it: numbers only count next to words.
+    if any(not t.isdigit() for t in words):
+        r1 = recall(prompt, limit=limit, pool=HOOK_POOL)
+        if not r1.get("abstained"):
+            # Core Memory is injected at session start; repeating it on every prompt wastes the budget.
+            hits = [h for h in r1["hits"] if h.get("kind") != "core"]
+    base = r1
+    # A prompt that says what it wants in many words refers to nothing earlier; skip the second search.
+    if context.strip() and len(hits) < limit and (len(words) < LONG_PROMPT_WORDS or not hits):
+        q2 = prompt + "\n" + context
+        r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL)
+        q_terms = set(content_words(q2))
+        have = {h["path"] for h in hits}
+        for h in r2["hits"]:
+            if len(hits) >= limit:
+                break
+            if h["path"] not in have and h.get("kind") != "core" and _topic_present(h, q_terms):
+                hits.append(h)
+                have.add(h["path"])
+        base = base or r2
+    if base is None:
+        base = {"abstained": True, "reason": "the prompt has no searchable words", "hits": []}
+    result = {
+        **base,
+        "hits": hits,
+        "abstained": not hits,
+        "reason": None if hits else (base.get("reason") or "nothing relevant"),
+    }
+    pack = build(result, budget=budget, full_text=full_text)
+    pack["query"] = prompt
+    return pack
+
+
+def hook_answer(settings: Any, question: str, *, budget: int | None = None) -> dict:
+    """``hive-brain answer --hook``: the prompt hook's answer for a question, within the hook deadline."""
+    t0 = time.monotonic()
+    deadline = t0 + float(settings.hook_deadline)
+    b = int(budget or settings.hook_budget_chars)
+    try:
+        return _deadline_run(
+            lambda: answer_for_hook(settings, question, "", budget=b, deadline=deadline), deadline
+        )
+    except _Timeout:
+        return {
+            "abstained": True,
+            "reason": f"no answer within the hook deadline ({settings.hook_deadline:g}s)",
+            "context": "",
+            "items": [],
+            "chars": 0,
+            "mode": "timeout",
+        }
+
+
+# ---------------------------------------------------------------------------------------------- session start
+def _session_start(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
+    deadline = t0 + max(float(settings.hook_deadline) * 2, SESSION_START_MIN_DEADLINE)
+
+    def work() -> str:
+        from ..engine import Engine
+        from ..memory.core import core_text
+
+        engine = Engine.from_settings(settings)
+        return core_text(engine, settings.agent_id)
+
+    text = _deadline_run(work, deadline)
+    rec["mode"] = "core"
+    rec["chars"] = len(text or "")
+    if not text:
+        return None
+    name = str(payload.get("hook_event_name") or "SessionStart")
+    return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
+
+
+# ---------------------------------------------------------------------------------------------- stop
+def _stop(settings: Any, payload: dict, rec: dict) -> None:
+    from ..engine import Engine
+    from ..errors import LockTimeout
+    from ..memory.conversations import capture, queue_pending
+
+    tp = payload.get("transcript_path")
+    if not tp or not isinstance(tp, str):
+        rec["mode"] = "no-transcript"
+        return
+    engine = Engine.from_settings(settings)
+    sid = payload.get("session_id")
+    cwd = payload.get("cwd")
+    try:
+        res = capture(
+            engine,
+            tp,
+            agent=settings.agent_id,
+            session_id=sid,
+            cwd=cwd,
+            lock_timeout=min(STOP_LOCK_TIMEOUT, float(settings.lock_timeout)),
+            publish=False,
+        )
+    except LockTimeout:
+        queue_pending(
+            engine.vault.state,
+            {
+                "transcript_path": str(tp),
+                "session_id": sid,
+                "cwd": cwd,
+                "agent": settings.agent_id,
+                "queued": _now_iso(),
+            },
+        )
+        rec["mode"] = "queued"
+        return
+    rec["mode"] = res["status"]
+    if res.get("path"):
+        rec["path"] = res["path"]
+    if res.get("reason"):
+        rec["reason"] = res["reason"]
+
+
+# ---------------------------------------------------------------------------------------------- status
+def _now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def _one_line(e: BaseException) -> str:
+    msg = " ".join(str(e).split()) or type(e).__name__
+    name = type(e).__name__
+    return (f"{name}: {msg}" if name not in msg else msg)[:300]
+
+
+def _status_dir(settings: Any) -> Path:
+    if settings is not None:
+        return Path(settings.state_dir) / "hooks"
+    env = os.environ.get("HIVE_BRAIN_STATE_DIR")
+    if env:
+        return Path(os.path.expanduser(env)) / "hooks"
+    from ..config import _user_data_dir
+
+    return _user_data_dir() / "hooks"
+
+
+def status_path(state_dir: Path) -> Path:
+    return Path(state_dir) / "hooks" / STATUS_FILE
+
+
+def read_status(state_dir: Path) -> dict:
+    try:
+        data = json.loads(status_path(state_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _record(folder: Path, rec: dict) -> None:
+    """Keep the last runs in a small state file (atomic rename; not memory, so no fsync on the hot path)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / STATUS_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                data = {}
+        except (OSError, ValueError):
+            data = {}
+        rec = {k: v for k, v in rec.items() if v is not None}
+        runs = [r for r in data.get("runs", []) if isinstance(r, dict)][-(STATUS_KEEP - 1) :] + [rec]
+        data["runs"] = runs
+        data.setdefault("last", {})[rec["event"]] = rec
+        if not rec.get("ok"):
+            data["last_error"] = rec
+        tmp = folder / f".{STATUS_FILE}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # status is a convenience; failing to record must not fail the hook

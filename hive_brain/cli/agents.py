@@ -1,0 +1,323 @@
+"""CLI commands for agent integration: hooks install/uninstall/status, hook, core, consolidate, mcp.
+
+Registered on ``hive_brain.cli.main`` when cli.py imports this module; heavy modules are imported
+inside the commands.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .base import State, command, main, out
+
+
+# ---------------------------------------------------------------------------------------------- hooks
+@main.group("hooks")
+def hooks_group() -> None:
+    """Install, remove and inspect the Claude Code hooks and the Codex MCP entry."""
+
+
+def _agent_opt(fn: Any) -> Any:
+    return click.option(
+        "--agent",
+        "agent_kind",
+        type=click.Choice(["claude-code", "codex"]),
+        default="claude-code",
+        show_default=True,
+        help="Which agent to integrate with.",
+    )(fn)
+
+
+def _where_opt(fn: Any) -> Any:
+    return click.option(
+        "--project/--user",
+        "project",
+        default=False,
+        help="Claude Code: this project's .claude/settings.json, or ~/.claude/settings.json (default).",
+    )(fn)
+
+
+def _print_change(c: Any, res: dict) -> None:
+    from rich.markup import escape
+
+    verb = "Would change" if res.get("dry_run") else "Changed"
+    if not res["changed"]:
+        c.print(
+            f"Nothing to change in {escape(res['file'])} "
+            f"(already {'installed' if res['action'] == 'install' else 'removed'})."
+        )
+    else:
+        c.print(
+            f"{verb} {escape(res['file'])}"
+            + (f" (backup: {escape(res['backup'])})" if res.get("backup") else "")
+        )
+        if res.get("dry_run") and res.get("diff"):
+            sys.stdout.write(res["diff"])
+            sys.stdout.flush()
+    if res["action"] == "install":
+        if res.get("vault"):
+            c.print(f"Vault pinned in the hook command: {escape(res['vault'])}")
+        for k in ("note", "hint"):
+            if res.get(k):
+                c.print(f"[dim]{escape(res[k])}[/]")
+
+
+@command(hooks_group, "install")
+@_agent_opt
+@_where_opt
+@click.option("--dry-run", is_flag=True, help="Print the diff of the settings file; write nothing.")
+def hooks_install_cmd(state: State, agent_kind: str, project: bool, dry_run: bool, as_json: bool) -> None:
+    """Add hive-brain to an agent's settings (idempotent; the file is backed up first).
+
+    Claude Code gets three hooks (prompt → memory, session start → core memory, stop → conversation
+    note); Codex gets the hive-brain MCP server.
+
+    \b
+    Example:
+      hive-brain hooks install --dry-run
+      hive-brain hooks install --agent claude-code --project
+      hive-brain hooks install --agent codex
+    """
+    from ..agents import install as hooks_install
+
+    res = hooks_install.install(state.settings(), agent=agent_kind, project=project, dry_run=dry_run)
+    out(as_json, res, lambda c: _print_change(c, res))
+
+
+@command(hooks_group, "uninstall")
+@_agent_opt
+@_where_opt
+@click.option("--dry-run", is_flag=True, help="Print the diff of the settings file; write nothing.")
+def hooks_uninstall_cmd(state: State, agent_kind: str, project: bool, dry_run: bool, as_json: bool) -> None:
+    """Remove hive-brain's entries from an agent's settings (other hooks are kept; backed up first).
+
+    \b
+    Example:
+      hive-brain hooks uninstall
+      hive-brain hooks uninstall --agent codex --dry-run
+    """
+    from ..agents import install as hooks_install
+
+    res = hooks_install.uninstall(agent=agent_kind, project=project, dry_run=dry_run)
+    out(as_json, res, lambda c: _print_change(c, res))
+
+
+@command(hooks_group, "status")
+def hooks_status_cmd(state: State, as_json: bool) -> None:
+    """Show where the integration is installed, the last hook runs and the last error.
+
+    \b
+    Example:
+      hive-brain hooks status
+    """
+    from ..agents import install as hooks_install
+
+    res = hooks_install.status(state.settings())
+
+    def human(c: Any) -> None:
+        from rich.markup import escape
+
+        for where in ("user", "project"):
+            cc = res["claude_code"][where]
+            evs = ", ".join(cc["events"]) or "not installed"
+            c.print(f"Claude Code ({where}) {escape(cc['file'])}: {escape(cc.get('error') or evs)}")
+        cx = res["codex"]
+        c.print(
+            f"Codex {escape(cx['file'])}: "
+            + escape(cx.get("error") or ("MCP server installed" if cx["mcp_server"] else "not installed"))
+        )
+        last = res["last"]
+        if not last:
+            c.print("No hook has run yet.")
+        for ev, r in sorted(last.items()):
+            ok = "ok" if r.get("ok") else "[red]error[/]"
+            c.print(f"last {ev:<13} {r.get('time')}  {ok}  {r.get('mode') or ''}  {r.get('duration_ms')} ms")
+        rc = res["recent"]
+        c.print(
+            f"recent: {rc['runs']} runs, {rc['errors']} errors, {rc['timeouts']} timeouts"
+            + (f", prompt median {rc['prompt_median_ms']} ms" if rc["prompt_median_ms"] is not None else "")
+        )
+        if res.get("pending_conversations"):
+            c.print(
+                f"{res['pending_conversations']} conversations queued (the vault was busy): "
+                "run `hive-brain consolidate`"
+            )
+        if res["last_error"]:
+            e = res["last_error"]
+            c.print(f"[red]last error[/] ({e.get('time')}, {e.get('event')}): {escape(str(e.get('error')))}")
+
+    out(as_json, res, human)
+
+
+# ---------------------------------------------------------------------------------------------- hook
+@main.group("hook")
+def hook_group() -> None:
+    """Run one agent hook: reads the agent's hook JSON on stdin (agents call this, not people)."""
+
+
+def _hook_cmd(event: str, what: str) -> None:
+    def run(state: State) -> None:
+        # Normally dispatched before click (see __main__); here only when global flags came first.
+        if state.vault_flag:
+            os.environ["HIVE_BRAIN_VAULT"] = state.vault_flag
+        if state.agent_flag:
+            os.environ["HIVE_AGENT_ID"] = state.agent_flag
+        from ..agents.hooks import dispatch
+
+        sys.exit(dispatch(event, []))
+
+    run.__doc__ = f"""{what}
+
+    \b
+    Example:
+      echo '{{"session_id": "abc", "transcript_path": "/path/t.jsonl", "prompt": "deploy it"}}' \\
+          | HIVE_AGENT_ID=claude-code hive-brain hook {event}
+    """
+    command(hook_group, event, with_json=False)(run)
+
+
+_hook_cmd(
+    "prompt",
+    "UserPromptSubmit: print memory relevant to the prompt as extra context (read-only, 1.5 s deadline).",
+)
+_hook_cmd(
+    "session-start", "SessionStart: print the core memory (Core Memory notes, user rules, agent lessons)."
+)
+_hook_cmd("stop", "Stop: save the conversation so far as one redacted note (queued if the vault is busy).")
+_hook_cmd("session-end", "SessionEnd: same as stop — save the finished conversation as a redacted note.")
+
+
+# ---------------------------------------------------------------------------------------------- core
+@command(main, "core")
+@click.option(
+    "--agent",
+    "agent_id",
+    default=None,
+    metavar="ID",
+    help="Agent whose core note and lessons to add (default: --agent / $HIVE_AGENT_ID).",
+)
+@click.option(
+    "--budget", type=click.IntRange(200, 100_000), default=6000, show_default=True, help="Character budget."
+)
+def core_cmd(state: State, agent_id: str | None, budget: int, as_json: bool) -> None:
+    """Show the core memory an agent session starts with.
+
+    Core Memory notes, the user's instructions, preferences and decisions, and the agent's own
+    lessons, de-duplicated, most important first, under a budget.
+
+    \b
+    Example:
+      hive-brain core --agent claude-code --budget 4000
+    """
+    from ..memory.core import core_items, render
+
+    eng = State(state.vault_flag, agent_id or state.agent_flag).engine()
+    agent = eng.settings.agent_id
+    items = core_items(eng, agent, budget)
+    text = render(items, agent)
+    while items and len(text) > budget:
+        items.pop()
+        text = render(items, agent)
+    res = {"agent": agent, "budget": budget, "chars": len(text), "items": items, "text": text}
+    out(
+        as_json,
+        res,
+        lambda c: click.echo(text or "The vault holds no core memory yet (edit Memory/Core Memory.md)."),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- consolidate
+@command(main, "consolidate")
+@click.option(
+    "--from-dir",
+    "from_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Also capture every transcript (*.jsonl, recursively) under this folder.",
+)
+@click.option(
+    "--agent",
+    "agent_id",
+    default=None,
+    metavar="ID",
+    help="Agent the conversations belong to (default: detected per transcript).",
+)
+def consolidate_cmd(state: State, from_dir: Path | None, agent_id: str | None, as_json: bool) -> None:
+    """Capture conversations: the ones the stop hook queued, plus older transcripts from a folder.
+
+    Each becomes one redacted note under Memory/Conversations/<agent>/ (re-running is safe).
+
+    \b
+    Example:
+      hive-brain consolidate
+      hive-brain consolidate --from-dir ~/.claude/projects --agent claude-code
+    """
+    from ..config import validate_agent_id
+    from ..memory.conversations import consolidate
+    from ..memory.layers import require_owner
+
+    agent = validate_agent_id(agent_id) if agent_id else None
+    eng = state.engine()
+    require_owner(eng.settings, "consolidating conversations")
+    if as_json:
+        res = consolidate(eng, from_dir=from_dir, agent=agent)
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        with Progress(
+            TextColumn("capturing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.description}"),
+            transient=True,
+        ) as bar:
+            task = bar.add_task("", total=None)
+
+            def progress(i: int, n: int, name: str) -> None:
+                bar.update(task, completed=i, total=n, description=name[:40])
+
+            res = consolidate(eng, from_dir=from_dir, agent=agent, progress=progress)
+
+    def human(c: Any) -> None:
+        c.print(
+            f"{res['captured']} captured, {res['updated']} updated, {res['already']} already up to date, "
+            f"{res['skipped']} skipped, {res['failed']} failed ({res['total']} transcripts; "
+            f"{res['pending_processed']} from the queue, {res['pending_left']} still queued)"
+        )
+        for r in res["results"]:
+            if r["status"] == "failed":
+                c.print(f"[red]failed[/] {r['transcript']}: {r.get('reason')}", markup=True)
+        if res.get("index_error"):
+            c.print(f"[yellow]index not updated:[/] {res['index_error']} (the next recall catches up)")
+
+    out(as_json, res, human)
+
+
+# ---------------------------------------------------------------------------------------------- mcp
+@command(main, "mcp", with_json=False)
+@click.option(
+    "--agent",
+    "agent_id",
+    default=None,
+    metavar="ID",
+    help="Identity of every tool call (default: --agent / $HIVE_AGENT_ID; none = the vault owner).",
+)
+def mcp_cmd(state: State, agent_id: str | None) -> None:
+    """Serve the memory tools over MCP on stdio (recall, answer, remember, evolve, get, core).
+
+    The identity comes from --agent or HIVE_AGENT_ID when the server starts, never from a tool call.
+
+    \b
+    Example:
+      HIVE_AGENT_ID=codex hive-brain mcp
+      claude mcp add hive-brain -- hive-brain mcp --agent claude-code
+    """
+    from ..agents.mcp import run
+
+    run(State(state.vault_flag, agent_id or state.agent_flag).settings())

@@ -1,0 +1,53 @@
+"""`hive-brain demo`: a vault from the template, a few memories, one evolution, and questions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..memory.store import MemoryInput
+from ..store.notes import derive_memory_key
+
+MEMORIES = [
+    ("preference", "Package manager", "Use pnpm, never npm, for JavaScript and TypeScript projects.", ["js", "tooling"]),
+    ("decision", "Analytics database", "Analytics events are stored in ClickHouse; Postgres was too slow for aggregations.", ["data"]),
+    ("lesson", "Flaky sync test", "test_sync fails under load because of a race in the file watcher; rerun once before debugging.", ["tests"]),
+    ("procedure", "Release steps", "Tag the commit, push the tag, and CI publishes the wheel to the internal index.", ["release"]),
+    ("instruction", "Commit messages", "Write commit messages in the imperative mood with a one-line summary under 72 characters.", []),
+    ("fact", "部署时间", "每周五下午发布新版本，先在预发布环境验证。", ["release"]),
+]
+QUESTIONS = [
+    "which node dependency tool should I use?",
+    "why does the sync test keep failing?",
+    "什么时候发布新版本？",
+    "what is the capital of Peru?",
+]
+
+
+def run_demo(path: Path, settings: Settings, *, semantic: bool = True) -> dict[str, Any]:
+    from ..engine import Engine
+    from ..store.vault import init_vault
+
+    vault, created = init_vault(path, settings)
+    eng = Engine(vault, Settings(**{**settings.__dict__, "vault": vault.root}))
+    made = []
+    for mtype, title, content, tags in MEMORIES:
+        existing = eng.catalog.by_key(derive_memory_key(mtype, title))
+        if existing:
+            continue
+        made.append(eng.memory.remember(MemoryInput(type=mtype, title=title, content=content, tags=tags)))
+    evolved = None
+    db = [e for e in eng.catalog.by_key("decision/analytics-database") if e.status == "active"]
+    if db and "DuckDB" not in (eng.memory.get(db[0].id)["content"]):
+        evolved = eng.memory.evolve(db[0].id, "Analytics moved from ClickHouse to DuckDB files on S3 in 2026; cheaper at our size.")
+    eng.rebuild(embed=semantic)
+    answers = []
+    for q in QUESTIONS + ["which analytics database do we use?"]:
+        r = eng.recall(q, semantic=semantic, limit=3)
+        answers.append({"question": q, "abstained": r["abstained"], "reason": r["reason"], "semantic": r["semantic"],
+                        "hits": [{"title": h["title"], "path": h["path"], "text": h["passage"]["text"],
+                                  "evolved": bool(h.get("evolutionChain"))} for h in r["hits"]]})
+    pack = eng.answer("how do we release a new version?", budget=2000, semantic=semantic)
+    return {"vault": str(vault.root), "created": created, "remembered": len(made), "evolved": evolved, "answers": answers,
+            "answer_pack": pack["context"] if not pack["abstained"] else None}

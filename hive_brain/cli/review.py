@@ -1,0 +1,276 @@
+"""CLI commands for memory layers and Brain Review: review (list/show/approve/reject/apply), promote,
+conflicts, health.
+
+Registered on ``hive_brain.cli.main`` when cli.py imports this module; heavy modules are imported
+inside the commands. (``consolidate`` belongs to cli_agents.py, so promotions are ``promote``.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .base import State, command, main, out
+
+
+def _review(state: State) -> Any:
+    from ..memory.review import BrainReview
+
+    return BrainReview(state.engine().memory)
+
+
+# ---------------------------------------------------------------------------------------------- review
+@main.group("review")
+def review_group() -> None:
+    """Brain Review: proposals to change shared memory, decided by the vault owner.
+
+    Agents in enforcement mode (HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS=1) cannot write shared memory:
+    `remember --memory-scope hive` queues a proposal, and `promote` proposes what several agents learned
+    alike. Proposals are notes under Operations/Brain Review/ (readable and editable in Obsidian).
+
+    \b
+    Example:
+      hive-brain review list --status pending
+      hive-brain review approve rev-01j... && hive-brain review apply rev-01j...
+    """
+
+
+@command(review_group, "list")
+@click.option(
+    "--status",
+    type=click.Choice(["pending", "approved", "rejected", "applied"]),
+    default=None,
+    help="Only proposals with this status (default: all).",
+)
+def review_list_cmd(state: State, status: str | None, as_json: bool) -> None:
+    """List proposals, oldest first (an agent sees only its own).
+
+    \b
+    Example:
+      hive-brain review list --status pending
+    """
+    res = _review(state).list(status)
+
+    def human(c: Any) -> None:
+        from rich.markup import escape
+
+        if not res:
+            c.print("No proposals" + (f" with status {status}." if status else "."))
+        for p in res:
+            c.print(
+                f"[bold]{p['id']}[/] {p['status']:<8} {p['kind']:<9} {escape(str(p.get('title')))} "
+                f"[dim]({p.get('type')}, by {escape(str(p.get('proposed_by')))})[/]"
+            )
+            if p.get("reason"):
+                c.print(f"   [dim]{escape(str(p['reason']))}[/]")
+
+    out(as_json, res, human)
+
+
+@command(review_group, "show")
+@click.argument("review_id", metavar="ID")
+def review_show_cmd(state: State, review_id: str, as_json: bool) -> None:
+    """Show one proposal: the memory it proposes, why, and where it came from.
+
+    \b
+    Example:
+      hive-brain review show rev-01j...
+    """
+    res = _review(state).show(review_id)
+
+    def human(c: Any) -> None:
+        from rich.markup import escape
+
+        c.print(f"[bold]{escape(str(res.get('title')))}[/]  ({res['id']}, {res['kind']}, {res['status']})")
+        c.print(
+            f"type {res.get('type')} · key {res.get('memory_key')} · by {res.get('proposed_by')}",
+            markup=False,
+        )
+        if res.get("reason"):
+            c.print(f"reason: {res['reason']}", markup=False)
+        if res.get("sources"):
+            c.print(f"sources: {', '.join(res['sources'])}", markup=False)
+        if res.get("evolves"):
+            c.print(f"evolves: {res['evolves']}", markup=False)
+        c.print("")
+        c.print(res["content"], markup=False)
+
+    out(as_json, res, human)
+
+
+@command(review_group, "approve")
+@click.argument("review_id", metavar="ID")
+@click.option("--apply", "and_apply", is_flag=True, help="Also apply it right away.")
+def review_approve_cmd(state: State, review_id: str, and_apply: bool, as_json: bool) -> None:
+    """Approve a pending proposal (owner only). It changes shared memory once applied.
+
+    \b
+    Example:
+      hive-brain review approve rev-01j...
+      hive-brain review approve rev-01j... --apply
+    """
+    rv = _review(state)
+    res = rv.approve(review_id)
+    if and_apply:
+        res = rv.apply(review_id)
+    out(
+        as_json,
+        res,
+        lambda c: c.print(
+            f"Applied {res['proposal']} → shared memory [bold]{res['id']}[/] ({res['path']})"
+            if and_apply
+            else f"Approved {res['proposal']}; apply it with `hive-brain review apply {res['proposal']}`"
+        ),
+    )
+
+
+@command(review_group, "reject")
+@click.argument("review_id", metavar="ID")
+@click.option("--reason", default=None, help="Why (kept in the proposal note).")
+def review_reject_cmd(state: State, review_id: str, reason: str | None, as_json: bool) -> None:
+    """Reject a pending or approved proposal (owner only); shared memory is not touched.
+
+    \b
+    Example:
+      hive-brain review reject rev-01j... --reason "only true for the legacy repo"
+    """
+    res = _review(state).reject(review_id, reason)
+    out(as_json, res, lambda c: c.print(f"Rejected {res['proposal']}."))
+
+
+@command(review_group, "apply")
+@click.argument("review_id", metavar="ID")
+def review_apply_cmd(state: State, review_id: str, as_json: bool) -> None:
+    """Turn an approved proposal into shared memory (owner only; one journaled transaction).
+
+    The proposal note as it is now is applied, so edits made to it in Obsidian count.
+
+    \b
+    Example:
+      hive-brain review apply rev-01j...
+    """
+    res = _review(state).apply(review_id)
+    out(
+        as_json,
+        res,
+        lambda c: c.print(
+            f"Applied {res['proposal']} → shared memory [bold]{res['id']}[/] ({res['path']})"
+            + (f", superseding {res['supersedes']}" if res.get("supersedes") else "")
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- promote
+@command(main, "promote")
+@click.option("--dry-run", is_flag=True, help="Show the groups and proposals; write nothing.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.1, 1.0),
+    default=0.6,
+    show_default=True,
+    help="Word-overlap (Jaccard) at which two memories count as near-duplicates.",
+)
+def promote_cmd(state: State, dry_run: bool, threshold: float, as_json: bool) -> None:
+    """Propose promoting what several agents learned alike into shared memory (owner only).
+
+    Finds active private memories of two or more agents with the same memory_key, the same content,
+    or word overlap >= the threshold, and queues one Brain Review proposal per group. Running it again
+    does not duplicate proposals.
+
+    \b
+    Example:
+      hive-brain promote --dry-run
+      hive-brain promote && hive-brain review list --status pending
+    """
+    res = _review(state).promote(dry_run=dry_run, threshold=threshold)
+
+    def human(c: Any) -> None:
+        from rich.markup import escape
+
+        verb = "Would propose" if dry_run else "Proposed"
+        for p in res["proposed"]:
+            c.print(
+                f"{verb} [bold]{p['proposal']}[/] {escape(p['title'])} "
+                f"[dim](agents {', '.join(p['agents'])}; {'; '.join(p['basis'])})[/]"
+            )
+        for pid in res["extended"]:
+            c.print(f"{'Would extend' if dry_run else 'Extended'} {pid} with new sources")
+        c.print(
+            f"{res['groups']} groups: {len(res['proposed'])} proposed, {len(res['extended'])} extended, "
+            f"{len(res['skipped'])} already proposed or shared"
+        )
+
+    out(as_json, res, human)
+
+
+# ---------------------------------------------------------------------------------------------- conflicts
+@command(main, "conflicts")
+def conflicts_cmd(state: State, as_json: bool) -> None:
+    """List private overrides of memories the user stated; they are reported, never applied.
+
+    Such overrides are refused at `remember`; these come from hand-edited notes. Fix one by removing
+    the `overrides` property of the private memory, or by changing the user's memory.
+
+    \b
+    Example:
+      hive-brain conflicts --json
+    """
+    from ..memory.layers import conflicts
+
+    eng = state.engine()
+    eng.catalog.refresh()
+    res = conflicts(eng.catalog, eng.settings.agent_id)
+
+    def human(c: Any) -> None:
+        if not res:
+            c.print("No conflicts.")
+        for x in res:
+            c.print(
+                f"[bold]{x['private']}[/] (agent {x['agent']}) overrides [bold]{x['shared']}[/]: "
+                f"user-stated, not applied\n   [dim]{x['private_path']} → {x['shared_path']}[/]"
+            )
+
+    out(as_json, res, human)
+
+
+# ---------------------------------------------------------------------------------------------- health
+@command(main, "health")
+def health_cmd(state: State, as_json: bool) -> None:
+    """Memories per layer, Brain Review queue, conflicts and index freshness.
+
+    \b
+    Example:
+      hive-brain health --json
+    """
+    from ..memory.layers import health
+
+    res = health(state.engine())
+
+    def human(c: Any) -> None:
+        m = res["memories"]
+        per = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "none"  # noqa: E731
+        c.print(
+            f"memories   {m['total']} active: shared {m['shared']}; private: {per(m['private'])}; "
+            f"task: {per(m['task'])}",
+            markup=False,
+        )
+        q = res["proposals"]
+        c.print(
+            f"review     {q['pending']} pending, {q['approved']} approved, {q['applied']} applied, "
+            f"{q['rejected']} rejected"
+        )
+        c.print(
+            f"conflicts  {res['conflicts']}" + (" (see `hive-brain conflicts`)" if res["conflicts"] else "")
+        )
+        ix = res["index"]
+        c.print(
+            f"index      generation {ix['generation']}, "
+            + ("up to date" if ix["fresh"] else f"{ix['stale_notes']} notes not yet indexed")
+        )
+        if res["problems"]:
+            c.print(f"problems   {res['problems']} unreadable notes (see `hive-brain doctor`)")
+        for w in res["warnings"]:
+            c.print(f"[yellow]warning:[/] {w}")
+
+    out(as_json, res, human)

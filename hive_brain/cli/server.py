@@ -1,0 +1,106 @@
+"""CLI commands for the long-running server (`serve`). Imports stay inside the command: importing
+the CLI must not pull in the server's dependencies."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .base import State, command, main, out
+
+
+def _state_dir(state: State) -> tuple[Any, Path]:
+    from ..store.vault import open_vault
+
+    settings = state.settings()
+    return settings, open_vault(settings).state
+
+
+@command(main, "serve")
+@click.option("--stop", "stop", is_flag=True, help="Stop the running server of this vault and wait until it exits.")
+@click.option("--status", "show_status", is_flag=True, help="Show whether a server runs for this vault.")
+@click.option("--detach", is_flag=True, help="Start the server in the background and return once it answers.")
+@click.option("--timeout", type=float, default=30.0, show_default=True,
+              help="Seconds to wait for --detach to become ready or --stop to finish.")
+def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, timeout: float, as_json: bool) -> None:
+    """Run the vault's server: watches the notes, keeps the index current, answers recalls warm.
+
+    One server per vault (a second one refuses). While it runs it is the vault's background indexer:
+    an edit saved in Obsidian is searchable within about a second, vectors are computed in the
+    background, and the CLI, hooks and MCP get warm answers through a Unix socket in the state dir.
+    Without it everything still works in-process, only slower. Runs in the foreground until
+    Ctrl-C/SIGTERM or `serve --stop`; logs go to server.log in the state dir.
+
+    \b
+    Example:
+      hive-brain serve --detach      # start in the background
+      hive-brain serve --status
+      hive-brain serve --stop
+    """
+    from ..errors import UsageError
+
+    if sum((stop, show_status, detach)) > 1:
+        raise UsageError("use at most one of --stop, --status, --detach")
+    settings, state_dir = _state_dir(state)
+
+    if show_status:
+        from ..rpc.client import call, server_info
+
+        res = server_info(state_dir)
+        if res.get("running"):
+            from ..rpc.client import ServerUnavailable
+
+            try:
+                res["status"] = call(state_dir, "status", timeout=2.0)
+            except ServerUnavailable:
+                pass
+
+        def human_status(c: Any) -> None:
+            if not res.get("running"):
+                c.print("server not running" + (" (stale files from a crashed server)" if res.get("stale") else ""))
+                return
+            st = res.get("status") or {}
+            sem = st.get("semantic") or {}
+            c.print(f"server running, pid {res['pid']}, since {res.get('since')}\nsocket {res['socket']}", markup=False)
+            if st:
+                c.print(f"generation {st.get('generation')} · watcher {st.get('watcher')} · semantic "
+                        f"{'on, ' + str(sem.get('pending_passages')) + ' passages pending' if sem.get('on') else 'off'}"
+                        f" · {st.get('requests')} requests", markup=False)
+
+        out(as_json, res, human_status)
+        return
+
+    if stop:
+        from ..daemon.server import stop_server
+
+        res = stop_server(state_dir, timeout=timeout)
+        out(as_json, res, lambda c: c.print(
+            f"stopped the server (pid {res['pid']}, {res['method']})" if res["stopped"] else "server not running"))
+        return
+
+    if detach:
+        from ..rpc.client import ensure_server, server_info
+
+        before = server_info(state_dir)
+        pong = ensure_server(settings, timeout=timeout)
+        res = {**server_info(state_dir), "already_running": bool(before.get("running")), "generation": pong.get("generation")}
+        out(as_json, res, lambda c: c.print(
+            f"server {'already running' if res['already_running'] else 'started'}, pid {res['pid']} ({res['socket']})",
+            markup=False))
+        return
+
+    from ..daemon.server import run_foreground
+
+    def started(srv: Any) -> None:
+        if not as_json:
+            click.echo(f"hive-brain server for {srv.vault.root} (pid {os.getpid()}) on {srv.socket}; "
+                       "Ctrl-C or `hive-brain serve --stop` stops it", err=True)
+
+    code = run_foreground(settings, on_started=started)
+    if as_json:
+        out(True, {"stopped": True}, lambda c: None)
+    if code:
+        raise SystemExit(code)

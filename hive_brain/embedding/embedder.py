@@ -1,0 +1,255 @@
+"""The embedder: an embedding pack run by onnxruntime on CPU, tokenised by ``tokenizers``.
+
+Only imported when semantic search is used, so numpy / onnxruntime / tokenizers stay out of the
+light paths (CLI start-up, the prompt hook).  Every vector is float32, unit length, and tagged by
+the caller with :attr:`Embedder.pack_key`; vectors from different keys are never compared.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Tokenizer
+
+from ..errors import ModelError
+from . import pack as modelpack
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` after each batch."""
+
+# Upper bound on batch * seq_len**2, i.e. on the size of the per-layer attention score tensors
+# (times the number of heads). 16 x 256^2 keeps them near 50 MB for a 12-head model; batches of
+# long passages get smaller instead of spiking memory.
+_ATTENTION_BUDGET = 16 * 256 * 256
+# A token never covers this many characters in practice; cutting longer texts first keeps a
+# pathological multi-megabyte passage from costing seconds of tokenisation before truncation.
+_CHARS_PER_TOKEN_CAP = 64
+
+
+class Embedder:
+    """One loaded pack.  Thread-safe for concurrent ``embed_*`` calls (onnxruntime sessions are)."""
+
+    def __init__(
+        self,
+        pack_dir: Path,
+        manifest: dict[str, Any],
+        session: Any,
+        tokenizer: Tokenizer,
+        *,
+        pad_id: int = 0,
+        check_dim: bool = True,
+    ) -> None:
+        self.pack_dir = pack_dir
+        self.manifest = manifest
+        self.pack_key: str = modelpack.pack_key(manifest)
+        self.dim: int = int(manifest["dim"])
+        self.max_tokens: int = int(manifest["max_tokens"])
+        self.query_prefix: str = str(manifest.get("query_prefix") or "")
+        self.passage_prefix: str = str(manifest.get("passage_prefix") or "")
+        self.normalize: bool = bool(manifest.get("normalize", True))
+        self.pooling: str = str(manifest.get("pooling", "mean"))
+        # Off only while probing a model whose dimension is not known yet (modelpack.install_from).
+        self.check_dim = check_dim
+        self._session = session
+        self._tokenizer = tokenizer
+        self._pad_id = pad_id
+        self._inputs = {i.name: i.type for i in session.get_inputs()}
+        unknown = set(self._inputs) - {"input_ids", "attention_mask", "token_type_ids"}
+        if "input_ids" not in self._inputs or unknown:
+            raise ModelError(
+                f"the model in {pack_dir} has unsupported inputs {sorted(self._inputs)}; "
+                "expected input_ids, attention_mask and optionally token_type_ids"
+            )
+        outputs = {o.name: o for o in session.get_outputs()}
+        wanted = manifest.get("output")
+        if wanted and wanted not in outputs:
+            raise ModelError(f"the model in {pack_dir} has no output {wanted!r} (has {sorted(outputs)})")
+        name = wanted or ("sentence_embedding" if "sentence_embedding" in outputs else next(iter(outputs)))
+        self._output = name
+        # A rank-3 output is per-token hidden states that we pool here; rank 2 is already pooled.
+        self._output_is_tokens = len(outputs[name].shape or ()) == 3
+
+    @classmethod
+    def load(cls, pack_dir: Path, *, threads: int | None = None, check_dim: bool = True) -> Embedder:
+        """Load a pack; ModelError (saying what to do) if it is missing, incomplete or will not load.
+
+        Only the cheap size check runs here; ``modelpack.verify`` does the full hash check.
+        """
+        pack_dir = Path(pack_dir)
+        problems = modelpack.verify(pack_dir, full=False)
+        if problems:
+            hint = (
+                modelpack.INSTALL_HINT
+                if not (pack_dir / modelpack.MANIFEST).exists()
+                else modelpack.REINSTALL_HINT
+            )
+            raise ModelError(f"embedding pack {pack_dir} is unusable: {problems[0]}", hint=hint)
+        manifest = modelpack.read_manifest(pack_dir)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # errors only: warnings about unused initializers are noise
+        try:
+            session = ort.InferenceSession(
+                str(pack_dir / modelpack.MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own, unexported exception types
+            raise ModelError(
+                f"cannot load {pack_dir / modelpack.MODEL_FILE}: {_first_line(exc)}",
+                hint=modelpack.REINSTALL_HINT,
+            ) from None
+        try:
+            tokenizer = Tokenizer.from_file(str(pack_dir / modelpack.TOKENIZER_FILE))
+        except Exception as exc:
+            raise ModelError(
+                f"cannot load {pack_dir / modelpack.TOKENIZER_FILE}: {_first_line(exc)}",
+                hint=modelpack.REINSTALL_HINT,
+            ) from None
+        pad_id = _pad_id(tokenizer)
+        tokenizer.no_padding()  # we pad per batch ourselves, to the batch's longest sequence
+        tokenizer.enable_truncation(max_length=int(manifest["max_tokens"]))
+        return cls(pack_dir, manifest, session, tokenizer, pad_id=pad_id, check_dim=check_dim)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for search queries (query prefix added): float32 array (len(texts), dim)."""
+        return self._embed([self.query_prefix + t for t in texts], batch_size=16, progress=None)
+
+    def embed_passages(
+        self, texts: Sequence[str], batch_size: int = 16, progress: Progress | None = None
+    ) -> np.ndarray:
+        """Vectors for indexed text (passage prefix added), in input order: float32 (len(texts), dim).
+
+        Texts are batched by similar token length so little compute goes to padding; anything past
+        ``max_tokens`` tokens is truncated.
+        """
+        return self._embed([self.passage_prefix + t for t in texts], batch_size=batch_size, progress=progress)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens the passage would use, including special tokens (capped at max_tokens)."""
+        return len(self._tokenizer.encode(self.passage_prefix + self._cap(text)).ids)
+
+    # ------------------------------------------------------------------ internals
+
+    def _cap(self, text: str) -> str:
+        return text[: self.max_tokens * _CHARS_PER_TOKEN_CAP]
+
+    def _embed(self, texts: list[str], *, batch_size: int, progress: Progress | None) -> np.ndarray:
+        total = len(texts)
+        if not total:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch([self._cap(t) for t in texts])
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=total)
+        order = np.argsort(lengths, kind="stable")
+        done = 0
+        results: list[tuple[np.ndarray, np.ndarray]] = []
+        for batch in _length_batches(order, lengths, max(1, batch_size)):
+            vectors = self._run([encodings[i].ids for i in batch])
+            if self.check_dim and vectors.shape[1] != self.dim:
+                raise ModelError(
+                    f"the model in {self.pack_dir} produces {vectors.shape[1]}-d vectors, manifest says {self.dim}",
+                    hint=modelpack.REINSTALL_HINT,
+                )
+            results.append((batch, vectors))
+            done += len(batch)
+            if progress is not None:
+                progress(done, total)
+        out = np.empty((total, results[0][1].shape[1]), dtype=np.float32)
+        for batch, vectors in results:
+            out[batch] = vectors
+        return out
+
+    def _run(self, id_lists: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in id_lists)
+        input_ids = np.full((len(id_lists), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(id_lists), width), dtype=np.int64)
+        for row, ids in enumerate(id_lists):
+            input_ids[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+        feed = {name: _as_input_type(feed[name], kind) for name, kind in self._inputs.items()}
+        try:
+            (result,) = self._session.run([self._output], feed)
+        except Exception as exc:
+            raise ModelError(f"embedding failed in {self.pack_dir}: {_first_line(exc)}") from None
+        result = np.asarray(result, dtype=np.float32)
+        if self._output_is_tokens:
+            result = _pool(result, mask, self.pooling)
+        if self.normalize:
+            norms = np.linalg.norm(result, axis=1, keepdims=True)
+            result = result / np.maximum(norms, 1e-12)
+        return result.astype(np.float32, copy=False)
+
+
+def _length_batches(order: np.ndarray, lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Split indices (sorted by ascending length) into batches under the count and attention budgets."""
+    batches: list[np.ndarray] = []
+    start = 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and end - start < batch_size:
+            longest = int(lengths[order[end]])  # ascending, so the newcomer is the longest
+            if (end - start + 1) * longest * longest > _ATTENTION_BUDGET:
+                break
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches
+
+
+def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:
+    if pooling == "cls":
+        return hidden[:, 0, :]
+    if pooling == "mean":
+        weights = mask[:, :, None].astype(np.float32)
+        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    raise ModelError(f"pooling {pooling!r} needs a pooled model output (rank 2), but the model gives tokens")
+
+
+def _as_input_type(array: np.ndarray, onnx_type: str) -> np.ndarray:
+    return array.astype(np.int32) if onnx_type == "tensor(int32)" else array
+
+
+def _pad_id(tokenizer: Tokenizer) -> int:
+    padding = tokenizer.padding
+    if padding and padding.get("pad_id") is not None:
+        return int(padding["pad_id"])
+    for token in ("<pad>", "[PAD]"):
+        token_id = tokenizer.token_to_id(token)
+        if token_id is not None:
+            return token_id
+    return 0  # masked out anyway; any valid id will do
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+_CACHE: dict[str, tuple[int, Embedder]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def get_embedder(pack_dir: Path) -> Embedder:
+    """The loaded embedder for a pack, reused while its manifest is unchanged (warm server path)."""
+    pack_dir = Path(pack_dir)
+    key = str(pack_dir.resolve())
+    try:
+        stamp = (pack_dir / modelpack.MANIFEST).stat().st_mtime_ns
+    except OSError:
+        stamp = -1
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        # Loading under the lock: two threads asking at once must not load 400 MB twice.
+        embedder = Embedder.load(pack_dir)
+        _CACHE[key] = (stamp, embedder)
+        return embedder

@@ -1,0 +1,446 @@
+"""Vault → generation → lexical + vector index, incrementally.
+
+Notes are diffed against the manifest of the ``current`` generation (not against the last catalog
+refresh), so whatever happened in between — a hand edit, a crash after the notes were written but
+before the index was — is picked up by the next catch-up. Lexical indexing is synchronous and cheap;
+vectors are queued (``pending.sqlite``) and embedded in chunks, outside the lock, by the server, by
+``rebuild-index`` or by a semantic recall: a write never waits for the model.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..errors import LockTimeout
+from ..store.catalog import Catalog
+from ..store.fsutil import sha256_bytes, sqlite_tx
+from ..store.lock import vault_lock
+from ..store.notes import Note, date_of, parse_bytes, to_text_list
+from ..store.vault import Vault
+from .generations import GenerationStore
+
+PASSAGE_WORDS = 200
+# Bump when passage splitting or the indexed document changes: the next catch-up rebuilds in full.
+PASSAGES_VERSION = 4
+WINDOW_TURNS = 3  # conversation turns per vector-only window
+WINDOW_STRIDE = 2
+FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
+FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
+SKIP_PREFIXES = ("Templates/",)
+
+
+def indexable(path: str, sha: str, kind: str) -> bool:
+    return kind != "broken" and bool(sha) and not path.startswith(SKIP_PREFIXES)
+
+
+def note_date(meta: dict[str, Any], mtime_ns: int) -> int:
+    for k in ("date", "updated", "created"):
+        d = date_of(meta.get(k))
+        if d is not None:
+            return int(d.timestamp())
+    return int(mtime_ns // 1_000_000_000)
+
+
+def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: str, task: str,
+               mtime_ns: int = 0) -> tuple[list[dict], list[dict]]:
+    """(lexical docs, vector rows without vectors) for one note (its bytes, or already parsed)."""
+    from .passages import embed_text, split_passages
+
+    note = data if isinstance(data, Note) else parse_bytes(path, data)
+    meta = note.meta
+    title = note.title
+    ts = note_date(meta, mtime_ns)
+    date_str = time.strftime("%Y-%m-%d", time.gmtime(ts)) if ts else None
+    status = str(meta.get("status") or ("active" if kind == "memory" else ""))
+    base = {
+        "note_path": path,
+        "note_id": str(meta.get("id") or ""),
+        "kind": kind,
+        "type": str(meta.get("type") or ""),
+        "layer": layer,
+        "agent": agent,
+        "task": task,
+        "project": str(meta.get("project") or ""),
+        "status": status,
+        "memory_key": str(meta.get("memory_key") or ""),
+        "date": ts,
+    }
+    docs, rows = [], []
+    from .textproc import analyze_joined
+
+    aliases, tags = to_text_list(meta.get("aliases")), to_text_list(meta.get("tags"))
+    terms: list[str] = []
+    for p in split_passages(title, note.body, max_words=PASSAGE_WORDS, date=date_str):
+        etext = embed_text(title, p, date=date_str if kind == "conversation" else None)
+        th = sha256_bytes(etext.encode("utf-8"))
+        pid = f"{path}#{p.index}"
+        t = analyze_joined(p.text)
+        terms.append(t)
+        docs.append({
+            **base, "unit": "passage", "passage_id": pid, "title": title, "aliases": aliases, "tags": tags,
+            "heading": p.heading, "text": p.text, "text_terms": t, "text_hash": th,
+        })
+        rows.append({**base, "passage_id": pid, "text_hash": th, "_embed_text": etext})
+        if kind == "conversation":
+            rows.extend(_turn_windows(base, pid, title, p.text, date_str))
+    if len(docs) == 1:
+        docs[0]["unit"] = "whole"  # the only passage is also the whole note: indexed once, found by both
+    else:
+        # The whole note as one more document: BM25 over the whole note is the strongest lexical
+        # signal for questions whose words are spread over several passages (measured on LoCoMo).
+        docs.append({**base, "unit": "note", "passage_id": f"{path}#note", "title": title, "aliases": aliases,
+                     "tags": tags, "heading": "", "text": "", "text_terms": " ".join(terms), "text_hash": ""})
+    return docs, rows
+
+
+def _turn_windows(base: dict, pid: str, title: str, text: str, date_str: str | None) -> list[dict]:
+    """Extra vector-only units for conversations: a few turns with their neighbours. Dense retrieval
+    matches one exchange far better than a 200-word window (measured on LoCoMo); their ids
+    (`<passage_id>~w<n>`) map back to the passage they come from."""
+    turns = [t for t in text.split("\n") if t.strip()]
+    if len(turns) <= WINDOW_TURNS:
+        return []
+    out = []
+    for n, start in enumerate(range(0, len(turns) - WINDOW_TURNS + WINDOW_STRIDE, WINDOW_STRIDE)):
+        chunk = "\n".join(turns[start:start + WINDOW_TURNS])
+        etext = f"{title} ({date_str})\n{chunk}" if date_str else f"{title}\n{chunk}"
+        out.append({**base, "passage_id": f"{pid}~w{n}", "text_hash": sha256_bytes(etext.encode("utf-8")),
+                    "_embed_text": etext})
+    return out
+
+
+class Indexer:
+    def __init__(self, vault: Vault, settings: Settings, *, catalog: Catalog | None = None) -> None:
+        self.vault = vault
+        self.settings = settings
+        self.catalog = catalog or Catalog(vault, max_note_bytes=settings.max_note_bytes)
+        self.dir = vault.state / "index"
+        self.gens = GenerationStore(vault.state)
+
+    # -- components ------------------------------------------------------------------------------
+    @cached_property
+    def lexical(self):
+        """The writer-side handle: an index from another analyzer/schema version is wiped (it is a
+        cache) and the next catch-up re-indexes everything. Open it only while holding the lock."""
+        from .lexical import LexicalIndex
+
+        return LexicalIndex(self.dir / "lexical", reset_incompatible=True)
+
+    def reader(self):
+        """A read-only handle that never resets or writes (the prompt hook's path)."""
+        from .lexical import LexicalIndex
+
+        return LexicalIndex(self.dir / "lexical", read_only=True)
+
+    @cached_property
+    def pack_dir(self) -> Path | None:
+        if not self.settings.semantic:
+            return None
+        from ..embedding.pack import find_pack
+
+        try:
+            return find_pack(Path(self.settings.model_dir))
+        except Exception:  # noqa: BLE001 - a broken pack means "lexical only", reported by status
+            return None
+
+    @cached_property
+    def pack_manifest(self) -> dict | None:
+        if self.pack_dir is None:
+            return None
+        from ..embedding.pack import read_manifest
+
+        return read_manifest(self.pack_dir)
+
+    @cached_property
+    def pack_key(self) -> str | None:
+        if self.pack_manifest is None:
+            return None
+        from ..embedding.pack import pack_key
+
+        return pack_key(self.pack_manifest)
+
+    @cached_property
+    def vectors(self):
+        if self.pack_key is None:
+            return None
+        from .vectors import VectorIndex
+
+        return VectorIndex(self.dir / "vectors", self.pack_key, int(self.pack_manifest["dim"]))
+
+    @cached_property
+    def embedder(self):
+        if self.pack_dir is None:
+            return None
+        from ..embedding.embedder import get_embedder
+
+        return get_embedder(self.pack_dir)
+
+    @cached_property
+    def embcache(self):
+        from .embcache import EmbeddingCache
+
+        return EmbeddingCache(self.vault.state / "embcache.sqlite")
+
+    @cached_property
+    def pending(self) -> sqlite3.Connection:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.dir / "pending.sqlite", timeout=30, isolation_level=None)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=OFF")  # derived: a lost row is re-queued by the next rebuild
+        db.execute("CREATE TABLE IF NOT EXISTS pending (passage_id TEXT PRIMARY KEY, note_path TEXT, text_hash TEXT, row TEXT)")
+        db.execute("CREATE INDEX IF NOT EXISTS pending_note ON pending(note_path)")
+        return db
+
+    def index_info(self) -> dict:
+        from .textproc import analyzer_fingerprint
+
+        return {"analyzer": analyzer_fingerprint(), "passages": f"{PASSAGES_VERSION}/{PASSAGE_WORDS}", "pack": self.pack_key}
+
+    # -- state ---------------------------------------------------------------------------------
+    def current_manifest(self) -> tuple[int | None, dict[str, str]]:
+        gid = self.gens.current_id()
+        return gid, (self.gens.manifest(gid) if gid is not None else {})
+
+    def _needs_full_rebuild(self, gid: int | None) -> bool:
+        if gid is None:
+            return True
+        g = self.gens.load(gid)
+        info = self.index_info()
+        # A different (or newly installed) embedding pack re-queues every passage for vectors.
+        return (
+            g.index.get("analyzer") != info["analyzer"] or g.index.get("passages") != info["passages"]
+            or g.index.get("pack") != info["pack"]
+            or self.lexical.was_reset or self.lexical.doc_count() == 0 and g.note_count > 0
+        )
+
+    def diff(self, only: list[str] | None = None) -> tuple[int | None, dict[str, str], list[str], list[str]]:
+        """(current gen, path -> sha of every indexable note now, paths to (re)index, paths to remove).
+
+        `only`: re-stat just these paths (a write knows what it wrote; the write session already
+        refreshed the rest) instead of walking the whole vault; the diff is still against the full
+        manifest, so anything the catalog knows changed is indexed too."""
+        self.catalog.refresh(only=only)
+        gid, man = self.current_manifest()
+        now = {p: sha for p, (sha, kind) in self.catalog.hashes().items() if indexable(p, sha, kind)}
+        todo = [p for p, sha in now.items() if man.get(p) != sha]
+        gone = [p for p in man if p not in now]
+        return gid, now, sorted(todo), sorted(gone)
+
+    # -- writing (caller holds the vault lock) ---------------------------------------------------
+    def catch_up(self, *, changed: list[str] | None = None, progress: Callable[[int, int], None] | None = None,
+                 label: str = "catch-up", full: bool = False) -> dict:
+        t0 = time.perf_counter()
+        gid, now, todo, gone = self.diff(only=changed)
+        full = full or self._needs_full_rebuild(gid)
+        if full:
+            todo, gone = sorted(now), []
+        if not todo and not gone and not full:
+            return {"generation": gid, "indexed": 0, "removed": 0, "seconds": 0.0, "changed": False}
+        manifest = dict(now)
+        entries = self.catalog.by_paths(todo, with_meta=False)
+        # Without a pack nothing would ever drain a vector queue: do not build one. Installing a pack
+        # changes the index info, which makes the next catch-up a full pass that queues every passage.
+        queue = self.pack_key is not None
+        pend_rows: list[tuple] = []
+        objects: dict[str, bytes] = {}
+        object_bytes = n_passages = 0
+        if queue:
+            self._unqueue(full=full, removed=gone + todo)
+        with self.lexical.writer() as w:
+            if full:
+                w.delete_all()
+            for p in gone:
+                w.delete_note(p)
+            for i, p in enumerate(todo):
+                e = entries.get(p)
+                if e is None:  # gone from the catalog since the diff
+                    manifest.pop(p, None)
+                    continue
+                try:
+                    data = (self.vault.root / p).read_bytes()
+                except OSError:
+                    manifest.pop(p, None)
+                    continue
+                sha = sha256_bytes(data)
+                parsed = self.catalog.parsed.pop(p, None)  # freed as it is used
+                if sha != e.sha:  # edited since the catalog looked: index what is on disk now
+                    manifest[p] = sha
+                    parsed = None
+                objects[sha] = data
+                object_bytes += len(data)
+                if object_bytes > FLUSH_BYTES:
+                    # Streamed out instead of held: a 100k rebuild held every note's bytes twice.
+                    # Storing objects early is safe: they are content-addressed, and only a
+                    # published generation refers to them.
+                    self.gens.put_objects(objects)
+                    objects, object_bytes = {}, 0
+                if not full:
+                    w.delete_note(p)
+                try:
+                    docs, rows = build_docs(p, parsed if parsed is not None and parsed.raw_sha256 == sha else data, kind=e.kind if e.kind != "broken" else "note", layer=e.layer,
+                                            agent=e.agent, task=e.task, mtime_ns=e.mtime_ns)
+                except Exception:  # noqa: BLE001 - one odd note must not stop the index; doctor reports it
+                    manifest.pop(p, None)
+                    continue
+                for d in docs:
+                    w.add(d)
+                n_passages += len(docs)
+                if queue:
+                    pend_rows.extend((r["passage_id"], p, r["text_hash"], json.dumps(r, ensure_ascii=False)) for r in rows)
+                    if len(pend_rows) >= FLUSH_ROWS:
+                        self._queue_rows(pend_rows)
+                        pend_rows = []
+                if progress and (i % 200 == 0 or i == len(todo) - 1):
+                    progress(i + 1, len(todo))
+        self.gens.put_objects(objects)
+        self.catalog.parsed = {}
+        if queue:
+            self._queue_rows(pend_rows)
+            self._drop_vectors(full=full, removed=gone + todo)
+        g = self.gens.publish(manifest, index=self.index_info(), label=label, force_checkpoint=full)
+        return {"generation": g.id, "indexed": len(todo), "passages": n_passages, "removed": len(gone),
+                "seconds": round(time.perf_counter() - t0, 3), "changed": True, "full": full, "notes_hash": g.notes_hash}
+
+    def _unqueue(self, *, full: bool, removed: list[str]) -> None:
+        """Forget queued passages of notes about to be re-indexed or removed (all of them on a full pass)."""
+        with sqlite_tx(self.pending) as db:
+            if full:
+                db.execute("DELETE FROM pending")
+            else:
+                db.executemany("DELETE FROM pending WHERE note_path = ?", [(p,) for p in removed])
+
+    def _queue_rows(self, rows: list[tuple]) -> None:
+        if rows:
+            with sqlite_tx(self.pending) as db:
+                db.executemany("INSERT OR REPLACE INTO pending VALUES (?,?,?,?)", rows)
+
+    def _drop_vectors(self, *, full: bool, removed: list[str]) -> None:
+        """Vectors of re-indexed or removed notes go; their passages are queued again."""
+        if self.vectors is None:
+            return
+        if full:
+            self.vectors.delete_all()
+            # Vectors of another (older) pack are never compared with this one's: free the disk.
+            self.vectors.drop_other_tables()
+        elif removed:
+            self.vectors.delete_notes(removed)
+
+    def uncached_pending(self, limit: int) -> list[tuple[str, str]]:
+        """(text hash, text) of the next `limit` queued passages the embedding cache lacks, in the
+        order `embed_pending` takes them: a server fills the cache in short slices with these, and
+        `embed_pending` then only reads the cache and writes the vectors in one batch."""
+        rows = self.pending.execute("SELECT text_hash, row FROM pending LIMIT ?", (limit,)).fetchall()
+        texts: dict[str, str] = {}
+        for th, row in rows:
+            texts.setdefault(th, str(json.loads(row)["_embed_text"]))
+        if self.embedder is None:
+            return []
+        have = self.embcache.get_many(self.embedder.pack_key, list(texts))
+        return [(h, t) for h, t in texts.items() if h not in have]
+
+    def pending_count(self) -> int:
+        return int(self.pending.execute("SELECT COUNT(*) FROM pending").fetchone()[0])
+
+    def embed_pending(self, *, chunk: int = 64, progress: Callable[[int, int], None] | None = None,
+                      lock_timeout: float | None = None, max_seconds: float | None = None) -> dict:
+        """Embed queued passages in chunks: the model runs outside the lock; only the upsert holds it."""
+        if self.vectors is None or self.embedder is None:
+            return {"embedded": 0, "pending": self.pending_count(), "semantic": False}
+        from .embcache import embed_with_cache
+
+        total = self.pending_count()
+        done = 0
+        t0 = time.monotonic()
+        while True:
+            batch = self.pending.execute("SELECT passage_id, text_hash, row FROM pending LIMIT ?", (chunk,)).fetchall()
+            if not batch:
+                break
+            rows = [json.loads(r[2]) for r in batch]
+            texts = {r["text_hash"]: r["_embed_text"] for r in rows}
+            vecs = embed_with_cache(self.embedder, self.embcache, texts)
+            with vault_lock(self.vault.state, timeout=lock_timeout or self.settings.lock_timeout, command="embed"):
+                still = {
+                    (pid, th)
+                    for pid, th in self.pending.execute(
+                        f"SELECT passage_id, text_hash FROM pending WHERE passage_id IN ({','.join('?' * len(batch))})",
+                        [b[0] for b in batch],
+                    )
+                }
+                up = []
+                for r in rows:
+                    if (r["passage_id"], r["text_hash"]) in still:
+                        rr = {k: v for k, v in r.items() if k != "_embed_text"}
+                        rr["vector"] = vecs[r["text_hash"]]
+                        up.append(rr)
+                if up:
+                    self.vectors.upsert(up)
+                with sqlite_tx(self.pending):
+                    self.pending.executemany("DELETE FROM pending WHERE passage_id = ? AND text_hash = ?", list(still))
+            done += len(batch)
+            if progress:
+                progress(min(done, total), total)
+            if max_seconds is not None and time.monotonic() - t0 > max_seconds:
+                break
+        return {"embedded": done, "pending": self.pending_count(), "semantic": True}
+
+    def rebuild(self, *, progress: bool = False, embed: bool = True) -> dict:
+        """Rebuild the whole index from the Markdown notes (lexical first, then vectors)."""
+        bar = _Progress(progress)
+        with vault_lock(self.vault.state, timeout=self.settings.lock_timeout, command="rebuild-index"):
+            from ..store.journal import recover
+
+            recover(self.vault)
+            with bar.task("indexing notes") as cb:
+                res = self.catch_up(progress=cb, label="rebuild", full=True)
+        if embed:
+            with bar.task("embedding passages") as cb:
+                res["vectors"] = self.embed_pending(progress=cb, chunk=256)
+            if self.vectors is not None and res["vectors"].get("embedded"):
+                # Many small appends leave many LanceDB fragments (a 2x slower search): merge them.
+                with vault_lock(self.vault.state, timeout=self.settings.lock_timeout, command="compact vectors"):
+                    self.vectors.optimize()
+        else:
+            res["vectors"] = {"pending": self.pending_count()}
+        return res
+
+    def try_catch_up(self) -> dict | None:
+        """For readers: catch up if the vault changed and nobody else is writing; never wait."""
+        try:
+            with vault_lock(self.vault.state, timeout=0, command="catch-up"):
+                from ..store.journal import recover
+
+                recover(self.vault)
+                return self.catch_up()
+        except LockTimeout:
+            return None
+
+
+class _Progress:
+    """A rich progress bar when asked for, otherwise nothing (rich is imported only then)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def task(self, label: str):
+        from contextlib import contextmanager
+
+        @contextmanager
+        def cm():
+            if not self.enabled:
+                yield lambda done, total: None
+                return
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+            with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                          TimeRemainingColumn(), transient=False) as prog:
+                t = prog.add_task(label, total=None)
+                yield lambda done, total: prog.update(t, completed=done, total=total)
+
+        return cm()

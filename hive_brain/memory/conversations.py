@@ -1,0 +1,526 @@
+"""Finished agent conversations → one redacted note each under ``Memory/Conversations/<agent>/``.
+
+Reads Claude Code transcripts (JSONL, one entry per line) and Codex rollouts (JSONL, ``session_meta``
+/ ``response_item`` envelopes, or the older bare ``message`` lines). Only the words people read are
+kept: user prompts and assistant text. Tool calls, tool results, thinking, system and meta entries
+are dropped, and secrets and ``<private>`` spans are redacted before anything is written.
+
+Import-light at module level (the prompt hook reads transcript tails through this module); the
+writing side imports the vault machinery lazily.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TAIL_BYTES = 64 * 1024
+MAX_TURN_CHARS = 12_000
+MAX_NOTE_CHARS = 600_000
+TITLE_CHARS = 80
+PENDING_FILE = "pending-conversations.jsonl"
+
+# User "messages" that are machinery, not something a person typed.
+_MACHINE_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "Caveat: The messages below",
+    "[Request interrupted",
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<user-prompt-submit-hook>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "This session is being continued from a previous conversation",
+)
+_REMINDER = re.compile(r"<system-reminder>[\s\S]*?(?:</system-reminder>|\Z)", re.I)
+
+
+@dataclass
+class Transcript:
+    turns: list[tuple[str, str]] = field(default_factory=list)  # (role, text), consecutive roles merged
+    session_id: str = ""
+    cwd: str = ""
+    started: str = ""  # ISO timestamp of the first turn (or "")
+    ended: str = ""
+    fmt: str = "claude"  # "claude" | "codex"
+    automation: str | None = None  # why this looks like a non-interactive run
+
+
+# ---------------------------------------------------------------------------------------------- parsing
+def _blocks_text(content: Any, kinds: tuple[str, ...]) -> tuple[str, bool]:
+    """(text of the text blocks, whether there were only non-text blocks such as tool results)."""
+    if isinstance(content, str):
+        return content, False
+    if not isinstance(content, list):
+        return "", False
+    texts, other = [], 0
+    for b in content:
+        if isinstance(b, str):
+            texts.append(b)
+        elif isinstance(b, dict) and b.get("type") in kinds and isinstance(b.get("text"), str):
+            texts.append(b["text"])
+        else:
+            other += 1
+    return "\n\n".join(t for t in texts if t.strip()), bool(other) and not texts
+
+
+def _clean_user(text: str) -> str:
+    text = _REMINDER.sub("", text).strip()
+    if not text or text.startswith(_MACHINE_PREFIXES):
+        return ""
+    return text
+
+
+def _entry_turn(e: dict) -> tuple[str, str] | None:
+    """(role, text) of one transcript line, or None when it carries nothing a person reads."""
+    etype = e.get("type")
+    # Codex rollout envelope.
+    if etype == "response_item" and isinstance(e.get("payload"), dict):
+        e = e["payload"]
+        etype = e.get("type")
+    if etype == "message" and e.get("role") in ("user", "assistant"):  # Codex
+        role = e["role"]
+        text, _ = _blocks_text(e.get("content"), ("input_text", "output_text", "text"))
+        text = _clean_user(text) if role == "user" else text.strip()
+        return (role, text) if text else None
+    if (
+        etype not in ("user", "assistant")
+        or e.get("isMeta")
+        or e.get("isSidechain")
+        or e.get("isCompactSummary")
+    ):
+        return None
+    msg = e.get("message")
+    if not isinstance(msg, dict):
+        return None
+    if etype == "user":
+        text, only_other = _blocks_text(msg.get("content"), ("text",))
+        if only_other or e.get("toolUseResult") is not None:
+            return None
+        text = _clean_user(text)
+        return ("user", text) if text else None
+    text, _ = _blocks_text(msg.get("content"), ("text",))
+    text = text.strip()
+    return ("assistant", text) if text else None
+
+
+def _iter_lines(path: Path) -> Iterator[dict]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue  # a torn last line while the agent is still writing
+            if isinstance(e, dict):
+                yield e
+
+
+def parse_entries(entries: Iterable[dict]) -> Transcript:
+    t = Transcript()
+    any_sidechain = any_main = False
+    for e in entries:
+        ts = e.get("timestamp")
+        if e.get("type") == "session_meta" and isinstance(e.get("payload"), dict):
+            p = e["payload"]
+            t.fmt = "codex"
+            t.session_id = t.session_id or str(p.get("id") or "")
+            t.cwd = t.cwd or str(p.get("cwd") or "")
+            origin = str(p.get("originator") or "")
+            if "exec" in origin:
+                t.automation = f"non-interactive run (originator {origin})"
+            continue
+        if e.get("type") in ("response_item", "message", "event_msg", "turn_context"):
+            t.fmt = "codex"
+        if e.get("sessionId") and not t.session_id:
+            t.session_id = str(e["sessionId"])
+        if e.get("cwd") and not t.cwd:
+            t.cwd = str(e["cwd"])
+        ep = str(e.get("entrypoint") or "")
+        if ep.startswith("sdk"):
+            t.automation = f"non-interactive run (entrypoint {ep})"
+        if e.get("type") in ("user", "assistant"):
+            if e.get("isSidechain"):
+                any_sidechain = True
+            else:
+                any_main = True
+        turn = _entry_turn(e)
+        if turn is None:
+            continue
+        if isinstance(ts, str):
+            t.started = t.started or ts
+            t.ended = ts
+        role, text = turn
+        if t.turns and t.turns[-1][0] == role:
+            # Claude Code writes one line per content block; one reply is one turn.
+            t.turns[-1] = (role, t.turns[-1][1] + "\n\n" + text)
+        else:
+            t.turns.append((role, text))
+    if any_sidechain and not any_main and t.automation is None:
+        t.automation = "sub-agent transcript"
+    return t
+
+
+def parse_transcript(path: str | os.PathLike) -> Transcript:
+    return parse_entries(_iter_lines(Path(path)))
+
+
+def last_assistant_text(
+    path: str | os.PathLike | None, *, max_chars: int = 1500, tail_bytes: int = TAIL_BYTES
+) -> str:
+    """The last assistant reply in a transcript, read from the file's tail only (cheap on huge files).
+
+    The prompt being answered may or may not be written already; either way the reply before it is
+    returned. Only its end is kept (a list the user now refers to is usually there).
+    """
+    if not path or not isinstance(path, str | os.PathLike):
+        return ""  # open(3) would read file descriptor 3: only real paths from the hook JSON
+    try:
+        with open(os.path.expanduser(path), "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            start = max(0, size - tail_bytes)
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    if start > 0 and lines:
+        lines = lines[1:]  # the first line is cut in the middle
+    parts: list[str] = []
+    users_seen = 0
+    for line in reversed(lines):
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(e, dict):
+            continue
+        turn = _entry_turn(e)
+        if turn is None:
+            continue
+        role, text = turn
+        if role == "assistant":
+            parts.append(text)
+        elif parts:
+            break
+        else:
+            users_seen += 1
+            if users_seen >= 2:
+                break
+    text = "\n".join(reversed(parts)).strip()
+    return text[-max_chars:] if len(text) > max_chars else text
+
+
+# ---------------------------------------------------------------------------------------------- notes
+def _short_id(session_id: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9]", "", session_id).lower()
+    return s[:8] or "session"
+
+
+def _date_of(ts: str) -> dt.datetime | None:
+    if not ts:
+        return None
+    try:
+        d = dt.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
+
+
+def _iso(d: dt.datetime) -> str:
+    return d.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _title(first_prompt: str) -> str:
+    line = next((ln for ln in first_prompt.splitlines() if ln.strip()), "")
+    line = " ".join(line.replace("*", "").replace("`", "").split()).lstrip("#> ").strip()
+    if len(line) > TITLE_CHARS:
+        line = line[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
+    return line or "Conversation"
+
+
+def render_note(
+    t: Transcript, *, agent: str, session_id: str, project: str, redact: Callable[[str], tuple[str, int]]
+) -> tuple[str, dict, str, int]:
+    """(title, frontmatter, body, redactions) for a parsed transcript. Everything is redacted here."""
+    turns: list[tuple[str, str]] = []
+    n_red = 0
+    for role, text in t.turns:
+        if len(text) > MAX_TURN_CHARS:
+            text = text[:MAX_TURN_CHARS] + "\n\n…(truncated)"
+        clean, n = redact(text)
+        n_red += n
+        turns.append((role, clean.strip()))
+    first_user = next((x for r, x in turns if r == "user"), "")
+    title = _title(first_user)
+    project_clean, n = redact(project)
+    n_red += n
+    start = _date_of(t.started) or dt.datetime.now(dt.UTC)
+    end = _date_of(t.ended) or start
+    meta: dict[str, Any] = {
+        "type": "conversation",
+        "title": title,
+        "date": _iso(start),
+        "ended": _iso(end),
+        "agent": agent,
+        "project": project_clean or None,
+        "session_id": session_id,
+        "turns": sum(1 for r, _ in turns if r == "user"),
+        "redactions": n_red or None,
+        "source": f"{t.fmt} transcript",
+    }
+    out = [f"# {title}", ""]
+    n_turn = 0
+    used = 0
+    for role, text in turns:
+        if role == "user":
+            n_turn += 1
+            out += [f"## Turn {n_turn}", ""]
+        label = "User" if role == "user" else "Assistant"
+        block = f"**{label}:** {text}"
+        used += len(block)
+        if used > MAX_NOTE_CHARS:
+            out += ["…(the rest of this conversation was too long to keep)", ""]
+            break
+        out += [block, ""]
+    return title, meta, "\n".join(out).rstrip() + "\n", n_red
+
+
+def note_folder(agent: str) -> str:
+    from ..store.vault import CONVERSATIONS_DIR
+
+    return f"{CONVERSATIONS_DIR}/{agent}"
+
+
+def _existing_note(vault: Any, folder: str, session_id: str) -> str | None:
+    """The note already holding this session (found by its session_id, whatever its title became)."""
+    from ..store.notes import read_note
+
+    d = vault.root / folder
+    if not d.is_dir():
+        return None
+    for p in sorted(d.glob(f"*-{_short_id(session_id)}.md")):
+        rel = f"{folder}/{p.name}"
+        try:
+            note = read_note(p, rel)
+        except Exception:  # noqa: BLE001 - an unreadable note is not ours to rewrite
+            continue
+        if str(note.meta.get("session_id") or "") == session_id:
+            return rel
+    return None
+
+
+def capture(
+    engine: Any,
+    transcript_path: str | os.PathLike,
+    *,
+    agent: str,
+    session_id: str | None = None,
+    cwd: str | None = None,
+    lock_timeout: float | None = None,
+    publish: bool = True,
+) -> dict:
+    """Write (or rewrite) the conversation note of one transcript. Idempotent per session id.
+
+    Returns ``{"status": "captured"|"updated"|"already"|"skipped", "path"?, "reason"?, ...}``.
+    Raises ``LockTimeout`` when the vault stays locked for ``lock_timeout`` seconds.
+    """
+    from ..config import validate_agent_id
+    from ..store.journal import Transaction, write_session
+    from ..store.notes import render, slugify
+    from ..store.secrets import redact
+
+    agent = validate_agent_id(agent)
+    path = Path(transcript_path)
+    if not path.is_file():
+        return {"status": "skipped", "reason": f"no transcript at {path}", "transcript": str(path)}
+    t = parse_transcript(path)
+    if not t.started:
+        # No timestamps (older formats): the file's time keeps a re-capture byte-identical.
+        t.started = t.ended = _iso(dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC))
+    sid = str(session_id or t.session_id or path.stem)
+    base = {"transcript": str(path), "session_id": sid}
+    if t.automation:
+        return {**base, "status": "skipped", "reason": t.automation}
+    if not any(r == "user" for r, _ in t.turns):
+        return {**base, "status": "skipped", "reason": "no user prompt (automation or empty session)"}
+    if not any(r == "assistant" for r, _ in t.turns):
+        return {**base, "status": "skipped", "reason": "no assistant reply yet"}
+    project = os.path.basename(os.path.normpath(cwd or t.cwd)) if (cwd or t.cwd) else ""
+    title, meta, body, n_red = render_note(t, agent=agent, session_id=sid, project=project, redact=redact)
+    text = render(meta, body)
+    folder = note_folder(agent)
+    vault = engine.vault
+    timeout = engine.settings.lock_timeout if lock_timeout is None else lock_timeout
+    with write_session(vault, timeout=timeout, command="capture conversation"):
+        rel = _existing_note(vault, folder, sid)
+        start = _date_of(t.started) or dt.datetime.now(dt.UTC)
+        if rel is None:
+            stem = f"{folder}/{start.astimezone().strftime('%Y-%m-%d')} {slugify(title, 50)}"
+            rel = f"{stem}-{_short_id(sid)}.md"
+            if vault.abs(rel).exists():  # another session with the same id prefix, day and title
+                rel = f"{stem}-{re.sub(r'[^A-Za-z0-9]', '', sid).lower()[:32] or 'session'}.md"
+            old = None
+        else:
+            try:
+                old = vault.abs(rel).read_bytes()
+            except OSError:
+                old = None
+        if old is not None and old == text.encode("utf-8"):
+            return {**base, "status": "already", "path": rel, "turns": meta["turns"]}
+        from ..store.fsutil import sha256_bytes
+
+        txn = Transaction(vault, "capture conversation")
+        txn.write(rel, text, expect_old=sha256_bytes(old) if old is not None else "")
+        txn.commit(engine.publish if publish else None)
+    return {
+        **base,
+        "status": "updated" if old is not None else "captured",
+        "path": rel,
+        "turns": meta["turns"],
+        "redactions": n_red,
+        "title": title,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- queue
+def pending_path(state: Path) -> Path:
+    return state / "hooks" / PENDING_FILE
+
+
+def queue_pending(state: Path, item: dict) -> None:
+    """Remember a transcript to capture later (the vault was locked). Paths only, never content."""
+    p = pending_path(state)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "a", encoding="utf-8") as f:
+        f.write(json.dumps(item, ensure_ascii=False) + "\n")
+
+
+def read_pending(state: Path) -> list[dict]:
+    p = pending_path(state)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    out: list[dict] = []
+    seen: dict[str, int] = {}
+    for ln in lines:
+        try:
+            item = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and item.get("transcript_path"):
+            key = str(item.get("session_id") or item["transcript_path"])
+            if key in seen:
+                out[seen[key]] = item  # the latest request for a session wins
+            else:
+                seen[key] = len(out)
+                out.append(item)
+    return out
+
+
+def detect_agent(path: Path) -> str:
+    """'codex' for a Codex rollout, else 'claude-code' (looks at the first lines only)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = [f.readline() for _ in range(5)]
+    except OSError:
+        return "claude-code"
+    for ln in head:
+        try:
+            e = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(e, dict) and (
+            e.get("type") in ("session_meta", "response_item", "message") or "instructions" in e
+        ):
+            return "codex"
+    return "claude-code"
+
+
+def consolidate(
+    engine: Any,
+    *,
+    from_dir: Path | None = None,
+    agent: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> dict:
+    """Capture older transcripts from a folder plus the queued ones; one index catch-up at the end."""
+    from ..errors import HiveBrainError, LockTimeout
+    from ..store.fsutil import atomic_write_text
+
+    state = engine.vault.state
+    jobs: list[dict] = []
+    queued = read_pending(state)
+    for item in queued:
+        jobs.append({**item, "queued": True})
+    if from_dir is not None:
+        files = sorted(
+            Path(from_dir).expanduser().rglob("*.jsonl"), key=lambda p: (p.stat().st_mtime, str(p))
+        )
+        for p in files:
+            jobs.append({"transcript_path": str(p)})
+    counts = {"captured": 0, "updated": 0, "already": 0, "skipped": 0, "failed": 0}
+    results: list[dict] = []
+    still_pending: list[dict] = []
+    written: list[str] = []
+    for i, job in enumerate(jobs):
+        tp = Path(job["transcript_path"])
+        who = agent or job.get("agent") or engine.settings.agent_id or detect_agent(tp)
+        if progress:
+            progress(i, len(jobs), tp.name)
+        try:
+            res = capture(
+                engine, tp, agent=who, session_id=job.get("session_id"), cwd=job.get("cwd"), publish=False
+            )
+        except LockTimeout as e:
+            res = {"status": "failed", "transcript": str(tp), "reason": str(e)}
+            if job.get("queued"):
+                still_pending.append({k: v for k, v in job.items() if k != "queued"})
+        except (HiveBrainError, OSError, ValueError) as e:
+            res = {"status": "failed", "transcript": str(tp), "reason": str(e)}
+        counts[res["status"]] += 1
+        if res["status"] in ("captured", "updated"):
+            written.append(res["path"])
+        results.append(res)
+    if progress:
+        progress(len(jobs), len(jobs), "")
+    if queued:
+        p = pending_path(state)
+        if still_pending:
+            atomic_write_text(p, "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in still_pending))
+        else:
+            p.unlink(missing_ok=True)
+    index_error = None
+    if written:
+        from ..store.journal import write_session
+
+        try:
+            with write_session(engine.vault, timeout=engine.settings.lock_timeout, command="consolidate"):
+                engine.indexer.catch_up(label=f"consolidate: {len(written)} conversations")
+        except HiveBrainError as e:  # the notes are safe; the next read catches the index up
+            index_error = str(e)
+    return {
+        **counts,
+        "pending_processed": len(queued),
+        "pending_left": len(still_pending),
+        "total": len(jobs),
+        "results": results,
+        "index_error": index_error,
+    }

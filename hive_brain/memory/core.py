@@ -1,0 +1,238 @@
+"""Core memory: what every agent session starts with.
+
+The vault's ``Memory/Core Memory.md``, the agent's own ``Agents/<id>/Core Memory.md``, then the
+standing rules drawn from typed memory — the user's instructions, preferences and decisions
+(shared layer, origin user) and the agent's own lessons (its private layer) — de-duplicated and cut
+to a character budget, most important first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# Order is importance: what is cut first when the budget runs out is at the end.
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("instruction", "Instructions from the user"),
+    ("preference", "Preferences"),
+    ("decision", "Decisions"),
+    ("lesson", "Lessons learned"),
+)
+MAX_ITEM_CHARS = 700
+HEADER = (
+    "Core memory from the user's hive-brain vault: who the user is, how they work, and the standing rules "
+    "they asked for. The user's current request takes precedence. Look up more with hive-brain recall."
+)
+_EMPTY_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])(?:\s+\[ \])?\s*$")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
+
+
+def clean_core_body(body: str) -> str:
+    """The note body without the template's empty bullets and headings left with nothing under them."""
+    lines = [ln.rstrip() for ln in body.splitlines() if not _EMPTY_BULLET.match(ln)]
+    # Drop a heading when the next non-blank line is a heading of the same or a higher level (or nothing).
+    keep: list[str] = []
+    for i, ln in enumerate(lines):
+        m = _HEADING.match(ln)
+        if m:
+            level = len(m.group(1))
+            nxt = next((x for x in lines[i + 1 :] if x.strip()), None)
+            if nxt is None:
+                continue
+            mn = _HEADING.match(nxt)
+            if mn and len(mn.group(1)) <= level:
+                continue
+        keep.append(ln)
+    text = "\n".join(keep)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def _template_core() -> str:
+    from ..store.notes import parse_text
+    from ..store.vault import CORE_MEMORY, template_dir
+
+    try:
+        raw = (template_dir() / CORE_MEMORY).read_text(encoding="utf-8")
+    except Exception:  # noqa: BLE001 - without the template every non-empty core note counts
+        return ""
+    return clean_core_body(parse_text(CORE_MEMORY, raw).body)
+
+
+def _read_body(engine: Any, rel: str) -> str | None:
+    from ..errors import NoteError
+    from ..store.notes import read_note
+
+    p = engine.vault.root / rel
+    if not p.is_file():
+        return None
+    try:
+        note = read_note(p, rel, max_bytes=engine.settings.max_note_bytes)
+    except NoteError:
+        return None
+    if note.problem:
+        return None
+    return note.body
+
+
+def _updated(e: Any) -> str:
+    return str(e.meta.get("updated") or e.meta.get("created") or "")
+
+
+def core_items(engine: Any, agent: str | None, budget: int = 6000, *, refresh: bool = True) -> list[dict]:
+    """The core memory items that fit ``budget`` characters, most important first.
+
+    Each item: ``{"section", "title", "path", "id", "type", "text"}``.
+    """
+    from ..store.vault import AGENTS_DIR, CORE_MEMORY
+
+    cat = engine.catalog
+    if refresh:
+        cat.refresh()
+    items: list[dict] = []
+    body = _read_body(engine, CORE_MEMORY)
+    if body is not None:
+        text = clean_core_body(body)
+        # A core note still equal to the template says nothing about the user.
+        if text and text != _template_core():
+            items.append(
+                {
+                    "section": "core",
+                    "title": "Core Memory",
+                    "path": CORE_MEMORY,
+                    "id": None,
+                    "type": "core",
+                    "text": text,
+                }
+            )
+    if agent:
+        rel = f"{AGENTS_DIR}/{agent}/Core Memory.md"
+        body = _read_body(engine, rel)
+        if body is not None and (text := clean_core_body(body)):
+            items.append(
+                {
+                    "section": "agent-core",
+                    "title": f"Core Memory of {agent}",
+                    "path": rel,
+                    "id": None,
+                    "type": "core",
+                    "text": text,
+                }
+            )
+    seen_hash: set[str] = set()
+    seen_key: set[str] = set()
+    mems = [e for e in cat.memories() if e.status == "active" and not e.problem]
+    for mtype, _label in SECTIONS:
+        if mtype == "lesson":
+            if not agent:
+                continue
+            pool = [
+                e
+                for e in mems
+                if e.layer == "private" and e.agent == agent and str(e.meta.get("type")) == "lesson"
+            ]
+        else:
+            pool = [
+                e
+                for e in mems
+                if e.layer == "shared"
+                and str(e.meta.get("type")) == mtype
+                and str(e.meta.get("origin") or "") == "user"
+            ]
+        pool.sort(key=lambda e: (_updated(e), e.path), reverse=True)
+        for e in pool:
+            if (e.content_hash and e.content_hash in seen_hash) or (
+                e.memory_key and e.memory_key in seen_key
+            ):
+                continue
+            body = _read_body(engine, e.path)
+            if body is None or not body.strip():
+                continue
+            if e.content_hash:
+                seen_hash.add(e.content_hash)
+            if e.memory_key:
+                seen_key.add(e.memory_key)
+            text = " ".join(body.split()) if len(body) < 300 else body.strip()
+            if len(text) > MAX_ITEM_CHARS:
+                text = text[:MAX_ITEM_CHARS].rstrip() + "…"
+            items.append(
+                {
+                    "section": mtype,
+                    "title": e.title,
+                    "path": e.path,
+                    "id": e.id or None,
+                    "type": mtype,
+                    "text": text,
+                }
+            )
+    return _fit(items, budget, agent)
+
+
+def _section_title(section: str, agent: str | None) -> str:
+    if section == "lesson":
+        return f"Lessons learned by {agent}"
+    return dict(SECTIONS).get(section, section)
+
+
+def _render_item(it: dict) -> str:
+    if it["section"] in ("core", "agent-core"):
+        return it["text"]
+    return (
+        f"- **{it['title']}**: {it['text']} ({it['id']})"
+        if it.get("id")
+        else f"- **{it['title']}**: {it['text']}"
+    )
+
+
+def _fit(items: list[dict], budget: int, agent: str | None) -> list[dict]:
+    kept: list[dict] = []
+    used = len(HEADER) + 2
+    section = None
+    for it in items:
+        head = 0
+        if it["section"] != section:
+            head = len(_section_heading(it, agent)) + 2
+        block = _render_item(it)
+        if used + head + len(block) + 1 > budget:
+            room = budget - used - head - 1
+            # A core note is the most important thing: keep its beginning rather than nothing.
+            if it["section"] in ("core", "agent-core") and room > 200:
+                it = {**it, "text": it["text"][: room - 2].rstrip() + "…", "truncated": True}
+                kept.append(it)
+                used += head + len(_render_item(it)) + 1
+                section = it["section"]
+            continue
+        kept.append(it)
+        used += head + len(block) + 1
+        section = it["section"]
+    return kept
+
+
+def _section_heading(it: dict, agent: str | None) -> str:
+    if it["section"] in ("core", "agent-core"):
+        return f"## {it['title']} ({it['path']})"
+    return f"## {_section_title(it['section'], agent)}"
+
+
+def render(items: list[dict], agent: str | None) -> str:
+    if not items:
+        return ""
+    out = [HEADER, ""]
+    section = None
+    for it in items:
+        if it["section"] != section:
+            if section is not None:
+                out.append("")
+            out += [_section_heading(it, agent), ""]
+            section = it["section"]
+        out.append(_render_item(it))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def core_text(engine: Any, agent: str | None, budget: int = 6000) -> str:
+    """Core memory as Markdown under ``budget`` characters ("" when the vault holds none)."""
+    items = core_items(engine, agent, budget)
+    text = render(items, agent)
+    while items and len(text) > budget:  # the fit above is an estimate; the budget is a promise
+        items.pop()
+        text = render(items, agent)
+    return text

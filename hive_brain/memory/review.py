@@ -1,0 +1,622 @@
+"""Brain Review: proposals to change shared memory, decided by the vault owner.
+
+What one agent concludes stays in its private layer; it becomes what every agent believes only
+through a proposal the owner approves and applies. Proposals are ordinary notes under
+``Operations/Brain Review/`` (so they sync, and the owner can read and even edit them in Obsidian
+before approving): frontmatter ``id: rev-<ulid>``, ``kind`` (remember | promotion | import | pattern),
+``status`` (pending -> approved | rejected; approved -> applied | rejected), ``proposed_by``, the
+proposed memory's fields, ``sources`` and ``reason``; the body is the proposed content.
+
+Sources of proposals: an agent's shared write in enforcement mode ("teach the hive", via
+``MemoryStore.remember``), and promotions: near-duplicate private memories of two or more agents.
+Every change to a proposal, and applying it, is one journaled transaction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DuplicateContent, NotFound, Refused, UsageError
+from ..store.catalog import Catalog, Entry
+from ..store.journal import Transaction
+from ..store.notes import (
+    content_hash,
+    derive_memory_key,
+    memory_filename,
+    new_ulid,
+    now_iso,
+    read_note,
+    render,
+    to_text_list,
+)
+from .layers import SHARED, require_owner
+
+if TYPE_CHECKING:
+    from .store import MemoryInput, MemoryStore
+
+REVIEW_DIR = "Operations/Brain Review"
+KINDS = ("remember", "promotion", "import", "pattern")
+STATUSES = ("pending", "approved", "rejected", "applied")
+PROPOSAL_FIELDS = ("type", "title", "memory_key", "project", "tags", "aliases", "confidence")
+JACCARD = 0.6
+APPLIED_ORIGIN = "agent-reviewed"
+SYSTEM = "hive-brain"  # proposer of what hive-brain itself found (promotions)
+
+
+def new_review_id() -> str:
+    return "rev-" + new_ulid().lower()
+
+
+def proposal_entries(catalog: Catalog, status: str | None = None) -> list[Entry]:
+    prefix = REVIEW_DIR + "/"
+    where = "substr(path, 1, ?) = ? AND id LIKE 'rev-%'"
+    args: tuple = (len(prefix), prefix)
+    if status:
+        where += " AND status = ?"
+        args += (status,)
+    return sorted(catalog.select(where, args), key=lambda e: (str(e.meta.get("created") or ""), e.id))
+
+
+def _visible(e: Entry, agent: str | None) -> bool:
+    # An agent sees what it proposed; promotions quote other agents' private memories, so only the owner.
+    return not agent or str(e.meta.get("proposed_by") or "") == agent
+
+
+def status_counts(catalog: Catalog, agent: str | None = None) -> dict[str, int]:
+    counts = dict.fromkeys(STATUSES, 0)
+    for e in proposal_entries(catalog):
+        if _visible(e, agent) and e.status in counts:
+            counts[e.status] += 1
+    return counts
+
+
+def build_proposal(
+    *,
+    kind: str,
+    proposed_by: str,
+    fields: dict[str, Any],
+    content: str,
+    reason: str,
+    sources: list[str] | None = None,
+    source_agents: list[str] | None = None,
+    evolves: str | None = None,
+    taken: set[str] | None = None,
+    exists: Any = None,
+) -> tuple[str, dict[str, Any], str]:
+    """(path, frontmatter, note text) of a new pending proposal."""
+    if kind not in KINDS:
+        raise UsageError(f"unknown proposal kind {kind!r}", hint=f"one of {', '.join(KINDS)}")
+    rid = new_review_id()
+    ts = now_iso()
+    meta: dict[str, Any] = {
+        "id": rid,
+        "kind": kind,
+        "status": "pending",
+        "proposed_by": proposed_by,
+        "created": ts,
+        "updated": ts,
+        **{k: fields.get(k) for k in PROPOSAL_FIELDS},
+        "evolves": evolves,
+        "sources": list(sources or []) or None,
+        "source_agents": list(source_agents or []) or None,
+        "reason": reason,
+        "content_hash": content_hash(content),
+    }
+    title = str(fields.get("title") or kind)
+    taken = taken if taken is not None else set()
+    path = f"{REVIEW_DIR}/{memory_filename(title, rid)}"
+    while path in taken or (exists is not None and exists(path)):
+        rid = new_review_id()
+        meta["id"] = rid
+        path = f"{REVIEW_DIR}/{memory_filename(title, rid)}"
+    taken.add(path)
+    return path, meta, render(meta, content)
+
+
+def stage_remember_proposal(store: MemoryStore, txn: Transaction, inp: MemoryInput) -> dict[str, Any]:
+    """Stage an agent's "teach the hive" request (validated input, lock held, catalog fresh).
+
+    Nothing is proposed twice: identical content already in shared memory is refused, and an identical
+    pending proposal is returned instead of a new one. When shared memory already has an active memory
+    with the same key, the proposal is to evolve it.
+    """
+    cat = store.catalog
+    h = content_hash(inp.content)
+    for e in cat.by_content_hash(h):
+        if e.layer == SHARED and e.status == "active":
+            raise DuplicateContent(
+                f"shared memory already says this: {e.id} ({e.path})", hint="nothing to do"
+            )
+    for e in proposal_entries(cat, "pending"):
+        if e.content_hash == h:
+            return {
+                "status": "proposed",
+                "proposal": e.id,
+                "id": e.id,
+                "path": e.path,
+                "already": True,
+                "layer": SHARED,
+                "memory_key": e.memory_key,
+                "hint": "an identical proposal is already waiting for Brain Review",
+            }
+    key = inp.memory_key or derive_memory_key(inp.type, inp.title, inp.project)
+    evolves = next((e.id for e in cat.by_key(key) if e.layer == SHARED and e.status == "active"), None)
+    fields = {
+        "type": inp.type,
+        "title": inp.title,
+        "memory_key": key,
+        "project": inp.project or None,
+        "tags": inp.tags or None,
+        "aliases": inp.aliases or None,
+        "confidence": inp.confidence,
+    }
+    reason = f"agent {store.agent!r} asked to teach the hive" + (
+        f" (would evolve {evolves})" if evolves else ""
+    )
+    path, meta, text = build_proposal(
+        kind="remember",
+        proposed_by=store.agent or "owner",
+        fields=fields,
+        content=inp.content,
+        reason=reason,
+        evolves=evolves,
+        taken=set(txn.paths),
+        exists=lambda p: store.vault.abs(p).exists(),
+    )
+    txn.write(path, text, expect_old="")
+    # "id" is the proposal's: callers that print the id of what was stored get the note that was stored.
+    return {
+        "status": "proposed",
+        "proposal": meta["id"],
+        "id": meta["id"],
+        "path": path,
+        "memory_key": key,
+        "layer": SHARED,
+        "evolves": evolves,
+        "hint": "shared memory changes only through Brain Review; the owner decides "
+        f"with `hive-brain review approve {meta['id']}`",
+    }
+
+
+@dataclass
+class Proposal:
+    entry: Entry
+    meta: dict[str, Any]
+    body: str
+
+    @property
+    def id(self) -> str:
+        return self.entry.id
+
+    @property
+    def status(self) -> str:
+        return str(self.meta.get("status") or "pending")
+
+    def summary(self) -> dict[str, Any]:
+        m = self.meta
+        return {
+            "id": self.id,
+            "kind": m.get("kind"),
+            "status": self.status,
+            "proposed_by": m.get("proposed_by"),
+            "type": m.get("type"),
+            "title": m.get("title"),
+            "memory_key": m.get("memory_key"),
+            "created": m.get("created"),
+            "reason": m.get("reason"),
+            "sources": to_text_list(m.get("sources")),
+            "evolves": m.get("evolves"),
+            "applied_memory": m.get("applied_memory"),
+            "path": self.entry.path,
+        }
+
+
+class BrainReview:
+    """The queue, over a MemoryStore (its vault, settings, catalog, lock and index publishing)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+        self.catalog = store.catalog
+        self.settings = store.settings
+
+    @property
+    def agent(self) -> str | None:
+        return self.settings.agent_id
+
+    # -- reading -------------------------------------------------------------------------------
+    def list(self, status: str | None = None) -> list[dict[str, Any]]:
+        if status and status not in STATUSES:
+            raise UsageError(f"unknown status {status!r}", hint=f"one of {', '.join(STATUSES)}")
+        self.catalog.refresh()
+        return [
+            {
+                "id": e.id,
+                "kind": e.meta.get("kind"),
+                "status": e.status,
+                "proposed_by": e.meta.get("proposed_by"),
+                "type": e.meta.get("type"),
+                "title": e.meta.get("title"),
+                "created": e.meta.get("created"),
+                "reason": e.meta.get("reason"),
+                "path": e.path,
+            }
+            for e in proposal_entries(self.catalog, status)
+            if _visible(e, self.agent)
+        ]
+
+    def _get(self, review_id: str) -> Proposal:
+        rid = (review_id or "").strip()
+        if not rid:
+            raise UsageError("proposal id is empty")
+        e = self.catalog.by_id(rid)
+        if e is None or not e.path.startswith(REVIEW_DIR + "/") or not _visible(e, self.agent):
+            raise NotFound(
+                f"no Brain Review proposal with id {rid!r}", hint="list them with `hive-brain review list`"
+            )
+        note = self.store._load(e)
+        return Proposal(e, dict(note.meta), note.body.strip("\n"))
+
+    def show(self, review_id: str) -> dict[str, Any]:
+        self.catalog.refresh()
+        p = self._get(review_id)
+        return {**p.summary(), "meta": p.meta, "content": p.body}
+
+    # -- deciding ------------------------------------------------------------------------------
+    def _decide(self, review_id: str, status: str, allowed: tuple[str, ...], **extra: Any) -> dict[str, Any]:
+        verb = {"approved": "approving", "rejected": "rejecting"}.get(status, "deciding")
+        require_owner(self.settings, f"{verb} Brain Review proposals", always=True)
+        with self.store._session(f"review {status}"):
+            self.catalog.refresh()
+            p = self._get(review_id)
+            if p.status not in allowed:
+                raise Refused(f"{p.id} is {p.status}; only a {' or '.join(allowed)} proposal can be {status}")
+            meta = {
+                **p.meta,
+                "status": status,
+                "decided_by": "owner",
+                "decided_at": now_iso(),
+                "updated": now_iso(),
+                **extra,
+            }
+            txn = Transaction(self.store.vault, f"review-{status}")
+            txn.write(p.entry.path, render(meta, p.body), expect_old=p.entry.sha)
+            self.store._commit(txn)
+        return {"status": status, "proposal": p.id, "path": p.entry.path}
+
+    def approve(self, review_id: str) -> dict[str, Any]:
+        return self._decide(review_id, "approved", ("pending",))
+
+    def reject(self, review_id: str, reason: str | None = None) -> dict[str, Any]:
+        return self._decide(review_id, "rejected", ("pending", "approved"), decision_reason=reason or None)
+
+    def apply(self, review_id: str) -> dict[str, Any]:
+        """An approved proposal becomes shared memory (written by the owner), in one transaction that
+        also marks the proposal applied: a crash leaves both or neither."""
+        from .store import MemoryInput
+
+        require_owner(self.settings, "applying Brain Review proposals", always=True)
+        st = self.store
+        with st._session("review apply"):
+            self.catalog.refresh()
+            p = self._get(review_id)
+            if p.status != "approved":
+                hint = (
+                    f"approve it first: `hive-brain review approve {p.id}`" if p.status == "pending" else None
+                )
+                raise Refused(f"{p.id} is {p.status}; only an approved proposal can be applied", hint=hint)
+            m = p.meta
+            provenance = {
+                "review": p.id,
+                "proposed_by": m.get("proposed_by"),
+                "sources": to_text_list(m.get("sources")) or None,
+            }
+            txn = Transaction(st.vault, "review-apply")
+            old = self.catalog.by_id(str(m["evolves"])) if m.get("evolves") else None
+            if old is not None and old.kind == "memory" and old.layer == SHARED and old.status == "active":
+                path, meta = st._stage_evolve(
+                    txn,
+                    old,
+                    p.body,
+                    str(m.get("title") or "") or None,
+                    origin=APPLIED_ORIGIN,
+                    provenance=provenance,
+                )
+            else:
+                # The owner may have edited the proposal in Obsidian: its note is what gets applied.
+                inp = MemoryInput(
+                    type=str(m.get("type") or "note"),
+                    title=str(m.get("title") or ""),
+                    content=p.body,
+                    memory_key=m.get("memory_key") or None,
+                    project=m.get("project") or None,
+                    tags=to_text_list(m.get("tags")),
+                    aliases=to_text_list(m.get("aliases")),
+                    confidence=m.get("confidence"),
+                    scope="hive",
+                    origin=APPLIED_ORIGIN,
+                    provenance=provenance,
+                )
+                st._validate(inp)
+                path, meta = st._stage_remember(txn, inp, taken=set(), pending=[])
+            done = {
+                **m,
+                "status": "applied",
+                "applied_memory": meta["id"],
+                "applied_at": now_iso(),
+                "updated": now_iso(),
+            }
+            txn.write(p.entry.path, render(done, p.body), expect_old=p.entry.sha)
+            st._commit(txn)
+        return {
+            "status": "applied",
+            "proposal": p.id,
+            "id": meta["id"],
+            "path": path,
+            "supersedes": meta.get("supersedes"),
+            "layer": SHARED,
+        }
+
+    # -- promotion -----------------------------------------------------------------------------
+    def promote(self, *, dry_run: bool = False, threshold: float = JACCARD) -> dict[str, Any]:
+        """Queue one promotion proposal per group of near-duplicate private memories of 2+ agents.
+
+        Idempotent: a group already covered by a proposal (whatever its status: a rejected promotion
+        is not asked again) is skipped; a pending one that covers part of a grown group is extended.
+        """
+        require_owner(
+            self.settings, "proposing promotions (it reads every agent's private memory)", always=True
+        )
+        st = self.store
+        with st._session("promote"):
+            self.catalog.refresh()
+            groups = find_groups(self.catalog, threshold=threshold)
+            existing = [
+                (e, set(to_text_list(e.meta.get("sources"))))
+                for e in proposal_entries(self.catalog)
+                if e.meta.get("kind") == "promotion"
+            ]
+            shared = [e for e in self.catalog.memories() if e.layer == SHARED and e.status == "active"]
+            shared_hashes = {e.content_hash: e for e in shared}
+            shared_keys = {e.memory_key: e for e in shared}
+            txn = Transaction(st.vault, "promote")
+            report: dict[str, Any] = {
+                "groups": len(groups),
+                "proposed": [],
+                "extended": [],
+                "skipped": [],
+                "dry_run": dry_run,
+            }
+            taken: set[str] = set()
+            for g in groups:
+                ids = {e.id for e in g.members}
+                covered = next((e for e, src in existing if ids <= src), None)
+                if covered is not None:
+                    report["skipped"].append(
+                        {
+                            "sources": sorted(ids),
+                            "reason": f"already proposed as {covered.id} ({covered.status})",
+                        }
+                    )
+                    continue
+                in_hive = next(
+                    (shared_hashes[e.content_hash] for e in g.members if e.content_hash in shared_hashes),
+                    None,
+                )
+                rep = g.representative
+                same_key = shared_keys.get(rep.memory_key)
+                if (
+                    in_hive is None
+                    and same_key is not None
+                    and _jaccard(g.words[rep.id], _words_of_entry(self.catalog, same_key)) >= threshold
+                ):
+                    in_hive = same_key
+                if in_hive is not None:
+                    report["skipped"].append(
+                        {"sources": sorted(ids), "reason": f"shared memory already holds it ({in_hive.id})"}
+                    )
+                    continue
+                agents = sorted({e.agent for e in g.members})
+                reason = (
+                    f"agents {', '.join(agents)} hold near-duplicate private memories "
+                    f"({'; '.join(sorted(g.basis))})"
+                )
+                partial = next((e for e, src in existing if e.status == "pending" and ids & src), None)
+                if partial is not None:
+                    report["extended"].append(partial.id)
+                    if not dry_run:
+                        note = st._load(partial)
+                        srcs = sorted(set(to_text_list(note.meta.get("sources"))) | ids)
+                        who = sorted(set(to_text_list(note.meta.get("source_agents"))) | set(agents))
+                        meta = {
+                            **note.meta,
+                            "sources": srcs,
+                            "source_agents": who,
+                            "reason": reason,
+                            "updated": now_iso(),
+                        }
+                        txn.write(partial.path, render(meta, note.body), expect_old=partial.sha)
+                    continue
+                body = g.bodies[rep.id]
+                fields = {
+                    "type": rep.meta.get("type"),
+                    "title": rep.title,
+                    "memory_key": rep.memory_key,
+                    "project": _unanimous(g.members, "project"),
+                    "tags": _union(g.members, "tags"),
+                    "aliases": _union(g.members, "aliases"),
+                    "confidence": None,
+                }
+                evolves = same_key.id if same_key is not None else None
+                path, meta, text = build_proposal(
+                    kind="promotion",
+                    proposed_by=SYSTEM,
+                    fields=fields,
+                    content=body,
+                    reason=reason,
+                    sources=sorted(ids),
+                    source_agents=agents,
+                    evolves=evolves,
+                    taken=taken,
+                    exists=lambda p: st.vault.abs(p).exists(),
+                )
+                report["proposed"].append(
+                    {
+                        "proposal": meta["id"],
+                        "path": path,
+                        "title": rep.title,
+                        "sources": sorted(ids),
+                        "agents": agents,
+                        "basis": sorted(g.basis),
+                    }
+                )
+                if not dry_run:
+                    txn.write(path, text, expect_old="")
+            if not dry_run:
+                st._commit(txn)
+        return report
+
+
+# ---------------------------------------------------------------------------------------------- grouping
+@dataclass
+class Group:
+    members: list[Entry]
+    basis: set[str]
+    words: dict[str, frozenset[str]]
+    bodies: dict[str, str]
+
+    @property
+    def representative(self) -> Entry:
+        """The member closest to all the others (the newest on a tie): the wording most agents share."""
+
+        def closeness(e: Entry) -> tuple[float, str]:
+            s = sum(_jaccard(self.words[e.id], self.words[o.id]) for o in self.members if o.id != e.id)
+            return (s, str(e.meta.get("updated") or e.meta.get("created") or ""))
+
+        return max(self.members, key=closeness)
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def _words(title: str, body: str) -> frozenset[str]:
+    from ..index.textproc import content_words
+
+    return frozenset(content_words(f"{title}\n{body}"))
+
+
+def _words_of_entry(catalog: Catalog, e: Entry) -> frozenset[str]:
+    try:
+        note = read_note(catalog.vault.root / e.path, e.path, max_bytes=catalog.max_note_bytes)
+    except Exception:  # noqa: BLE001 - an unreadable note compares as empty
+        return frozenset()
+    return _words(e.title, note.body)
+
+
+def _unanimous(members: list[Entry], key: str) -> Any:
+    vals = {str(e.meta.get(key)) for e in members if e.meta.get(key)}
+    return vals.pop() if len(vals) == 1 and all(e.meta.get(key) for e in members) else None
+
+
+def _union(members: list[Entry], key: str) -> list[str] | None:
+    out: list[str] = []
+    for e in members:
+        for t in to_text_list(e.meta.get(key)):
+            if t not in out:
+                out.append(t)
+    return out or None
+
+
+def find_groups(catalog: Catalog, *, threshold: float = JACCARD) -> list[Group]:
+    """Groups of active private/task memories of two or more agents that say the same thing: the same
+    memory_key, the same content_hash, or word-set Jaccard >= ``threshold`` (cross-agent pairs only).
+
+    All-pairs Jaccard uses prefix filtering (tokens ordered rarest first): two sets reaching the
+    threshold must share a token among their first |s| - ceil(t*|s|) + 1, so only those pairs are
+    compared, which keeps a vault of many private memories far from quadratic.
+    """
+    mems = catalog.select(
+        "kind = 'memory' AND status = 'active' AND layer IN ('private', 'task') AND problem IS NULL"
+    )
+    if len({e.agent for e in mems}) < 2:
+        return []
+    bodies: dict[str, str] = {}
+    words: dict[str, frozenset[str]] = {}
+    for e in mems:
+        try:
+            bodies[e.id] = read_note(
+                catalog.vault.root / e.path, e.path, max_bytes=catalog.max_note_bytes
+            ).body.strip()
+        except Exception:  # noqa: BLE001 - unreadable notes are doctor's business, not promotion's
+            continue
+        words[e.id] = _words(e.title, bodies[e.id])
+    mems = [e for e in mems if e.id in words]
+    by_id = {e.id: e for e in mems}
+    parent = {e.id: e.id for e in mems}
+    basis: dict[str, set[str]] = defaultdict(set)
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: str, b: str, why: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[rb] = ra
+            basis[ra] |= basis.pop(rb, set())
+        basis[ra].add(why)
+
+    for attr, why in (("memory_key", "same memory_key"), ("content_hash", "same content")):
+        buckets: dict[str, list[Entry]] = defaultdict(list)
+        for e in mems:
+            v = getattr(e, attr)
+            if v:
+                buckets[v].append(e)
+        for b in buckets.values():
+            if len({e.agent for e in b}) > 1:
+                for e in b[1:]:
+                    union(b[0].id, e.id, why)
+
+    df = Counter(t for w in words.values() for t in w)
+    ordered = {i: sorted(w, key=lambda t: (df[t], t)) for i, w in words.items()}
+    index: dict[str, list[str]] = defaultdict(list)
+    for e in sorted(mems, key=lambda e: len(words[e.id])):
+        toks = ordered[e.id]
+        n = len(toks)
+        if not n:
+            continue
+        prefix = toks[: n - math.ceil(threshold * n) + 1]
+        seen: set[str] = set()
+        for t in prefix:
+            for o in index[t]:
+                if o in seen or by_id[o].agent == e.agent:
+                    continue
+                seen.add(o)
+                if len(words[o]) < threshold * n:
+                    continue  # sizes this different cannot reach the threshold
+                j = _jaccard(words[e.id], words[o])
+                if j >= threshold:
+                    union(e.id, o, f"word overlap >= {threshold:g}")
+            index[t].append(e.id)
+    groups: dict[str, list[Entry]] = defaultdict(list)
+    for e in mems:
+        groups[find(e.id)].append(e)
+    out = []
+    for root, members in groups.items():
+        if len(members) > 1 and len({e.agent for e in members}) > 1:
+            out.append(
+                Group(
+                    sorted(members, key=lambda e: e.id),
+                    basis[root],
+                    {e.id: words[e.id] for e in members},
+                    {e.id: bodies[e.id] for e in members},
+                )
+            )
+    return sorted(out, key=lambda g: g.members[0].id)

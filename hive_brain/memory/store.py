@@ -1,0 +1,517 @@
+"""Typed memory: remember / evolve / get / update / delete / batch, each one journaled transaction.
+
+Truth changes go through ``evolve`` (new note + old marked superseded, linked both ways); wording
+fixes go through ``update`` (in place). Every check that depends on other notes (active key taken,
+identical content) runs while holding the vault lock, so two writers cannot both pass it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import Settings
+from ..errors import (
+    ChainProtected,
+    DuplicateContent,
+    DuplicateKey,
+    NotConfirmed,
+    NoteError,
+    NotFound,
+    PermissionDenied,
+    Refused,
+    SecretDetected,
+    UsageError,
+)
+from ..store.catalog import Catalog, Entry
+from ..store.journal import Transaction, write_session
+from ..store.notes import (
+    content_hash,
+    derive_memory_key,
+    memory_filename,
+    new_memory_id,
+    now_iso,
+    read_note,
+    render,
+    to_text_list,
+)
+from ..store.secrets import secret_kinds
+from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
+from .layers import check_override, enforced, require_owner
+
+MAX_BATCH = 25
+MAX_CONTENT_CHARS = 100_000
+Publish = Callable[[list[str]], None]
+
+
+@dataclass
+class MemoryInput:
+    type: str
+    title: str
+    content: str
+    memory_key: str | None = None
+    project: str | None = None
+    tags: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    confidence: float | None = None
+    scope: str | None = None  # "hive" (shared) | "private" | "task"; None = by caller identity
+    task: str | None = None
+    overrides: str | None = None
+    origin: str | None = None
+    # Extra frontmatter recording where a reviewed memory came from (review id, sources); set by
+    # Brain Review only, never accepted from a caller's record.
+    provenance: dict[str, Any] | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MemoryInput:
+        if not isinstance(d, dict):
+            raise UsageError("each record must be a JSON object")
+        unknown = set(d) - (set(cls.__dataclass_fields__) - {"provenance"}) - {"memory_scope"}
+        if unknown:
+            raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
+        d = dict(d)
+        if "memory_scope" in d:
+            d["scope"] = d.pop("memory_scope")
+        d["tags"] = to_text_list(d.get("tags"))
+        d["aliases"] = to_text_list(d.get("aliases"))
+        for req in ("type", "title", "content"):
+            if not isinstance(d.get(req), str):
+                raise UsageError(f"field {req!r} is required and must be a string")
+        return cls(**d)
+
+
+def _clean_confidence(c: Any) -> float | None:
+    if c is None:
+        return None
+    try:
+        v = float(c)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"confidence must be a number between 0 and 1, not {c!r}") from e
+    if not 0.0 <= v <= 1.0:
+        raise UsageError(f"confidence must be between 0 and 1, not {v}")
+    return v
+
+
+def check_secret(text: str, what: str = "content") -> None:
+    kinds = secret_kinds(text)
+    if kinds:
+        raise SecretDetected(
+            f"{what} looks like it contains a secret ({', '.join(kinds)}); nothing was stored",
+            hint="store where the secret lives (e.g. 'in 1Password: Deploy key'), never its value",
+        )
+
+
+class MemoryStore:
+    def __init__(self, vault: Vault, settings: Settings, *, publish: Publish | None = None) -> None:
+        self.vault = vault
+        self.settings = settings
+        self.publish = publish
+        self.catalog = Catalog(vault, max_note_bytes=settings.max_note_bytes)
+        self.publish_error: str | None = None
+
+    # -- identity and layers -------------------------------------------------------------------
+    @property
+    def agent(self) -> str | None:
+        return self.settings.agent_id
+
+    def _proposes(self, inp: MemoryInput) -> bool:
+        """An agent's shared write in enforcement mode becomes a Brain Review proposal."""
+        return (inp.scope or "").lower() in ("hive", "shared") and enforced(self.settings)
+
+    def _target_layer(self, inp: MemoryInput) -> tuple[str, str, str]:
+        """(layer, agent, task) a new memory lands in."""
+        scope = (inp.scope or "").lower() or None
+        if scope in ("hive", "shared"):
+            if self._proposes(inp):
+                # Callers route these through _propose; reaching here would be a direct shared write.
+                raise PermissionDenied(
+                    f"agent {self.agent!r} may not write shared memory directly in enforcement mode",
+                    hint="`remember --memory-scope hive` queues it for Brain Review",
+                )
+            return "shared", "", ""
+        if scope not in (None, "private", "task"):
+            raise UsageError(f"unknown memory scope {inp.scope!r}", hint="use hive, private or task")
+        if not self.agent:
+            if scope in ("private", "task"):
+                raise UsageError("a private or task memory needs an agent id", hint="set HIVE_AGENT_ID")
+            return "shared", "", ""
+        if scope == "task" or inp.task:
+            if not inp.task:
+                raise UsageError("a task memory needs --task")
+            return "task", self.agent, inp.task
+        return "private", self.agent, ""
+
+    def _folder(self, layer: str, agent: str, task: str) -> str:
+        if layer == "shared":
+            return MEMORY_DIR
+        from ..store.notes import slugify
+
+        if layer == "task":
+            return f"{AGENTS_DIR}/{agent}/Tasks/{slugify(task, 60)}"
+        return f"{AGENTS_DIR}/{agent}/Memory"
+
+    def _same_scope(self, e: Entry, layer: str, agent: str, task: str) -> bool:
+        return e.layer == layer and e.agent == agent and (layer != "task" or e.task == task)
+
+    def _may_change(self, e: Entry) -> None:
+        if not (self.agent and self.settings.scoped_permissions):
+            return
+        if e.layer == "shared" or e.agent != self.agent:
+            raise PermissionDenied(
+                f"agent {self.agent!r} may not change {e.id} ({e.layer} memory{' of ' + e.agent if e.agent else ''})",
+                hint="only the owner (no HIVE_AGENT_ID) or the memory's own agent may change it",
+            )
+
+    def _may_read(self, e: Entry) -> bool:
+        if not self.agent or e.layer == "shared":
+            return True
+        return e.agent == self.agent
+
+    @staticmethod
+    def _visible_from(e: Entry, layer: str, agent: str) -> bool:
+        """Would a reader of (layer, agent) see ``e``? Duplicates count only there: the owner writing
+        what one agent keeps privately is not a duplicate (nobody reads both), and saying which private
+        note holds it would leak that note to the owner."""
+        if e.layer == "shared":
+            return True
+        return layer != "shared" and e.agent == agent and e.layer in ("private", "task")
+
+    # -- building notes ------------------------------------------------------------------------
+    def _validate(self, inp: MemoryInput) -> None:
+        inp.type = inp.type.strip().lower()
+        inp.title = " ".join(inp.title.split())
+        if not inp.type or not inp.type.replace("-", "").replace("_", "").isalnum():
+            raise UsageError(f"memory type {inp.type!r} is not a simple word", hint="e.g. preference, decision, lesson")
+        if not inp.title:
+            raise UsageError("title is empty")
+        if len(inp.title) > 300:
+            raise UsageError("title is over 300 characters", hint="put detail in the content")
+        if not inp.content.strip():
+            raise UsageError("content is empty")
+        if len(inp.content) > MAX_CONTENT_CHARS:
+            raise UsageError(f"content is over {MAX_CONTENT_CHARS:,} characters", hint="split it into several memories")
+        inp.confidence = _clean_confidence(inp.confidence)
+        check_secret(inp.title, "the title")
+        check_secret(inp.content)
+
+    def _new_note(self, inp: MemoryInput, *, taken_paths: set[str], supersedes: str | None = None) -> tuple[str, dict, str]:
+        layer, agent, task = self._target_layer(inp)
+        mid = new_memory_id()
+        ts = now_iso()
+        meta: dict[str, Any] = {
+            "id": mid,
+            "type": inp.type,
+            "title": inp.title,
+            "memory_key": inp.memory_key or derive_memory_key(inp.type, inp.title, inp.project),
+            "layer": layer,
+            "agent": agent or None,
+            "task": task or None,
+            "project": inp.project or None,
+            "tags": inp.tags or None,
+            "aliases": inp.aliases or None,
+            "confidence": inp.confidence,
+            "status": "active",
+            "supersedes": supersedes,
+            "overrides": (inp.overrides or "").strip() or None,
+            "origin": inp.origin or ("agent" if self.agent else "user"),
+            "created": ts,
+            "updated": ts,
+            "content_hash": content_hash(inp.content),
+        }
+        for k, v in (inp.provenance or {}).items():
+            meta.setdefault(k, v)
+        folder = self._folder(layer, agent, task)
+        path = f"{folder}/{memory_filename(inp.title, mid)}"
+        while path in taken_paths or self.vault.abs(path).exists():
+            mid = new_memory_id()
+            meta["id"] = mid
+            path = f"{folder}/{memory_filename(inp.title, mid)}"
+        taken_paths.add(path)
+        return path, meta, render(meta, inp.content)
+
+    def _check_unique(self, meta: dict, *, ignore_ids: set[str], pending: list[dict],
+                      check_overrides: bool = True) -> None:
+        layer, agent, task = meta["layer"], meta.get("agent") or "", meta.get("task") or ""
+        for e in self.catalog.by_key(meta["memory_key"]):
+            if e.id in ignore_ids or e.status != "active" or not self._same_scope(e, layer, agent, task):
+                continue
+            raise DuplicateKey(
+                f"an active memory already has key {meta['memory_key']!r}: {e.id} ({e.path})",
+                hint=f"to change what it says, run `hive-brain evolve --memory-id {e.id} --content ...`",
+            )
+        for e in self.catalog.by_content_hash(meta["content_hash"]):
+            if e.id in ignore_ids or e.status != "active" or not self._visible_from(e, layer, agent):
+                continue
+            raise DuplicateContent(f"the same content is already stored as {e.id} ({e.path})", hint="nothing to do")
+        if meta.get("overrides") and check_overrides:
+            check_override(self.catalog, meta["overrides"], layer=layer, agent=agent,
+                           ignore_ids=frozenset(ignore_ids))
+        for p in pending:
+            if p["memory_key"] == meta["memory_key"] and p["layer"] == layer and (p.get("agent") or "") == agent:
+                raise DuplicateKey(f"two records in this batch share key {meta['memory_key']!r}")
+            if p["content_hash"] == meta["content_hash"]:
+                raise DuplicateContent("two records in this batch have the same content")
+
+    def _entry(self, memory_id: str) -> Entry:
+        if not memory_id or not memory_id.strip():
+            raise UsageError("memory id is empty")
+        e = self.catalog.by_id(memory_id.strip())
+        if e is None or e.kind != "memory" or not self._may_read(e):
+            raise NotFound(f"no memory with id {memory_id!r}", hint="find ids with `hive-brain recall ... --json`")
+        if e.problem:
+            raise NoteError(e.path, e.problem, hint="fix the note by hand; hive-brain never rewrites a broken note")
+        return e
+
+    def _load(self, e: Entry):
+        note = read_note(self.vault.root / e.path, e.path, max_bytes=self.settings.max_note_bytes)
+        if note.problem:
+            raise NoteError(e.path, note.problem, hint="fix the note by hand; hive-brain never rewrites a broken note")
+        return note
+
+    def _session(self, command: str):
+        return write_session(self.vault, timeout=self.settings.lock_timeout, command=command)
+
+    def _commit(self, txn: Transaction) -> None:
+        txn.commit(self.publish)
+        self.publish_error = txn.publish_error
+        self.catalog.refresh(only=txn.paths)
+
+    def _result(self, res: dict) -> dict:
+        """The notes are written either way; an index that failed to follow is said, not hidden."""
+        if self.publish_error:
+            res["indexWarning"] = f"saved, but the index did not update ({self.publish_error}); it catches up on the next read"
+        return res
+
+    def _stage_remember(self, txn: Transaction, inp: MemoryInput, *, taken: set[str],
+                        pending: list[dict]) -> tuple[str, dict]:
+        """Stage a new memory in ``txn`` (validated input, lock held, catalog fresh)."""
+        path, meta, text = self._new_note(inp, taken_paths=taken)
+        self._check_unique(meta, ignore_ids=set(), pending=pending)
+        txn.write(path, text, expect_old="")
+        return path, meta
+
+    def _stage_evolve(self, txn: Transaction, old: Entry, content: str, title: str | None = None, *,
+                      origin: str | None = None,
+                      provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
+        """Stage "``old`` is no longer true, ``content`` is" in ``txn`` (lock held, permissions checked)."""
+        if old.status != "active":
+            head = old.meta.get("superseded_by")
+            raise Refused(
+                f"{old.id} is {old.status}, not the current version",
+                hint=f"evolve the head of the chain{f' ({head})' if head else ''}",
+            )
+        note = self._load(old)
+        inp = MemoryInput(
+            type=str(note.meta.get("type") or "note"),
+            title=title or note.title,
+            content=content,
+            memory_key=str(note.meta.get("memory_key") or old.memory_key) or None,
+            project=note.meta.get("project"),
+            tags=to_text_list(note.meta.get("tags")),
+            aliases=to_text_list(note.meta.get("aliases")),
+            confidence=note.meta.get("confidence"),
+            scope={"shared": "hive"}.get(old.layer, old.layer),
+            task=old.task or None,
+            # A private override stays one across versions (re-checked: the target may be user-stated now).
+            overrides=note.meta.get("overrides") if old.layer != "shared" else None,
+            origin=origin or note.meta.get("origin"),
+            provenance=provenance,
+        )
+        if old.layer != "shared" and old.agent != (self.agent or ""):
+            raise PermissionDenied(f"{old.id} belongs to agent {old.agent!r}", hint="evolve it as that agent")
+        self._validate(inp)
+        if content_hash(inp.content) == old.content_hash:
+            raise DuplicateContent("the new content is the same as the current version", hint="nothing to do")
+        path, meta, text = self._new_note(inp, taken_paths=set(txn.paths), supersedes=old.id)
+        # An override of a shared memory that has since changed or gone is kept as history (it matches
+        # nothing any more); one of a memory that is still current is checked again, as on remember.
+        target = self.catalog.by_id(str(inp.overrides)) if inp.overrides else None
+        current = target is not None and target.layer == "shared" and target.status == "active"
+        self._check_unique(meta, ignore_ids={old.id}, pending=[], check_overrides=current)
+        old_meta = dict(note.meta)
+        old_meta.update(status="superseded", superseded_by=meta["id"], updated=now_iso())
+        txn.write(path, text, expect_old="")
+        txn.write(old.path, render(old_meta, note.body), expect_old=old.sha)
+        return path, meta
+
+    def _propose(self, inp: MemoryInput) -> dict:
+        """Queue an agent's shared write for Brain Review instead of writing shared memory."""
+        from .review import stage_remember_proposal
+
+        if inp.overrides:
+            raise UsageError("a shared memory cannot override another one",
+                             hint="drop --overrides or --memory-scope hive")
+        with self._session("propose"):
+            self.catalog.refresh()
+            txn = Transaction(self.vault, "propose")
+            res = stage_remember_proposal(self, txn, inp)
+            self._commit(txn)
+        return res
+
+    # -- commands ----------------------------------------------------------------------------------
+    def remember(self, inp: MemoryInput) -> dict:
+        self._validate(inp)
+        if self._proposes(inp):
+            return self._propose(inp)
+        with self._session("remember"):
+            self.catalog.refresh()
+            txn = Transaction(self.vault, "remember")
+            path, meta = self._stage_remember(txn, inp, taken=set(), pending=[])
+            self._commit(txn)
+        return self._result({"status": "created", "id": meta["id"], "path": path, "memory_key": meta["memory_key"], "layer": meta["layer"]})
+
+    def evolve(self, memory_id: str, content: str, title: str | None = None) -> dict:
+        with self._session("evolve"):
+            self.catalog.refresh()
+            old = self._entry(memory_id)
+            self._may_change(old)
+            txn = Transaction(self.vault, "evolve")
+            path, meta = self._stage_evolve(txn, old, content, title)
+            self._commit(txn)
+        return self._result({"status": "evolved", "id": meta["id"], "path": path, "supersedes": old.id, "old_path": old.path})
+
+    def get(self, memory_id: str) -> dict:
+        self.catalog.refresh()
+        e = self._entry(memory_id)
+        note = self._load(e)
+        chain = self._chain(e)
+        return {"id": e.id, "path": e.path, "meta": {k: v for k, v in e.meta.items()}, "content": note.body.strip("\n"), "chain": chain}
+
+    def _chain(self, e: Entry) -> list[dict]:
+        """The whole evolution chain, oldest first."""
+        seen: set[str] = set()
+        cur = e
+        while cur.meta.get("supersedes") and cur.meta["supersedes"] not in seen:
+            seen.add(cur.id)
+            prev = self.catalog.by_id(str(cur.meta["supersedes"]))
+            if prev is None:
+                break
+            cur = prev
+        out = []
+        seen = set()
+        while cur is not None and cur.id not in seen:
+            seen.add(cur.id)
+            out.append({"id": cur.id, "status": cur.status, "path": cur.path, "updated": cur.meta.get("updated")})
+            nxt = cur.meta.get("superseded_by")
+            cur = self.catalog.by_id(str(nxt)) if nxt else None
+        return out
+
+    def update(self, memory_id: str, *, title: str | None = None, content: str | None = None, tags: list[str] | None = None,
+               project: str | None = None, confidence: float | None = None, status: str | None = None) -> dict:
+        if all(v is None for v in (title, content, tags, project, confidence, status)):
+            raise UsageError("nothing to update", hint="pass --title, --content, --tags, --project, --confidence or --status")
+        if status is not None and status not in ("active", "archived"):
+            raise UsageError("update can set status to 'archived' (or back to 'active'); truth changes go through evolve")
+        with self._session("update"):
+            self.catalog.refresh()
+            e = self._entry(memory_id)
+            self._may_change(e)
+            note = self._load(e)
+            meta = dict(note.meta)
+            body = note.body
+            if title is not None:
+                title = " ".join(title.split())
+                if not title:
+                    raise UsageError("title is empty")
+                check_secret(title, "the title")
+                meta["title"] = title
+            if content is not None:
+                if not content.strip():
+                    raise UsageError("content is empty")
+                check_secret(content)
+                meta["content_hash"] = content_hash(content)
+                for d in self.catalog.by_content_hash(meta["content_hash"]):
+                    if d.id != e.id and d.status == "active" and self._visible_from(d, e.layer, e.agent):
+                        raise DuplicateContent(f"the same content is already stored as {d.id} ({d.path})")
+                body = content
+            if tags is not None:
+                meta["tags"] = tags or None
+            if project is not None:
+                meta["project"] = project or None
+            if confidence is not None:
+                meta["confidence"] = _clean_confidence(confidence)
+            if status is not None:
+                if e.status == "superseded":
+                    raise Refused(f"{e.id} is superseded; its status follows the chain")
+                meta["status"] = status
+            meta["updated"] = now_iso()
+            txn = Transaction(self.vault, "update")
+            txn.write(e.path, render(meta, body), expect_old=e.sha)
+            self._commit(txn)
+        return self._result({"status": "updated", "id": e.id, "path": e.path})
+
+    def delete(self, memory_id: str, *, confirm: bool, force: bool = False) -> dict:
+        if not confirm:
+            raise NotConfirmed("delete is permanent", hint="add --confirm to delete")
+        with self._session("delete"):
+            self.catalog.refresh()
+            e = self._entry(memory_id)
+            if e.layer == "shared":
+                require_owner(self.settings, "deleting shared memory")
+            self._may_change(e)
+            prev_id, next_id = e.meta.get("supersedes"), e.meta.get("superseded_by")
+            if (prev_id or next_id) and not force:
+                raise ChainProtected(
+                    f"{e.id} is part of an evolution chain ({len(self._chain(e))} versions); deleting it breaks the history",
+                    hint="archive it with `update --status archived`, or pass --force to delete and relink the chain",
+                )
+            txn = Transaction(self.vault, "delete")
+            txn.delete(e.path, expect_old=e.sha)
+            # Relink neighbours so the chain stays walkable without the deleted version.
+            for nid, key, value in ((prev_id, "superseded_by", next_id), (next_id, "supersedes", prev_id)):
+                if not nid:
+                    continue
+                n = self.catalog.by_id(str(nid))
+                if n is None or n.problem:
+                    continue
+                nn = self._load(n)
+                meta = dict(nn.meta)
+                meta[key] = value
+                if key == "superseded_by" and not value and meta.get("status") == "superseded":
+                    meta["status"] = "active"
+                meta["updated"] = now_iso()
+                txn.write(n.path, render(meta, nn.body), expect_old=n.sha)
+            self._commit(txn)
+        return self._result({"status": "deleted", "id": e.id, "path": e.path})
+
+    def batch(self, records: list[Any]) -> dict:
+        if not isinstance(records, list):
+            raise UsageError("the batch file must hold a JSON list of records (or {\"records\": [...]})")
+        if not records:
+            raise UsageError("the batch is empty")
+        if len(records) > MAX_BATCH:
+            raise UsageError(f"a batch holds at most {MAX_BATCH} records, this one has {len(records)}", hint="split the file")
+        report: list[dict] = []
+        with self._session("batch"):
+            self.catalog.refresh()
+            txn = Transaction(self.vault, "batch")
+            pending: list[dict] = []
+            taken: set[str] = set()
+            for i, raw in enumerate(records):
+                try:
+                    inp = MemoryInput.from_dict(raw)
+                    self._validate(inp)
+                    if self._proposes(inp):
+                        from .review import stage_remember_proposal
+
+                        if inp.overrides:
+                            raise UsageError("a shared memory cannot override another one")
+                        res = stage_remember_proposal(self, txn, inp)
+                        report.append({"index": i, "status": "proposed", "proposal": res["proposal"],
+                                       "path": res["path"]})
+                        continue
+                    path, meta = self._stage_remember(txn, inp, taken=taken, pending=pending)
+                except (Refused, UsageError, NotFound) as err:
+                    report.append({"index": i, "status": "refused", "error": type(err).__name__, "message": err.message})
+                    continue
+                pending.append(meta)
+                report.append({"index": i, "status": "ok", "id": meta["id"], "path": path})
+            if any(r["status"] not in ("ok", "proposed") for r in report):
+                bad = sum(r["status"] not in ("ok", "proposed") for r in report)
+                err = Refused(f"{bad} of {len(records)} records refused; nothing was written", hint="fix them and run again")
+                err.report = report  # type: ignore[attr-defined]
+                raise err
+            self._commit(txn)
+        proposed = sum(r["status"] == "proposed" for r in report)
+        return self._result({"status": "created", "count": len(report) - proposed, "proposed": proposed, "records": report})

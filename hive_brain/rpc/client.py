@@ -1,0 +1,275 @@
+"""Client of the per-vault server (``hive-brain serve``): newline-delimited JSON over a Unix socket.
+
+The prompt hook imports this module, and its whole process has about 60 ms, so only the standard
+library (and the tiny :mod:`hive_brain.errors`) is imported at module level; ``hashlib``,
+``subprocess`` and ``sys`` are imported where they are needed.
+
+Protocol (one JSON object per line, both ways; a connection may carry several requests)::
+
+    -> {"op": "recall", "args": {"query": "...", "agent": "claude-code", "limit": 5}}
+    <- {"ok": true, "result": {...}}
+    <- {"ok": false, "error": {"type": "UsageError", "message": "...", "hint": "..."}}
+
+Every failure to get an answer in time (no server, stale socket, hung server, server still
+starting, internal server error) raises :class:`ServerUnavailable`, so a caller has exactly one
+exception to catch before falling back to in-process work. Errors the core raised on purpose
+(``UsageError``, ``NotFound``, ...) are re-raised as the same class.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import errors
+from ..errors import HiveBrainError
+
+SOCKET_NAME = "server.sock"
+INFO_NAME = "server.json"
+LOCK_NAME = "server.lock"
+LOG_NAME = "server.log"
+MAX_LINE = 64 * 1024 * 1024  # a recall with --detail full can be large; anything bigger is a broken peer
+
+
+class ServerUnavailable(HiveBrainError):
+    """No server answered in time; the caller should do the work in-process."""
+
+    def __init__(self, message: str = "the hive-brain server is not running for this vault", *,
+                 hint: str | None = "start it with `hive-brain serve --detach`") -> None:
+        super().__init__(message, hint=hint)
+
+
+class ServerNotReady(ServerUnavailable):
+    """The server is up but still building its first index view."""
+
+
+class ServerError(ServerUnavailable):
+    """The server failed on an unexpected error (a bug); in-process work may still succeed."""
+
+
+def _sun_path_max() -> int:
+    import sys
+
+    # sun_path is 108 bytes on Linux and 104 on the BSDs/macOS, both including the final NUL.
+    return 107 if sys.platform.startswith("linux") else 103
+
+
+def fallback_socket_dir() -> Path:
+    return Path(f"/tmp/hive-brain-{os.getuid()}")
+
+
+def socket_path(state_dir: Path | str) -> Path:
+    """Where the server of the vault whose per-device state dir is `state_dir` listens.
+
+    ``<state_dir>/server.sock`` when it fits in a Unix socket address, else a path derived only from
+    `state_dir` (so a client never has to read a file to find it).
+    """
+    state = os.path.realpath(os.fspath(state_dir))
+    p = os.path.join(state, SOCKET_NAME)
+    if len(os.fsencode(p)) <= _sun_path_max():
+        return Path(p)
+    import hashlib
+
+    digest = hashlib.sha1(os.fsencode(state)).hexdigest()[:16]
+    return fallback_socket_dir() / f"{digest}.sock"
+
+
+def _safe_fallback_dir(d: Path) -> bool:
+    """A shared /tmp folder we did not create could hold someone else's socket: refuse to talk to it."""
+    try:
+        st = os.lstat(d)
+    except OSError:
+        return False
+    import stat
+
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not (st.st_mode & 0o077)
+
+
+def _error_from(payload: Any) -> HiveBrainError:
+    if not isinstance(payload, dict):
+        return ServerError(f"the server sent a malformed error: {payload!r}"[:300])
+    kind = str(payload.get("type") or "")
+    message = str(payload.get("message") or "the server reported an error")
+    hint = payload.get("hint")
+    if kind == "ServerNotReady":
+        return ServerNotReady(message, hint=hint)
+    cls = getattr(errors, kind, None)
+    if isinstance(cls, type) and issubclass(cls, HiveBrainError):
+        try:
+            return cls(message, hint=hint)
+        except TypeError:  # a subclass with its own constructor (NoteError): keep the message, lose the type
+            pass
+    if kind and not (isinstance(cls, type) and issubclass(cls, HiveBrainError)):
+        return ServerError(f"server error ({kind}): {message}", hint=hint)
+    return HiveBrainError(message, hint=hint)
+
+
+def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, timeout: float) -> Any:
+    """Send one request and return its result; the whole exchange finishes within `timeout` seconds."""
+    deadline = time.monotonic() + max(0.0, timeout)
+    path = socket_path(state_dir)
+    if path.name != SOCKET_NAME and not _safe_fallback_dir(path.parent):
+        raise ServerUnavailable()
+    try:
+        request = (json.dumps({"op": op, "args": args or {}}, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    except (TypeError, ValueError) as e:
+        raise errors.UsageError(f"request arguments are not JSON-serialisable: {e}") from e
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        chunks: list[bytes] = []
+        try:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sock.connect(os.fspath(path))
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sock.sendall(request)
+            size = 0
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                sock.settimeout(left)
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise ConnectionResetError("the server closed the connection")
+                chunks.append(chunk)
+                size += len(chunk)
+                if b"\n" in chunk:
+                    break
+                if size > MAX_LINE:
+                    raise ConnectionResetError("response too large")
+        except TimeoutError:
+            raise ServerUnavailable(f"the hive-brain server did not answer {op!r} within {timeout:g}s",
+                                    hint="it may be busy or hung; `hive-brain serve --stop` and start it again") from None
+        except OSError as e:  # no socket file, nobody listening, connection reset
+            raise ServerUnavailable(hint=f"{type(e).__name__}: start it with `hive-brain serve --detach`") from None
+    finally:
+        sock.close()
+    line = b"".join(chunks).split(b"\n", 1)[0]
+    try:
+        resp = json.loads(line)
+    except ValueError:
+        raise ServerError("the server sent a response that is not JSON") from None
+    if not isinstance(resp, dict):
+        raise ServerError("the server sent a malformed response")
+    if resp.get("ok"):
+        return resp.get("result")
+    raise _error_from(resp.get("error"))
+
+
+def read_info(state_dir: Path | str) -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(os.fspath(state_dir), INFO_NAME), encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def server_info(state_dir: Path | str, *, ping_timeout: float = 0.3) -> dict[str, Any]:
+    """{"running", "pid", "since", "socket", ...}: server.json plus a ping (cheap; never starts anything)."""
+    info = read_info(state_dir) or {}
+    pid = info.get("pid") if isinstance(info.get("pid"), int) else None
+    out: dict[str, Any] = {"running": False, "pid": pid, "since": info.get("started"),
+                           "socket": info.get("socket") or str(socket_path(state_dir))}
+    # No server.json or a dead pid: skip the ping (a stale socket would only refuse it anyway).
+    if not info or not pid_alive(pid):
+        if info:
+            out["stale"] = True
+        out["pid"] = None if not info else pid
+        return out
+    try:
+        pong = call(state_dir, "ping", timeout=ping_timeout)
+    except ServerUnavailable as e:
+        out["error"] = e.message
+        return out
+    out.update(running=True, pid=pong.get("pid", pid), ready=bool(pong.get("ready")),
+               generation=pong.get("generation"))
+    return out
+
+
+def wait_ready(state_dir: Path | str, timeout: float, *, proc: Any = None) -> dict[str, Any]:
+    """Poll ping until the server answers ready; raises ServerUnavailable when `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while True:
+        try:
+            pong = call(state_dir, "ping", timeout=min(1.0, max(0.05, deadline - time.monotonic())))
+            if pong.get("ready"):
+                return pong
+        except ServerUnavailable as e:
+            last = e
+        if proc is not None and proc.poll() is not None and proc.returncode != 0:
+            raise ServerUnavailable(f"`hive-brain serve` exited with code {proc.returncode}",
+                                    hint=f"see {Path(state_dir) / LOG_NAME}")
+        if time.monotonic() >= deadline:
+            raise ServerUnavailable(f"the hive-brain server did not become ready within {timeout:g}s",
+                                    hint=f"see {Path(state_dir) / LOG_NAME}" + (f" ({last.message})" if last else ""))
+        time.sleep(0.05)
+
+
+def spawn_server(vault_root: Path | str, state_dir: Path | str) -> Any:
+    """Start `hive-brain serve` detached from this process (own session, output to server.log)."""
+    import subprocess
+    import sys
+
+    state = Path(state_dir)
+    state.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    # The server serves every agent (each request names its own); an odd agent id in the spawner's
+    # environment must not stop it from starting.
+    env.pop("HIVE_AGENT_ID", None)
+    log = open(state / LOG_NAME, "ab")  # noqa: SIM115 - handed to the child, closed right after
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "hive_brain", "--vault", os.fspath(vault_root), "serve"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True, close_fds=True,
+            cwd=os.fspath(state),
+        )
+    finally:
+        log.close()
+
+
+def ensure_server(settings_or_state_dir: Any, vault_root: Path | str | None = None, timeout: float = 30.0) -> dict[str, Any]:
+    """Make sure the vault's server is running and ready (starting it detached if needed); returns
+    its ping answer. Pass either a ``Settings`` (the vault is opened from it) or the vault's state dir
+    together with `vault_root`."""
+    if isinstance(settings_or_state_dir, str | os.PathLike):
+        state = Path(settings_or_state_dir)
+        if vault_root is None:
+            raise errors.UsageError("ensure_server needs the vault root when given a state dir")
+    else:
+        from ..store.vault import open_vault
+
+        v = open_vault(settings_or_state_dir)
+        state, vault_root = v.state, vault_root or v.root
+    try:
+        pong = call(state, "ping", timeout=min(0.5, timeout))
+        if pong.get("ready"):
+            return pong
+        return wait_ready(state, timeout)
+    except ServerUnavailable:
+        pass
+    proc = spawn_server(vault_root, state)
+    try:
+        return wait_ready(state, timeout, proc=proc)
+    except ServerUnavailable:
+        # Lost a start race: another client's server won the lock and ours exited; that one counts.
+        if proc.poll() is not None:
+            return wait_ready(state, max(1.0, timeout / 2))
+        raise

@@ -1,0 +1,107 @@
+"""Replay: answer a question exactly as the engine would have at an old generation.
+
+The generation's manifest names every note and its content hash; the bodies come from the object
+store. A scratch index for that generation (lexical + note catalog, and vectors from the embedding
+cache when the generation was indexed with the installed pack) is built once under
+``<state>/replay/<id>/`` and reused. Nothing is re-embedded that was embedded before.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..errors import GenerationCorrupt
+from ..store.catalog import Catalog, classify
+from ..store.fsutil import atomic_write_text
+from ..store.notes import parse_bytes
+
+
+def replay_view(engine: Any, gid: int, *, semantic: bool = True):
+    from ..index.indexer import build_docs
+    from ..index.lexical import LexicalIndex
+    from .recall import View
+
+    idx = engine.indexer
+    gens = idx.gens
+    man = gens.manifest(gid)  # verifies every receipt on the way
+    g = gens.load(gid)
+    rdir: Path = engine.vault.state / "replay" / f"{gid:08d}"
+    marker = rdir / "complete.json"
+    same_pack = semantic and idx.vectors is not None and g.index.get("pack") == idx.pack_key
+    ok = False
+    if marker.exists():
+        try:
+            m = json.loads(marker.read_text())
+            ok = m.get("notes_hash") == g.notes_hash and (m.get("vectors") or not same_pack)
+        except (OSError, ValueError):
+            ok = False
+    if not ok:
+        shutil.rmtree(rdir, ignore_errors=True)
+        rdir.mkdir(parents=True)
+        lex = LexicalIndex(rdir / "lexical")
+        cat = Catalog(engine.vault, db_path=rdir / "catalog.sqlite")
+        vec_rows: list[dict] = []
+        with lex.writer() as w:
+            for path, sha in sorted(man.items()):
+                data = gens.get_object(sha)
+                note = parse_bytes(path, data)
+                cat.put_note(note, 0, len(data))
+                kind, layer, agent, task = classify(path, note.meta)
+                docs, rows = build_docs(path, data, kind=kind, layer=layer, agent=agent, task=task)
+                for d in docs:
+                    w.add(d)
+                vec_rows.extend(rows)
+        if same_pack:
+            from ..index.embcache import embed_with_cache
+            from ..index.vectors import VectorIndex
+
+            vecs = embed_with_cache(idx.embedder, idx.embcache, {r["text_hash"]: r["_embed_text"] for r in vec_rows})
+            vi = VectorIndex(rdir / "vectors", idx.pack_key, int(idx.pack_manifest["dim"]))
+            vi.upsert([{**{k: v for k, v in r.items() if k != "_embed_text"}, "vector": vecs[r["text_hash"]]} for r in vec_rows])
+        atomic_write_text(marker, json.dumps({"notes_hash": g.notes_hash, "vectors": bool(same_pack)}))
+    lex = LexicalIndex(rdir / "lexical")
+    cat = Catalog(engine.vault, db_path=rdir / "catalog.sqlite")
+    vectors = embedder = None
+    off = None
+    if same_pack:
+        from ..index.vectors import VectorIndex
+
+        vectors = VectorIndex(rdir / "vectors", idx.pack_key, int(idx.pack_manifest["dim"]))
+        embedder = idx.embedder
+    elif semantic:
+        off = "generation was indexed without the installed embedding pack: replayed lexically"
+    return View(lexical=lex, catalog=cat, vectors=vectors, embedder=embedder, generation=gid, semantic_off_reason=off)
+
+
+def compare(engine: Any, query: str, a: int, b: int | None, **opts: Any) -> dict:
+    gens = engine.indexer.gens
+    if b is None:
+        b = gens.current_id()
+        if b is None:
+            raise GenerationCorrupt("there is no current generation", hint="run `hive-brain rebuild-index`")
+    ma, mb = gens.manifest(a), gens.manifest(b)
+    added = sorted(p for p in mb if p not in ma)
+    removed = sorted(p for p in ma if p not in mb)
+    changed = sorted(p for p in mb if p in ma and ma[p] != mb[p])
+    ra = engine.recall(query, view=replay_view(engine, a), **opts)
+    rb = engine.recall(query, view=replay_view(engine, b), **opts)
+    pa = [h["path"] for h in ra["hits"]]
+    pb = [h["path"] for h in rb["hits"]]
+    return {
+        "query": query,
+        "from": a,
+        "to": b,
+        "notes": {"added": added, "removed": removed, "changed": changed},
+        "answer": {
+            "entered": [p for p in pb if p not in pa],
+            "left": [p for p in pa if p not in pb],
+            "moved": [{"path": p, "from": pa.index(p) + 1, "to": pb.index(p) + 1} for p in pb if p in pa and pa.index(p) != pb.index(p)],
+            "from_hits": [{"path": h["path"], "id": h["id"], "title": h["title"], "status": h["status"]} for h in ra["hits"]],
+            "to_hits": [{"path": h["path"], "id": h["id"], "title": h["title"], "status": h["status"]} for h in rb["hits"]],
+            "from_abstained": ra["abstained"],
+            "to_abstained": rb["abstained"],
+        },
+    }

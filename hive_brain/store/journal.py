@@ -1,0 +1,238 @@
+"""Journaled multi-note transactions: a change is fully applied or not at all, even across kill -9.
+
+Order of a commit (each step fsynced before the next):
+
+1. journal record ``state=preparing`` listing every op and the hashes of old and new content;
+2. new contents written to staging files inside the vault (same file system, so step 4 is atomic),
+   old contents of overwritten/deleted notes backed up in the journal dir;
+3. record ``state=staged``;
+4. staged files renamed over their targets / deleted notes unlinked;
+5. the index generation is published (callback);
+6. record removed (done).
+
+Recovery, on the next lock acquisition: a ``preparing`` record is rolled back (the vault was not
+touched yet); a ``staged`` record is rolled forward when every op is intact (staged file with the
+right hash, or target already carrying it), otherwise rolled back from the backups.
+Tests kill the writer at each step with ``HIVE_BRAIN_CRASH_AT=<step>``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import JournalError, Refused
+from .fsutil import atomic_write_text, fsync_dir, sha256_bytes, write_fsync
+from .lock import vault_lock
+from .notes import new_ulid
+from .vault import Vault
+
+STEPS = ("after-record", "mid-stage", "after-stage", "after-mark", "mid-apply", "after-apply", "after-publish")
+
+
+def crash_point(step: str) -> None:
+    """Test hook: die exactly like kill -9 at a named step."""
+    if os.environ.get("HIVE_BRAIN_CRASH_AT") == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass
+class Op:
+    kind: str  # "write" | "delete"
+    path: str  # vault-relative
+    data: bytes | None = None
+    expect_old: str | None = None  # sha256 the target must still have ("" = must not exist); None = don't care
+
+
+def _sha_of(path: Path) -> str | None:
+    try:
+        return sha256_bytes(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+class Transaction:
+    """Collect ops, then ``commit()``. Use through ``transaction(vault)`` which holds the lock."""
+
+    def __init__(self, vault: Vault, label: str) -> None:
+        self.vault = vault
+        self.label = label
+        self.ops: list[Op] = []
+        self.id = new_ulid().lower()
+        self.publish_error: str | None = None
+
+    def write(self, path: str, text: str, *, expect_old: str | None = None) -> None:
+        self.vault.abs(path)  # refuses paths that escape the vault
+        self.ops.append(Op("write", path, text.encode("utf-8"), expect_old))
+
+    def delete(self, path: str, *, expect_old: str | None = None) -> None:
+        self.vault.abs(path)
+        self.ops.append(Op("delete", path, None, expect_old))
+
+    @property
+    def paths(self) -> list[str]:
+        return [op.path for op in self.ops]
+
+    def commit(self, publish: Callable[[list[str]], None] | None = None) -> None:
+        if not self.ops:
+            return
+        jdir = _journal_dir(self.vault)
+        tdir = jdir / self.id
+        sdir = self.vault.staging / self.id
+        tdir.mkdir(parents=True)
+        sdir.mkdir(parents=True)
+        record = {"id": self.id, "label": self.label, "state": "preparing", "ops": []}
+        for i, op in enumerate(self.ops):
+            target = self.vault.abs(op.path)
+            old = _sha_of(target)
+            if op.expect_old is not None and (old or "") != op.expect_old:
+                shutil.rmtree(tdir, ignore_errors=True)
+                shutil.rmtree(sdir, ignore_errors=True)
+                raise Refused(f"{op.path} changed on disk while this change was being prepared", hint="run the command again")
+            record["ops"].append(
+                {
+                    "kind": op.kind,
+                    "path": op.path,
+                    "staged": f"{i}.md" if op.kind == "write" else None,
+                    "new_sha": sha256_bytes(op.data) if op.data is not None else None,
+                    "old_sha": old,
+                }
+            )
+        rec_path = jdir / f"{self.id}.json"
+        atomic_write_text(rec_path, json.dumps(record))
+        crash_point("after-record")
+        for i, (op, rop) in enumerate(zip(self.ops, record["ops"], strict=True)):
+            if rop["old_sha"] is not None:
+                shutil.copyfile(self.vault.abs(op.path), tdir / f"{i}.bak")
+            if op.kind == "write":
+                assert op.data is not None
+                write_fsync(sdir / rop["staged"], op.data)
+            if i == 0:
+                crash_point("mid-stage")
+        fsync_dir(tdir)
+        fsync_dir(sdir)
+        crash_point("after-stage")
+        record["state"] = "staged"
+        atomic_write_text(rec_path, json.dumps(record))
+        crash_point("after-mark")
+        _apply(self.vault, record, sdir, crash=True)
+        crash_point("after-apply")
+        if publish is not None:
+            try:
+                publish(self.paths)
+            except Exception as e:  # noqa: BLE001
+                # The notes are the truth and are safely written; the index catches up on the next read,
+                # so a failed publish is reported, never turned into a failed (or rolled back) write.
+                self.publish_error = f"{type(e).__name__}: {e}"
+        crash_point("after-publish")
+        _finish(rec_path, tdir, sdir)
+
+
+def _journal_dir(vault: Vault) -> Path:
+    d = vault.state / "journal"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _apply(vault: Vault, record: dict, sdir: Path, *, crash: bool = False) -> None:
+    touched: set[Path] = set()
+    for n, rop in enumerate(record["ops"]):
+        target = vault.abs(rop["path"])
+        if rop["kind"] == "write":
+            staged = sdir / rop["staged"]
+            if staged.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staged, target)
+        else:
+            if target.exists() and (rop["old_sha"] is None or _sha_of(target) == rop["old_sha"]):
+                target.unlink()
+        touched.add(target.parent)
+        if crash and n == 0:
+            crash_point("mid-apply")
+    for d in touched:
+        fsync_dir(d)
+
+
+def _finish(rec_path: Path, tdir: Path, sdir: Path) -> None:
+    rec_path.unlink(missing_ok=True)
+    shutil.rmtree(tdir, ignore_errors=True)
+    shutil.rmtree(sdir, ignore_errors=True)
+
+
+def _intact(vault: Vault, record: dict, sdir: Path) -> bool:
+    for rop in record["ops"]:
+        if rop["kind"] != "write":
+            continue
+        staged = sdir / rop["staged"]
+        if staged.exists():
+            if _sha_of(staged) != rop["new_sha"]:
+                return False
+        elif _sha_of(vault.abs(rop["path"])) != rop["new_sha"]:
+            return False
+    return True
+
+
+def _rollback(vault: Vault, record: dict, tdir: Path) -> None:
+    for i, rop in enumerate(record["ops"]):
+        target = vault.abs(rop["path"])
+        bak = tdir / f"{i}.bak"
+        cur = _sha_of(target)
+        if rop["old_sha"] is None:
+            if rop["kind"] == "write" and cur == rop["new_sha"]:
+                target.unlink()
+        elif cur != rop["old_sha"] and bak.exists() and _sha_of(bak) == rop["old_sha"]:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(bak, target.with_name(target.name + ".restore"))
+            os.replace(target.with_name(target.name + ".restore"), target)
+
+
+def recover(vault: Vault) -> list[dict]:
+    """Finish or undo what a dead writer left behind. Call with the lock held."""
+    jdir = vault.state / "journal"
+    if not jdir.is_dir():
+        return []
+    results = []
+    for rec_path in sorted(jdir.glob("*.json")):
+        try:
+            record = json.loads(rec_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            # A torn record means step 1 never finished: nothing in the vault was touched.
+            tid = rec_path.stem
+            _finish(rec_path, jdir / tid, vault.staging / tid)
+            results.append({"id": tid, "action": "discarded"})
+            continue
+        tid = record["id"]
+        tdir, sdir = jdir / tid, vault.staging / tid
+        if record.get("state") == "staged" and _intact(vault, record, sdir):
+            _apply(vault, record, sdir)
+            action = "rolled-forward"
+        elif record.get("state") == "staged":
+            _rollback(vault, record, tdir)
+            action = "rolled-back"
+        else:
+            action = "rolled-back"
+        _finish(rec_path, tdir, sdir)
+        results.append({"id": tid, "label": record.get("label"), "action": action, "paths": [o["path"] for o in record["ops"]]})
+    # Staging dirs without a record are leftovers of a transaction that never wrote its record.
+    if vault.staging.is_dir():
+        for d in vault.staging.iterdir():
+            if not (jdir / f"{d.name}.json").exists():
+                shutil.rmtree(d, ignore_errors=True)
+    return results
+
+
+@contextmanager
+def write_session(vault: Vault, *, timeout: float, command: str) -> Iterator[list[dict]]:
+    """Hold the vault lock and repair any unfinished transaction first; yields what recovery did."""
+    with vault_lock(vault.state, timeout=timeout, command=command):
+        try:
+            recovered = recover(vault)
+        except OSError as e:
+            raise JournalError(f"could not recover an unfinished change: {e}", hint="run `hive-brain doctor`") from e
+        yield recovered

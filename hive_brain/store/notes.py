@@ -1,0 +1,204 @@
+"""Markdown notes with YAML frontmatter: parse leniently, rewrite faithfully, name files safely.
+
+A note that cannot be parsed (broken YAML, binary, not UTF-8, too large) is never rewritten: readers
+get a ``Note`` with ``problem`` set (or a ``NoteError``) and ``hive-brain doctor`` lists it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import secrets
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from ..errors import NoteError
+from .fsutil import sha256_bytes
+
+try:  # the C loader is ~10x faster; fall back silently where libyaml is missing
+    _Loader: Any = yaml.CSafeLoader
+    _Dumper: Any = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+    _Dumper = yaml.SafeDumper
+
+# Frontmatter keys written in this order; unknown keys follow in their original order.
+KEY_ORDER = (
+    "id", "type", "title", "memory_key", "layer", "agent", "task", "project", "tags", "aliases", "confidence",
+    "status", "supersedes", "superseded_by", "overrides", "origin", "created", "updated", "content_hash",
+)
+
+_FM_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+
+
+@dataclass
+class Note:
+    path: str  # vault-relative, posix
+    meta: dict[str, Any]
+    body: str
+    raw_sha256: str  # hash of the file's bytes
+    problem: str | None = None  # set when frontmatter could not be parsed; meta is then {}
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        t = self.meta.get("title")
+        if isinstance(t, str) and t.strip():
+            return t.strip()
+        base = self.path.rsplit("/", 1)[-1]
+        return base[:-3] if base.endswith(".md") else base
+
+    @property
+    def id(self) -> str | None:
+        v = self.meta.get("id")
+        return str(v) if v else None
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_ulid() -> str:
+    n = (int(time.time() * 1000) << 80) | int.from_bytes(secrets.token_bytes(10), "big")
+    out = []
+    for _ in range(26):
+        out.append(_CROCKFORD[n & 31])
+        n >>= 5
+    return "".join(reversed(out))
+
+
+def new_memory_id() -> str:
+    return "mem-" + new_ulid().lower()
+
+
+def content_hash(text: str) -> str:
+    """Hash of normalised content: duplicates differ only in whitespace/case of surrounding space."""
+    norm = " ".join(unicodedata.normalize("NFKC", text).split())
+    return sha256_bytes(norm.encode("utf-8"))
+
+
+def parse_bytes(path: str, data: bytes, *, max_bytes: int | None = None) -> Note:
+    """Parse a note. Raises NoteError for content that is not a text note at all."""
+    if max_bytes is not None and len(data) > max_bytes:
+        # Only max_bytes + 1 bytes are read of a large file, so say "over", not a size.
+        raise NoteError(path, f"is over the {max_bytes:,}-byte limit for a note", hint="split the note")
+    if b"\x00" in data[:8192]:
+        raise NoteError(path, "is a binary file, not a Markdown note", hint="move it out of the vault or rename it")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise NoteError(path, f"is not UTF-8 (byte {e.start})", hint="re-save it as UTF-8") from e
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return parse_text(path, text, sha256_bytes(data))
+
+
+def parse_text(path: str, text: str, raw_sha: str | None = None) -> Note:
+    raw_sha = raw_sha or sha256_bytes(text.encode("utf-8"))
+    if not text.startswith("---"):
+        return Note(path, {}, text, raw_sha)
+    m = _FM_RE.match(text)
+    if not m:
+        return Note(path, {}, text, raw_sha, problem="frontmatter is not closed by a '---' line")
+    try:
+        meta = yaml.load(m.group(1), Loader=_Loader) or {}
+    except yaml.YAMLError as e:
+        first = str(e).splitlines()[0] if str(e) else "invalid YAML"
+        return Note(path, {}, text, raw_sha, problem=f"broken YAML frontmatter: {first}")
+    if not isinstance(meta, dict):
+        return Note(path, {}, text, raw_sha, problem="frontmatter is not a key/value mapping")
+    meta = {str(k): v for k, v in meta.items()}
+    return Note(path, meta, text[m.end():], raw_sha)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    return v
+
+
+def render(meta: dict[str, Any], body: str) -> str:
+    ordered: dict[str, Any] = {k: meta[k] for k in KEY_ORDER if k in meta and meta[k] is not None}
+    for k, v in meta.items():
+        if k not in ordered and v is not None:
+            ordered[k] = v
+    fm = yaml.dump(_plain(ordered), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
+    body = body if body.endswith("\n") else body + "\n"
+    return f"---\n{fm}---\n\n{body.lstrip(chr(10))}"
+
+
+def to_text_list(v: Any) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [x.strip() for x in v.split(",") if x.strip()]
+    if isinstance(v, list | tuple | set):
+        return [str(x).strip() for x in v if str(x).strip()]
+    return [str(v)]
+
+
+_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+
+
+def slugify(title: str, max_len: int = 60) -> str:
+    """A readable file-name stem that cannot name another folder or a device."""
+    t = unicodedata.normalize("NFKC", title).lower()
+    t = re.sub(r"[^\w\s-]", " ", t)  # drops / \ . : * ? " < > | and emoji
+    t = re.sub(r"[\s_-]+", "-", t).strip("-")
+    while len(t.encode("utf-8")) > max_len * 2 or len(t) > max_len:
+        t = t[:-1]
+    t = t.strip("-")
+    if not t or t.split(".")[0] in _RESERVED:
+        t = f"memory-{t}" if t else "memory"
+    return t
+
+
+def memory_filename(title: str, memory_id: str) -> str:
+    short = memory_id.rsplit("-", 1)[-1][-6:].lower()
+    return f"{slugify(title)}-{short}.md"
+
+
+def derive_memory_key(mem_type: str, title: str, project: str | None = None) -> str:
+    parts = [slugify(mem_type, 20)]
+    if project:
+        parts.append(slugify(project, 30))
+    parts.append(slugify(title, 60))
+    return "/".join(parts)
+
+
+def read_note(abs_path: str | os.PathLike, rel: str, *, max_bytes: int | None = None) -> Note:
+    try:
+        with open(abs_path, "rb") as f:
+            data = f.read() if max_bytes is None else f.read(max_bytes + 1)
+    except OSError as e:
+        raise NoteError(rel, f"cannot be read: {e.strerror}") from e
+    return parse_bytes(rel, data, max_bytes=max_bytes)
+
+
+def date_of(v: Any) -> dt.datetime | None:
+    """Best-effort datetime (UTC) from a frontmatter value."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, dt.datetime):
+        return v if v.tzinfo else v.replace(tzinfo=dt.UTC)
+    if isinstance(v, dt.date):
+        return dt.datetime(v.year, v.month, v.day, tzinfo=dt.UTC)
+    s = str(v).strip().replace("Z", "+00:00")
+    try:
+        d = dt.datetime.fromisoformat(s)
+    except ValueError:
+        try:
+            d = dt.datetime.fromisoformat(s[:10])
+        except ValueError:
+            return None
+    return d if d.tzinfo else d.replace(tzinfo=dt.UTC)

@@ -1,0 +1,149 @@
+"""The vault on disk: where it is, its stable id, and the per-device state dir that belongs to it."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import Settings
+from ..errors import VaultError, VaultNotFound
+
+MARKER_DIR = ".hive-brain"
+MARKER_FILE = "vault.json"
+MEMORY_DIR = "Memory/Distillations/Agent Memory"
+CORE_MEMORY = "Memory/Core Memory.md"
+CONVERSATIONS_DIR = "Memory/Conversations"
+AGENTS_DIR = "Agents"
+# Folders that never hold notes to index: our own marker, Obsidian's config, VCS and trash.
+IGNORED_DIRS = {MARKER_DIR, ".obsidian", ".git", ".trash", ".stfolder", ".stversions", "node_modules"}
+
+
+def template_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for cand in (here / "vault_template", here.parent / "vault_template"):
+        if cand.is_dir():
+            return cand
+    raise VaultError("vault template is missing from the installation", hint="reinstall hive-brain")
+
+
+@dataclass(frozen=True)
+class Vault:
+    root: Path
+    vault_id: str
+    state: Path  # per-device state dir for this vault
+
+    def rel(self, path: Path) -> str:
+        return path.resolve().relative_to(self.root).as_posix()
+
+    def abs(self, rel: str) -> Path:
+        """Resolve a vault-relative path, refusing anything that escapes the vault."""
+        p = (self.root / rel).resolve()
+        if p != self.root and self.root not in p.parents:
+            raise VaultError(f"path {rel!r} escapes the vault")
+        return p
+
+    @property
+    def staging(self) -> Path:
+        # Staged files live inside the vault so the final rename is atomic (same file system).
+        return self.root / MARKER_DIR / "staging"
+
+
+def _read_marker(root: Path) -> str | None:
+    f = root / MARKER_DIR / MARKER_FILE
+    if not f.is_file():
+        return None
+    try:
+        vid = json.loads(f.read_text(encoding="utf-8"))["vault_id"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise VaultError(f"{f} is damaged: {e}", hint="restore it from sync/backup or delete it and run `hive-brain init`") from e
+    if not isinstance(vid, str) or not vid.replace("-", "").isalnum():
+        raise VaultError(f"{f} holds an invalid vault id", hint="restore it from sync/backup")
+    return vid
+
+
+def find_root(start: Path) -> Path | None:
+    cur = start.resolve()
+    for p in (cur, *cur.parents):
+        if (p / MARKER_DIR / MARKER_FILE).is_file():
+            return p
+    return None
+
+
+def open_vault(settings: Settings, *, cwd: Path | None = None) -> Vault:
+    if settings.vault is not None:
+        root = Path(settings.vault).expanduser().resolve()
+        if not (root / MARKER_DIR / MARKER_FILE).is_file():
+            raise VaultNotFound(f"{root} is not a hive-brain vault", hint=f"run `hive-brain init {root}`")
+    else:
+        found = find_root(cwd or Path.cwd())
+        if found is None:
+            raise VaultNotFound(
+                "no vault here or above", hint="pass --vault PATH, set HIVE_BRAIN_VAULT, or run `hive-brain init PATH`"
+            )
+        root = found
+    vid = _read_marker(root)
+    assert vid is not None
+    state = Path(settings.state_dir).expanduser().resolve() / vid
+    return Vault(root=root, vault_id=vid, state=state)
+
+
+def init_vault(path: Path, settings: Settings) -> tuple[Vault, bool]:
+    """Create a vault from the template; idempotent. Returns (vault, created)."""
+    root = path.expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise VaultError(f"{root} exists and is not a directory")
+    existing = _read_marker(root) if root.is_dir() else None
+    created = existing is None
+    root.mkdir(parents=True, exist_ok=True)
+    import shutil  # only `init` copies files or makes ids: the prompt hook imports this module
+    import uuid
+
+    tpl = template_dir()
+    for src in sorted(tpl.rglob("*")):
+        dst = root / src.relative_to(tpl)
+        if src.is_dir():
+            dst.mkdir(parents=True, exist_ok=True)
+        elif not dst.exists() and src.name != ".gitkeep":
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dst)
+    if existing is None:
+        marker = root / MARKER_DIR
+        marker.mkdir(exist_ok=True)
+        from .fsutil import atomic_write_text
+
+        atomic_write_text(marker / MARKER_FILE, json.dumps({"vault_id": uuid.uuid4().hex, "format": 1}, indent=2) + "\n")
+        # Staging is per-device scratch; sync tools should not carry it.
+        atomic_write_text(marker / ".gitignore", "staging/\n")
+    s = Settings(**{**settings.__dict__, "vault": root})
+    return open_vault(s), created
+
+
+def is_ignored_dir(name: str) -> bool:
+    return name in IGNORED_DIRS or (name.startswith(".") and name != ".")
+
+
+def walk_markdown(root: Path):
+    """Yield (relpath, os.stat_result) for every .md file, skipping ignored folders; cheap (scandir,
+    string paths: pathlib objects cost more than the stat calls on a 100k-note vault)."""
+    base = str(root).rstrip(os.sep) + os.sep
+    cut = len(base)
+    stack = [base]
+    while stack:
+        d = stack.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        if not is_ignored_dir(e.name):
+                            stack.append(e.path)
+                    elif e.name.endswith(".md") and e.is_file(follow_symlinks=False):
+                        rel = e.path[cut:]
+                        yield (rel if os.sep == "/" else rel.replace(os.sep, "/")), e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
