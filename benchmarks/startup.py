@@ -1,7 +1,7 @@
 """Startup: wall time of `hive-brain --help` as a whole process, against a bare `python -c pass`.
 
 Commands run round-robin (so drift hits all of them alike), N times each after one untimed warm-up
-that also checks they work. Also times `python -c "import hive_brain.cli.base"` and lists the heavy
+that also checks they work. Also times `python -c "import hive_brain.cli.app"` and lists the heavy
 modules (tantivy, lancedb, onnxruntime, numpy, pyarrow, ...) that import pulls in.
 Target: `hive-brain --help` median under 150 ms.
 """
@@ -38,7 +38,7 @@ HEAVY_MODULES = ("tantivy", "lancedb", "onnxruntime", "numpy", "pyarrow", "token
 FORBIDDEN_AT_CLI_IMPORT = ("tantivy", "lancedb", "onnxruntime", "numpy", "pyarrow")
 BASELINE = "python -c pass"
 
-_PROBE = ("import json, sys\nimport hive_brain.cli.base\n"
+_PROBE = ("import json, sys\nimport hive_brain.cli.app\n"
           "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n")
 
 
@@ -60,7 +60,7 @@ def commands() -> dict[str, list[str]]:
     script = console_script()
     if script:
         cmds["hive-brain --help"] = [script, "--help"]
-    cmds["python -c 'import hive_brain.cli.base'"] = [py, "-c", "import hive_brain.cli.base"]
+    cmds["python -c 'import hive_brain.cli.app'"] = [py, "-c", "import hive_brain.cli.app"]
     return cmds
 
 
@@ -86,8 +86,8 @@ def heavy_modules_after_cli_import() -> dict[str, Any]:
 
 
 def import_time_top(n: int = 12, max_depth: int = 2) -> dict[str, Any]:
-    """`python -X importtime -c 'import hive_brain.cli.base'`: costliest imports (cumulative) to max_depth."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import hive_brain.cli.base"],
+    """`python -X importtime -c 'import hive_brain.cli.app'`: costliest imports (cumulative) to max_depth."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import hive_brain.cli.app"],
                           capture_output=True, timeout=60)
     if proc.returncode != 0:
         return {"status": "unavailable", "reason": _tail(proc.stderr)}
@@ -155,14 +155,14 @@ def report(result: dict[str, Any], console: Any) -> None:
                  "status"], rows, console, digits=1)
     heavy = result["cli_import_modules"]
     if heavy["status"] == "ok":
-        console.print(f"modules loaded by `import hive_brain.cli.base`: {heavy['module_count']}; "
+        console.print(f"modules loaded by `import hive_brain.cli.app`: {heavy['module_count']}; "
                       f"heavy/third-party: {', '.join(heavy['heavy_loaded']) or 'none'}; "
                       f"forbidden by the design: {', '.join(heavy['forbidden_loaded']) or 'none'}")
     else:
-        console.print(f"`import hive_brain.cli.base`: unavailable ({heavy['reason']})")
+        console.print(f"`import hive_brain.cli.app`: unavailable ({heavy['reason']})")
     imp = result["cli_import_time"]
     if imp["status"] == "ok" and imp["top"]:
-        print_table("`python -X importtime -c 'import hive_brain.cli.base'`: costliest imports (depth <= 2)",
+        print_table("`python -X importtime -c 'import hive_brain.cli.app'`: costliest imports (depth <= 2)",
                     ["module", "depth", "cumulative ms", "self ms"],
                     [[r["module"], r["depth"], r["cumulative_ms"], r["self_ms"]] for r in imp["top"]],
                     console, digits=1)
@@ -180,7 +180,7 @@ def summary_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
                                 vs_baseline=vs, status=r.get("target_status", "ok")))
     heavy = result["cli_import_modules"]
     if heavy["status"] == "ok":
-        rows.append(summary_row(NAME, "import hive_brain.cli.base", "forbidden heavy modules",
+        rows.append(summary_row(NAME, "import hive_brain.cli.app", "forbidden heavy modules",
                                 ", ".join(heavy["forbidden_loaded"]) or "none", target="none",
                                 status="pass" if not heavy["forbidden_loaded"] else "FAIL"))
     return rows

@@ -15,7 +15,7 @@ def main() -> None:
         from .agents.hookentry import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
-    from .cli.base import main as cli_main
+    from .cli.app import main as cli_main
 
     cli_main(prog_name="hive-brain")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from hive_brain.cli.base import main
+from hive_brain.cli.app import main
 
 
 def run(*args: str, input: str | None = None, ok: bool = True) -> Any:

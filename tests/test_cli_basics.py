@@ -6,13 +6,13 @@ import sys
 import click
 from click.testing import CliRunner
 
-from hive_brain.cli.base import main
+from hive_brain.cli.app import main
 
 HEAVY = ("tantivy", "lancedb", "onnxruntime", "numpy", "pyarrow", "tokenizers", "rich")
 
 
 def test_importing_cli_loads_no_heavy_library():
-    code = f"import sys, hive_brain.cli.base; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    code = f"import sys, hive_brain.cli.app; print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hive_brain.cli.base import main
+from hive_brain.cli.app import main
 from tests.helpers import remember, run
 
 DO_ALL_3_REPLY = (

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from hive_brain.cli.base import main
+from hive_brain.cli.app import main
 from hive_brain.engine import Engine
 from hive_brain.errors import InvalidAgentId, Refused
 from hive_brain.memory.layers import apply_overrides

@@ -4,7 +4,7 @@ import json
 
 from click.testing import CliRunner
 
-from hive_brain.cli.base import main
+from hive_brain.cli.app import main
 from hive_brain.store.notes import parse_text
 
 from .helpers import remember, run

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from hive_brain.cli.base import main
+from hive_brain.cli.app import main
 from hive_brain.store.journal import STEPS
 from hive_brain.store.notes import parse_text, render
 

@@ -1,6 +1,6 @@
 """CLI commands for agent integration: hooks install/uninstall/status, hook, core, consolidate, mcp.
 
-Registered on ``hive_brain.cli.main`` when cli.py imports this module; heavy modules are imported
+Registered explicitly by :mod:`.app`; heavy modules are imported
 inside the commands.
 """
 
@@ -13,11 +13,11 @@ from typing import Any
 
 import click
 
-from .base import State, command, main, out
+from .base import State, command, out
 
 
 # ---------------------------------------------------------------------------------------------- hooks
-@main.group("hooks")
+@click.group("hooks")
 def hooks_group() -> None:
     """Install, remove and inspect the Claude Code hooks and the Codex MCP entry."""
 
@@ -67,7 +67,7 @@ def _print_change(c: Any, res: dict) -> None:
                 c.print(f"[dim]{escape(res[k])}[/]")
 
 
-@command(hooks_group, "install")
+@command("install", group=hooks_group)
 @_agent_opt
 @_where_opt
 @click.option("--dry-run", is_flag=True, help="Print the diff of the settings file; write nothing.")
@@ -89,7 +89,7 @@ def hooks_install_cmd(state: State, agent_kind: str, project: bool, dry_run: boo
     out(as_json, res, lambda c: _print_change(c, res))
 
 
-@command(hooks_group, "uninstall")
+@command("uninstall", group=hooks_group)
 @_agent_opt
 @_where_opt
 @click.option("--dry-run", is_flag=True, help="Print the diff of the settings file; write nothing.")
@@ -107,7 +107,7 @@ def hooks_uninstall_cmd(state: State, agent_kind: str, project: bool, dry_run: b
     out(as_json, res, lambda c: _print_change(c, res))
 
 
-@command(hooks_group, "status")
+@command("status", group=hooks_group)
 def hooks_status_cmd(state: State, as_json: bool) -> None:
     """Show where the integration is installed, the last hook runs and the last error.
 
@@ -155,7 +155,7 @@ def hooks_status_cmd(state: State, as_json: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- hook
-@main.group("hook")
+@click.group("hook")
 def hook_group() -> None:
     """Run one agent hook: reads the agent's hook JSON on stdin (agents call this, not people)."""
 
@@ -178,7 +178,7 @@ def _hook_cmd(event: str, what: str) -> None:
       echo '{{"session_id": "abc", "transcript_path": "/path/t.jsonl", "prompt": "deploy it"}}' \\
           | HIVE_AGENT_ID=claude-code hive-brain hook {event}
     """
-    command(hook_group, event, with_json=False)(run)
+    command(event, group=hook_group, with_json=False)(run)
 
 
 _hook_cmd(
@@ -193,7 +193,7 @@ _hook_cmd("session-end", "SessionEnd: same as stop — save the finished convers
 
 
 # ---------------------------------------------------------------------------------------------- core
-@command(main, "core")
+@command("core")
 @click.option(
     "--agent",
     "agent_id",
@@ -232,7 +232,7 @@ def core_cmd(state: State, agent_id: str | None, budget: int, as_json: bool) -> 
 
 
 # ---------------------------------------------------------------------------------------------- consolidate
-@command(main, "consolidate")
+@command("consolidate")
 @click.option(
     "--from-dir",
     "from_dir",
@@ -300,7 +300,7 @@ def consolidate_cmd(state: State, from_dir: Path | None, agent_id: str | None, a
 
 
 # ---------------------------------------------------------------------------------------------- mcp
-@command(main, "mcp", with_json=False)
+@command("mcp", with_json=False)
 @click.option(
     "--agent",
     "agent_id",
@@ -321,3 +321,6 @@ def mcp_cmd(state: State, agent_id: str | None) -> None:
     from ..agents.mcp import run
 
     run(State(state.vault_flag, agent_id or state.agent_flag).settings())
+
+
+COMMANDS: list[click.Command] = [hooks_group, hook_group, core_cmd, consolidate_cmd, mcp_cmd]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import Settings
-from ..memory.store import MemoryInput
-from ..store.notes import derive_memory_key
+import click
+
+from .base import State, command, out
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 MEMORIES = [
     ("preference", "Package manager", "Use pnpm, never npm, for JavaScript and TypeScript projects.", ["js", "tooling"]),
@@ -26,7 +29,10 @@ QUESTIONS = [
 
 
 def run_demo(path: Path, settings: Settings, *, semantic: bool = True) -> dict[str, Any]:
+    from ..config import Settings
     from ..engine import Engine
+    from ..memory.store import MemoryInput
+    from ..store.notes import derive_memory_key
     from ..store.vault import init_vault
 
     vault, created = init_vault(path, settings)
@@ -51,3 +57,35 @@ def run_demo(path: Path, settings: Settings, *, semantic: bool = True) -> dict[s
     pack = eng.answer("how do we release a new version?", budget=2000, semantic=semantic)
     return {"vault": str(vault.root), "created": created, "remembered": len(made), "evolved": evolved, "answers": answers,
             "answer_pack": pack["context"] if not pack["abstained"] else None}
+
+
+@command("demo")
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--lexical", is_flag=True, help="Skip the embedding model.")
+def demo_cmd(state: State, path: Path | None, lexical: bool, as_json: bool) -> None:
+    """Create a demo vault, remember a few memories, evolve one, and ask questions.
+
+    \b
+    Example:
+      hive-brain demo ./demo-vault
+    """
+    target = path or Path.cwd() / "hive-brain-demo"
+    res = run_demo(target, state.settings(), semantic=not lexical)
+
+    def human(c: Any) -> None:
+        from rich.markup import escape
+
+        c.print(f"Demo vault: [bold]{res['vault']}[/] ({res['remembered']} memories written; open it in Obsidian)")
+        for a in res["answers"]:
+            c.print(f"\n[bold cyan]? {escape(a['question'])}[/]")
+            if a["abstained"]:
+                c.print(f"  [dim]no grounded answer: {escape(a['reason'] or '')}[/]")
+            for h in a["hits"][:2]:
+                ev = " [dim](evolved; older version kept as history)[/]" if h["evolved"] else ""
+                c.print(f"  • [bold]{escape(h['title'])}[/]{ev}: {escape(h['text'][:160])}")
+        c.print(f"\nTry: hive-brain --vault {res['vault']} recall \"how do we release?\"")
+
+    out(as_json, res, human)
+
+
+COMMANDS: list[click.Command] = [demo_cmd]

@@ -1,7 +1,7 @@
 """CLI commands for memory layers and Brain Review: review (list/show/approve/reject/apply), promote,
 conflicts, health.
 
-Registered on ``hive_brain.cli.main`` when cli.py imports this module; heavy modules are imported
+Registered explicitly by :mod:`.app`; heavy modules are imported
 inside the commands. (``consolidate`` belongs to cli_agents.py, so promotions are ``promote``.)
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .base import State, command, main, out
+from .base import State, command, out
 
 
 def _review(state: State) -> Any:
@@ -21,7 +21,7 @@ def _review(state: State) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- review
-@main.group("review")
+@click.group("review")
 def review_group() -> None:
     """Brain Review: proposals to change shared memory, decided by the vault owner.
 
@@ -36,7 +36,7 @@ def review_group() -> None:
     """
 
 
-@command(review_group, "list")
+@command("list", group=review_group)
 @click.option(
     "--status",
     type=click.Choice(["pending", "approved", "rejected", "applied"]),
@@ -68,7 +68,7 @@ def review_list_cmd(state: State, status: str | None, as_json: bool) -> None:
     out(as_json, res, human)
 
 
-@command(review_group, "show")
+@command("show", group=review_group)
 @click.argument("review_id", metavar="ID")
 def review_show_cmd(state: State, review_id: str, as_json: bool) -> None:
     """Show one proposal: the memory it proposes, why, and where it came from.
@@ -99,7 +99,7 @@ def review_show_cmd(state: State, review_id: str, as_json: bool) -> None:
     out(as_json, res, human)
 
 
-@command(review_group, "approve")
+@command("approve", group=review_group)
 @click.argument("review_id", metavar="ID")
 @click.option("--apply", "and_apply", is_flag=True, help="Also apply it right away.")
 def review_approve_cmd(state: State, review_id: str, and_apply: bool, as_json: bool) -> None:
@@ -125,7 +125,7 @@ def review_approve_cmd(state: State, review_id: str, and_apply: bool, as_json: b
     )
 
 
-@command(review_group, "reject")
+@command("reject", group=review_group)
 @click.argument("review_id", metavar="ID")
 @click.option("--reason", default=None, help="Why (kept in the proposal note).")
 def review_reject_cmd(state: State, review_id: str, reason: str | None, as_json: bool) -> None:
@@ -139,7 +139,7 @@ def review_reject_cmd(state: State, review_id: str, reason: str | None, as_json:
     out(as_json, res, lambda c: c.print(f"Rejected {res['proposal']}."))
 
 
-@command(review_group, "apply")
+@command("apply", group=review_group)
 @click.argument("review_id", metavar="ID")
 def review_apply_cmd(state: State, review_id: str, as_json: bool) -> None:
     """Turn an approved proposal into shared memory (owner only; one journaled transaction).
@@ -162,7 +162,7 @@ def review_apply_cmd(state: State, review_id: str, as_json: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- promote
-@command(main, "promote")
+@command("promote")
 @click.option("--dry-run", is_flag=True, help="Show the groups and proposals; write nothing.")
 @click.option(
     "--threshold",
@@ -205,7 +205,7 @@ def promote_cmd(state: State, dry_run: bool, threshold: float, as_json: bool) ->
 
 
 # ---------------------------------------------------------------------------------------------- conflicts
-@command(main, "conflicts")
+@command("conflicts")
 def conflicts_cmd(state: State, as_json: bool) -> None:
     """List private overrides of memories the user stated; they are reported, never applied.
 
@@ -235,7 +235,7 @@ def conflicts_cmd(state: State, as_json: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- health
-@command(main, "health")
+@command("health")
 def health_cmd(state: State, as_json: bool) -> None:
     """Memories per layer, Brain Review queue, conflicts and index freshness.
 
@@ -274,3 +274,6 @@ def health_cmd(state: State, as_json: bool) -> None:
             c.print(f"[yellow]warning:[/] {w}")
 
     out(as_json, res, human)
+
+
+COMMANDS: list[click.Command] = [review_group, promote_cmd, conflicts_cmd, health_cmd]

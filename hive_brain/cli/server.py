@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .base import State, command, main, out
+from .base import State, command, out
 
 
 def _state_dir(state: State) -> tuple[Any, Path]:
@@ -19,7 +19,7 @@ def _state_dir(state: State) -> tuple[Any, Path]:
     return settings, open_vault(settings).state
 
 
-@command(main, "serve")
+@command("serve")
 @click.option("--stop", "stop", is_flag=True, help="Stop the running server of this vault and wait until it exits.")
 @click.option("--status", "show_status", is_flag=True, help="Show whether a server runs for this vault.")
 @click.option("--detach", is_flag=True, help="Start the server in the background and return once it answers.")
@@ -104,3 +104,6 @@ def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, timeout
         out(True, {"stopped": True}, lambda c: None)
     if code:
         raise SystemExit(code)
+
+
+COMMANDS: list[click.Command] = [serve_cmd]

@@ -1,0 +1,17 @@
+"""The assembled ``hive-brain`` command: the root group from :mod:`.base` plus every command module.
+
+Registration is explicit (no import side effects): each command module lists its commands in
+``COMMANDS``. Importing this stays light: command modules import their core modules inside the
+commands.
+"""
+
+from __future__ import annotations
+
+from . import agents, demo, index, memory, model, review, search, server
+from .base import main
+
+for _module in (memory, search, index, model, review, agents, server, demo):
+    for _command in _module.COMMANDS:
+        main.add_command(_command)
+
+__all__ = ["main"]

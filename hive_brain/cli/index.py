@@ -1,0 +1,113 @@
+"""Commands that look after the per-device index: doctor, rebuild-index, status, generations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .base import State, command, out
+
+
+# ---------------------------------------------------------------------------------------------- health
+@command("doctor")
+def doctor_cmd(state: State, as_json: bool) -> None:
+    """List notes hive-brain cannot read (broken YAML, binary, not UTF-8, too large) and repair state.
+
+    Broken notes are reported, never rewritten. Unfinished transactions are rolled forward or back.
+
+    \b
+    Example:
+      hive-brain doctor --json
+    """
+    res = state.engine().doctor()
+
+    def human(c: Any) -> None:
+        for r in res["recovered"]:
+            c.print(f"recovered transaction {r['id']}: {r['action']}")
+        if not res["problems"]:
+            c.print(f"All {res['notes']} notes are readable.")
+        for p in res["problems"]:
+            c.print(f"[yellow]{p['path']}[/]: {p['problem']}", markup=True)
+
+    out(as_json, res, human)
+
+
+# ---------------------------------------------------------------------------------------------- index
+@command("rebuild-index")
+@click.option("--lexical-only", is_flag=True, help="Do not compute vectors now (they are queued).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def rebuild_cmd(state: State, lexical_only: bool, quiet: bool, as_json: bool) -> None:
+    """Rebuild the whole index from the Markdown notes (lexical first, then vectors).
+
+    \b
+    Example:
+      hive-brain rebuild-index
+    """
+    res = state.engine().rebuild(progress=not (quiet or as_json), embed=not lexical_only)
+    out(as_json, res, lambda c: c.print(
+        f"Indexed {res['indexed']} notes ({res.get('passages', 0)} passages) in {res['seconds']:.2f}s → generation "
+        f"{res['generation']} ({res.get('notes_hash', '')[:12]}); vectors: {res['vectors']}"))
+
+
+@command("status")
+def status_cmd(state: State, as_json: bool) -> None:
+    """Show the vault, the index generation, semantic search and the server.
+
+    \b
+    Example:
+      hive-brain status --json
+    """
+    res = state.engine().status()
+
+    def human(c: Any) -> None:
+        c.print(f"vault      {res['vault']} (id {res['vault_id']})")
+        c.print(f"state      {res['state_dir']}")
+        c.print(f"notes      {res['notes']} ({res['memories']} typed memories), {res['stale_notes']} not yet indexed")
+        c.print(f"generation {res['generation']}")
+        s = res["semantic"]
+        c.print(f"semantic   {'on (' + str(s['pending_passages']) + ' passages pending)' if s['on'] else 'off: ' + s['how_to_enable']}")
+        c.print(f"server     {'running, pid ' + str(res['server'].get('pid')) if res['server'].get('running') else 'not running'}")
+        for w in res["warnings"]:
+            c.print(f"[yellow]warning:[/] {w}")
+
+    out(as_json, res, human)
+
+
+@command("generations")
+@click.option("--prune", is_flag=True, help="Remove old generated history (keeps the newest 20 and a checkpoint).")
+@click.option("--keep", type=int, default=20, show_default=True)
+def generations_cmd(state: State, prune: bool, keep: int, as_json: bool) -> None:
+    """List index generations, the policy, and the earliest replayable one.
+
+    \b
+    Example:
+      hive-brain generations
+      hive-brain generations --prune --keep 10
+    """
+    eng = state.engine()
+    if prune:
+        from ..memory.layers import require_owner
+        from ..store.journal import write_session
+
+        require_owner(eng.settings, "pruning generations")
+        with write_session(eng.vault, timeout=eng.settings.lock_timeout, command="prune"):
+            pr = eng.indexer.gens.prune(keep_last=keep)
+    res = eng.generations()
+    if prune:
+        res["pruned"] = pr
+
+    def human(c: Any) -> None:
+        for g in res["generations"][-30:]:
+            if not g.get("verified"):
+                c.print(f"[red]{g['id']:>6} damaged: {g.get('problem')}[/]")
+                continue
+            cur = "*" if g["id"] == res["current"] else " "
+            c.print(f"{cur}{g['id']:>5} {g['kind']:<10} {g['created']} notes {g['notes']:>6} "
+                    f"+{g['added']} ~{g['changed']} -{g['removed']}  {g['notes_hash'][:12]}  {g['label']}", markup=False)
+        c.print(f"current {res['current']} · earliest replayable {res['earliest_replayable']} · "
+                f"checkpoint every {res['policy']['checkpoint_every']}")
+
+    out(as_json, res, human)
+
+COMMANDS: list[click.Command] = [doctor_cmd, rebuild_cmd, status_cmd, generations_cmd]

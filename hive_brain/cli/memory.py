@@ -1,0 +1,174 @@
+"""Commands that write and read typed memories: init, remember, evolve, get, update, delete, batch."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .base import State, command, out, split_tags
+
+
+# ---------------------------------------------------------------------------------------------- vault
+@command("init")
+@click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
+def init_cmd(state: State, path: Path | None, as_json: bool) -> None:
+    """Create a vault from the template (idempotent), with a stable vault id.
+
+    \b
+    Example:
+      hive-brain init ~/brain
+    """
+    from ..store.vault import init_vault
+
+    target = path or (Path(state.vault_flag) if state.vault_flag else Path.cwd())
+    vault, created = init_vault(target, state.settings())
+    data = {"vault": str(vault.root), "vault_id": vault.vault_id, "state_dir": str(vault.state), "created": created}
+    out(as_json, data, lambda c: c.print(
+        f"{'Created' if created else 'Already a vault:'} [bold]{vault.root}[/] (id {vault.vault_id})\n"
+        f"Use it with: export HIVE_BRAIN_VAULT={vault.root}"))
+
+
+# ---------------------------------------------------------------------------------------------- memory
+
+
+@command("remember")
+@click.option("--type", "mem_type", required=True, help="preference, instruction, decision, lesson, procedure, fact, quirk, ...")
+@click.option("--title", required=True, help="Short title; also the readable part of the file name.")
+@click.option("--content", required=True, help="The memory itself (Markdown). Use - to read standard input.")
+@click.option("--memory-key", default=None, help="Canonical key (default: derived from type/project/title).")
+@click.option("--project", default=None)
+@click.option("--tags", default=None, help="Comma-separated tags.")
+@click.option("--confidence", type=float, default=None, help="0..1")
+@click.option("--memory-scope", type=click.Choice(["hive", "private", "task"]), default=None,
+              help="hive = shared memory; default: private for an agent, shared for the owner.")
+@click.option("--task", default=None, help="Task id for a task-layer memory.")
+@click.option("--overrides", default=None, help="Id of a shared memory this private memory replaces for its agent.")
+def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_key: str | None, project: str | None,
+                 tags: str | None, confidence: float | None, memory_scope: str | None, task: str | None,
+                 overrides: str | None, as_json: bool) -> None:
+    """Store a new typed memory as a note under Memory/.
+
+    Refuses a second active memory with the same key (use `evolve`), identical content, and anything
+    that looks like a secret.
+
+    \b
+    Example:
+      hive-brain remember --type preference --title "Package manager" \\
+          --content "Use pnpm, never npm, for JavaScript projects." --tags js,tooling
+    """
+    from ..memory.store import MemoryInput
+
+    if content == "-":
+        content = sys.stdin.read()
+    inp = MemoryInput(type=mem_type, title=title, content=content, memory_key=memory_key, project=project,
+                      tags=split_tags(tags) or [], confidence=confidence, scope=memory_scope, task=task, overrides=overrides)
+    res = state.engine().memory.remember(inp)
+    if res.get("status") == "proposed":
+        out(as_json, res, lambda c: c.print(f"Queued for Brain Review: [bold]{res['proposal']}[/] ({res['path']})"))
+    else:
+        out(as_json, res, lambda c: c.print(f"Remembered [bold]{res['id']}[/] → {res['path']}"))
+
+
+@command("evolve")
+@click.option("--memory-id", required=True)
+@click.option("--content", required=True, help="The new truth. Use - to read standard input.")
+@click.option("--title", default=None)
+def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as_json: bool) -> None:
+    """Record that a memory changed: a new note supersedes the old one (both linked).
+
+    \b
+    Example:
+      hive-brain evolve --memory-id mem-01j... --content "We moved from pnpm to bun in 2026."
+    """
+    if content == "-":
+        content = sys.stdin.read()
+    res = state.engine().memory.evolve(memory_id, content, title)
+    out(as_json, res, lambda c: c.print(f"Evolved {res['supersedes']} → [bold]{res['id']}[/] ({res['path']})"))
+
+
+@command("get")
+@click.option("--memory-id", required=True)
+def get_cmd(state: State, memory_id: str, as_json: bool) -> None:
+    """Show one memory with its frontmatter and evolution chain.
+
+    \b
+    Example:
+      hive-brain get --memory-id mem-01j...
+    """
+    res = state.engine().memory.get(memory_id)
+
+    def human(c: Any) -> None:
+        m = res["meta"]
+        c.print(f"[bold]{m.get('title')}[/]  ({res['id']}, {m.get('type')}, {m.get('status')})\n{res['path']}\n")
+        c.print(res["content"], markup=False)
+        if len(res["chain"]) > 1:
+            c.print("\nchain: " + " → ".join(f"{x['id']} ({x['status']})" for x in res["chain"]))
+
+    out(as_json, res, human)
+
+
+@command("update")
+@click.option("--memory-id", required=True)
+@click.option("--title", default=None)
+@click.option("--content", default=None)
+@click.option("--tags", default=None, help="Comma-separated; replaces the tags.")
+@click.option("--project", default=None)
+@click.option("--confidence", type=float, default=None)
+@click.option("--status", type=click.Choice(["archived", "active"]), default=None)
+def update_cmd(state: State, memory_id: str, title: str | None, content: str | None, tags: str | None,
+               project: str | None, confidence: float | None, status: str | None, as_json: bool) -> None:
+    """Fix a memory in place (wording, tags, archive). Truth changes go through `evolve`.
+
+    \b
+    Example:
+      hive-brain update --memory-id mem-01j... --tags js,tooling --status archived
+    """
+    res = state.engine().memory.update(memory_id, title=title, content=content, tags=split_tags(tags), project=project,
+                                       confidence=confidence, status=status)
+    out(as_json, res, lambda c: c.print(f"Updated {res['id']} ({res['path']})"))
+
+
+@command("delete")
+@click.option("--memory-id", required=True)
+@click.option("--confirm", is_flag=True, help="Required: delete is permanent.")
+@click.option("--force", is_flag=True, help="Also delete a member of an evolution chain (the chain is relinked).")
+def delete_cmd(state: State, memory_id: str, confirm: bool, force: bool, as_json: bool) -> None:
+    """Delete a memory note permanently.
+
+    \b
+    Example:
+      hive-brain delete --memory-id mem-01j... --confirm
+    """
+    res = state.engine().memory.delete(memory_id, confirm=confirm, force=force)
+    out(as_json, res, lambda c: c.print(f"Deleted {res['id']} ({res['path']})"))
+
+
+@command("batch")
+@click.option("--file", "file", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="JSON list of records ({type, title, content, ...}); - for standard input.")
+def batch_cmd(state: State, file: str, as_json: bool) -> None:
+    """Remember up to 25 memories at once: all or nothing, with a report per record.
+
+    \b
+    Example:
+      echo '[{"type":"fact","title":"CI","content":"CI runs on GitHub Actions."}]' | hive-brain batch --file -
+    """
+    from ..errors import UsageError
+
+    try:
+        raw = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+        data = json.loads(raw)
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"cannot read {file}: {e}") from e
+    except ValueError as e:
+        raise UsageError(f"{file} is not valid JSON: {e}") from e
+    if isinstance(data, dict) and "records" in data:
+        data = data["records"]
+    res = state.engine().memory.batch(data)
+    out(as_json, res, lambda c: c.print(f"Remembered {res['count']} memories in one transaction."))
+
+COMMANDS: list[click.Command] = [init_cmd, remember_cmd, evolve_cmd, get_cmd, update_cmd, delete_cmd, batch_cmd]

