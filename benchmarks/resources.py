@@ -105,7 +105,7 @@ def hook_rss(vault: Path, questions: Sequence[Mapping[str, Any]]) -> dict[str, A
 
 def generation_costs(vault: Path, state: Path, writes: int) -> dict[str, Any]:
     from hive_brain.engine import Engine
-    from hive_brain.memory.store import MemoryInput
+    from hive_brain.memory.model import MemoryInput
 
     eng = Engine.open(vault, agent_id=None)
     gens = eng.indexer.gens

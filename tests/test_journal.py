@@ -67,7 +67,7 @@ def test_kill_at_every_step_then_recover(vault_path, step):
 WRITER = """
 import sys
 from hive_brain.engine import Engine
-from hive_brain.memory.store import MemoryInput
+from hive_brain.memory.model import MemoryInput
 eng = Engine.open()
 w = int(sys.argv[1])
 for i in range(25):

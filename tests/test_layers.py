@@ -13,7 +13,7 @@ from hive_brain.cli.app import main
 from hive_brain.engine import Engine
 from hive_brain.errors import InvalidAgentId, Refused
 from hive_brain.memory.layers import apply_overrides
-from hive_brain.memory.store import MemoryInput
+from hive_brain.memory.model import MemoryInput
 from hive_brain.store.notes import render
 
 from .helpers import cli_as

@@ -243,7 +243,7 @@ def health_cmd(state: State, as_json: bool) -> None:
     Example:
       hive-brain health --json
     """
-    from ..memory.layers import health
+    from ..memory.health import health
 
     res = health(state.engine())
 

@@ -33,7 +33,7 @@ import tantivy
 
 from ..errors import IndexError_, LockTimeout
 from . import textproc
-from .predicates import And, Eq, In, Not, Or, Pred, Range
+from .predicates import Pred, to_tantivy
 
 SCHEMA_VERSION = 2
 META_FILE = "hive-lexical.json"
@@ -291,43 +291,7 @@ class LexicalIndex:
 
     def compile(self, p: Pred) -> tantivy.Query:
         """Compile a boundary predicate to a (non-scoring-relevant) tantivy query."""
-        if isinstance(p, Eq):
-            if p.field in INT_FIELDS:
-                return self._range(p.field, int(p.value), int(p.value))
-            return tantivy.Query.term_query(self.schema, _kw(p.field), str(p.value), index_option="basic")
-        if isinstance(p, In):
-            if not p.values:
-                return tantivy.Query.empty_query()
-            if p.field in INT_FIELDS:
-                return tantivy.Query.boolean_query(
-                    [(tantivy.Occur.Should, self._range(p.field, int(v), int(v))) for v in p.values])
-            return tantivy.Query.term_set_query(self.schema, _kw(p.field), [str(v) for v in p.values])
-        if isinstance(p, Range):
-            if p.field not in INT_FIELDS:
-                raise ValueError(f"Range needs an integer field {INT_FIELDS}, not {p.field!r}")
-            return self._range(p.field, p.lo, p.hi)
-        if isinstance(p, And):
-            if not p.parts:
-                return tantivy.Query.all_query()
-            return tantivy.Query.boolean_query([_clause(self.compile, x) for x in p.parts]
-                                               + [(tantivy.Occur.Must, tantivy.Query.all_query())])
-        if isinstance(p, Or):
-            if not p.parts:
-                return tantivy.Query.empty_query()
-            return tantivy.Query.boolean_query([(tantivy.Occur.Should, self.compile(x)) for x in p.parts])
-        if isinstance(p, Not):
-            # A BooleanQuery made only of MUST_NOT matches nothing in tantivy: anchor it on all docs.
-            return tantivy.Query.boolean_query([
-                (tantivy.Occur.Must, tantivy.Query.all_query()),
-                (tantivy.Occur.MustNot, self.compile(p.part)),
-            ])
-        raise TypeError(f"not a predicate: {p!r}")
-
-    def _range(self, f: str, lo: int | None, hi: int | None) -> tantivy.Query:
-        if lo is None and hi is None:
-            return tantivy.Query.all_query()
-        return tantivy.Query.range_query(self.schema, f, tantivy.FieldType.Integer,
-                                         None if lo is None else int(lo), None if hi is None else int(hi))
+        return to_tantivy(p, self.schema, keyword_fields=KEYWORD_FIELDS, int_fields=INT_FIELDS)
 
     def count(self, where: Pred | None = None) -> int:
         """Number of passages matching ``where`` (all passages when None)."""
@@ -370,18 +334,6 @@ class LexicalIndex:
 def _passage_number(pid: str) -> int:
     tail = pid.rpartition("#")[2]
     return int(tail) if tail.isdigit() else 0
-
-
-def _kw(name: str) -> str:
-    if name not in KEYWORD_FIELDS:
-        raise ValueError(f"predicates apply to keyword fields {KEYWORD_FIELDS} or {INT_FIELDS}, not {name!r}")
-    return name
-
-
-def _clause(compile_: Any, p: Pred) -> tuple[tantivy.Occur, tantivy.Query]:
-    if isinstance(p, Not):
-        return (tantivy.Occur.MustNot, compile_(p.part))
-    return (tantivy.Occur.Must, compile_(p))
 
 
 def _doc_dict(d: tantivy.Document) -> dict[str, Any]:

@@ -7,7 +7,12 @@ Fields are keyword fields of a passage document (see docs/architecture.md, "Pass
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import tantivy
 
 
 @dataclass(frozen=True)
@@ -116,3 +121,59 @@ def matches(p: Pred | None, row: dict) -> bool:
     if isinstance(p, Not):
         return not matches(p.part, row)
     raise TypeError(p)
+
+
+def to_tantivy(p: Pred, schema: Any, *, keyword_fields: Collection[str], int_fields: Collection[str]) -> tantivy.Query:
+    """Compile to a tantivy query over ``schema`` (a filter: it adds nothing to the score)."""
+    import tantivy  # here: the predicate algebra itself is imported on the light hook path
+
+    def kw(name: str) -> str:
+        if name not in keyword_fields:
+            raise ValueError(f"predicates apply to keyword fields {tuple(keyword_fields)} or {tuple(int_fields)}, not {name!r}")
+        return name
+
+    def rng(f: str, lo: int | None, hi: int | None) -> tantivy.Query:
+        if lo is None and hi is None:
+            return tantivy.Query.all_query()
+        return tantivy.Query.range_query(schema, f, tantivy.FieldType.Integer,
+                                         None if lo is None else int(lo), None if hi is None else int(hi))
+
+    def clause(q: Pred) -> tuple[tantivy.Occur, tantivy.Query]:
+        if isinstance(q, Not):
+            return (tantivy.Occur.MustNot, compile_(q.part))
+        return (tantivy.Occur.Must, compile_(q))
+
+    def compile_(q: Pred) -> tantivy.Query:
+        if isinstance(q, Eq):
+            if q.field in int_fields:
+                return rng(q.field, int(q.value), int(q.value))
+            return tantivy.Query.term_query(schema, kw(q.field), str(q.value), index_option="basic")
+        if isinstance(q, In):
+            if not q.values:
+                return tantivy.Query.empty_query()
+            if q.field in int_fields:
+                return tantivy.Query.boolean_query(
+                    [(tantivy.Occur.Should, rng(q.field, int(v), int(v))) for v in q.values])
+            return tantivy.Query.term_set_query(schema, kw(q.field), [str(v) for v in q.values])
+        if isinstance(q, Range):
+            if q.field not in int_fields:
+                raise ValueError(f"Range needs an integer field {tuple(int_fields)}, not {q.field!r}")
+            return rng(q.field, q.lo, q.hi)
+        if isinstance(q, And):
+            if not q.parts:
+                return tantivy.Query.all_query()
+            return tantivy.Query.boolean_query([clause(x) for x in q.parts]
+                                               + [(tantivy.Occur.Must, tantivy.Query.all_query())])
+        if isinstance(q, Or):
+            if not q.parts:
+                return tantivy.Query.empty_query()
+            return tantivy.Query.boolean_query([(tantivy.Occur.Should, compile_(x)) for x in q.parts])
+        if isinstance(q, Not):
+            # A BooleanQuery made only of MUST_NOT matches nothing in tantivy: anchor it on all docs.
+            return tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, tantivy.Query.all_query()),
+                (tantivy.Occur.MustNot, compile_(q.part)),
+            ])
+        raise TypeError(f"not a predicate: {q!r}")
+
+    return compile_(p)

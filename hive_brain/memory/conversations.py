@@ -342,7 +342,7 @@ def capture(
     Raises ``LockTimeout`` when the vault stays locked for ``lock_timeout`` seconds.
     """
     from ..config import validate_agent_id
-    from ..store.journal import Transaction, write_session
+    from ..store.fsutil import sha256_bytes
     from ..store.notes import render, slugify
     from ..store.secrets import redact
 
@@ -368,7 +368,7 @@ def capture(
     folder = note_folder(agent)
     vault = engine.vault
     timeout = engine.settings.lock_timeout if lock_timeout is None else lock_timeout
-    with write_session(vault, timeout=timeout, command="capture conversation"):
+    with engine.memory.transaction("capture conversation", timeout=timeout, publish=publish, refresh=False) as tx:
         rel = _existing_note(vault, folder, sid)
         start = _date_of(t.started) or dt.datetime.now(dt.UTC)
         if rel is None:
@@ -384,11 +384,7 @@ def capture(
                 old = None
         if old is not None and old == text.encode("utf-8"):
             return {**base, "status": "already", "path": rel, "turns": meta["turns"]}
-        from ..store.fsutil import sha256_bytes
-
-        txn = Transaction(vault, "capture conversation")
-        txn.write(rel, text, expect_old=sha256_bytes(old) if old is not None else "")
-        txn.commit(engine.publish if publish else None)
+        tx.write(rel, text, expect_old=sha256_bytes(old) if old is not None else "")
     return {
         **base,
         "status": "updated" if old is not None else "captured",

@@ -9,7 +9,6 @@ the rules that sit on top of it:
 * overrides: a private memory may name a shared one in ``overrides`` and then replaces it in that
   agent's recall only, never for anyone else, and never when the shared memory is an instruction,
   preference or decision the user stated (that is a conflict, reported instead of applied);
-* ``health``: memory counts per layer, pending proposals, conflicts and index freshness.
 
 Kept import-light (no tantivy/lancedb/numpy): recall on the hook path calls ``apply_overrides``.
 """
@@ -21,6 +20,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import NotFound, PermissionDenied, Refused, UsageError
+from ..index.predicates import And, Eq, In, Or, Pred, matches
 from ..store.catalog import Catalog, Entry
 
 SHARED, PRIVATE, TASK = "shared", "private", "task"
@@ -45,6 +45,32 @@ def require_owner(settings: Settings, action: str, *, always: bool = False) -> N
             f"{action} is the vault owner's alone; agent {agent!r} may not do it",
             hint="run it without HIVE_AGENT_ID (as the owner)",
         )
+
+
+# -- who reads what: the one statement of the rule -------------------------------------------------
+def visibility(agent: str | None) -> Pred:
+    """What a search may return to ``agent``: the shared layer plus the caller's own private and task
+    layers; the owner (no agent) searches the shared layer. Compiled into the BM25 query and the vector
+    prefilter (never applied after a top-k cut) and evaluated on catalog entries by :func:`visible_from`.
+    """
+    if not agent:
+        return Eq("layer", SHARED)
+    return Or((Eq("layer", SHARED), And((Eq("agent", agent), In("layer", AGENT_LAYERS)))))
+
+
+def visible_from(e: Entry, layer: str, agent: str) -> bool:
+    """Would a reader writing to (``layer``, ``agent``) see ``e``? A shared-layer writer is the owner's
+    view (shared only); an agent-layer writer is that agent's. Duplicate checks count only there: the
+    owner writing what one agent keeps privately is not a duplicate (nobody reads both), and saying
+    which private note holds it would leak that note to the owner."""
+    reader = agent if layer != SHARED else None
+    return matches(visibility(reader), {"layer": e.layer, "agent": e.agent})
+
+
+def may_open(e: Entry, agent: str | None) -> bool:
+    """May ``agent`` open ``e`` by its id (get/update/delete)? The owner opens any note of the vault;
+    an agent what its searches would return."""
+    return not agent or matches(visibility(agent), {"layer": e.layer, "agent": e.agent})
 
 
 def origin_of(e: Entry) -> str:
@@ -264,31 +290,3 @@ def layer_counts(
             counts[layer][key] = counts[layer].get(key, 0) + n
     counts["total"] = sum(n for _, _, n in rows)
     return counts
-
-
-def health(engine: Any) -> dict[str, Any]:
-    """Counts per layer, Brain Review queue, conflicts and index freshness, for `hive-brain health`."""
-    from .review import status_counts
-
-    settings = engine.settings
-    agent = settings.agent_id
-    st = engine.status()  # refreshes the catalog (via the indexer's diff)
-    cat = engine.catalog
-    found = conflicts(cat, agent)
-    queue = status_counts(cat, agent)
-    return {
-        "agent": agent,
-        "enforcement": bool(settings.scoped_permissions),
-        "memories": layer_counts(cat, agent, settings=settings),
-        "proposals": queue,
-        "conflicts": len(found),
-        "conflict_list": found,
-        "index": {
-            "generation": st["generation"],
-            "stale_notes": st["stale_notes"],
-            "fresh": st["stale_notes"] == 0,
-            "notes": st["notes"],
-        },
-        "problems": len(cat.problems()),
-        "warnings": st.get("warnings") or [],
-    }

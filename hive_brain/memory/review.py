@@ -7,7 +7,7 @@ before approving): frontmatter ``id: rev-<ulid>``, ``kind`` (remember | promotio
 ``status`` (pending -> approved | rejected; approved -> applied | rejected), ``proposed_by``, the
 proposed memory's fields, ``sources`` and ``reason``; the body is the proposed content.
 
-Sources of proposals: an agent's shared write in enforcement mode ("teach the hive", via
+Sources of proposals (their note format is :mod:`.proposals`): an agent's shared write in enforcement mode ("teach the hive", via
 ``MemoryStore.remember``), and promotions: near-duplicate private memories of two or more agents.
 Every change to a proposal, and applying it, is one journaled transaction.
 """
@@ -17,168 +17,24 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..errors import DuplicateContent, NotFound, Refused, UsageError
+from ..errors import NotFound, Refused, UsageError
 from ..store.catalog import Catalog, Entry
-from ..store.journal import Transaction
 from ..store.notes import (
-    content_hash,
-    derive_memory_key,
-    memory_filename,
-    new_ulid,
     now_iso,
     read_note,
     render,
     to_text_list,
 )
 from .layers import SHARED, require_owner
+from .model import MemoryInput
+from .proposals import REVIEW_DIR, STATUSES, build_proposal, proposal_entries, visible_to
+from .store import MemoryStore
 
-if TYPE_CHECKING:
-    from .store import MemoryInput, MemoryStore
-
-REVIEW_DIR = "Operations/Brain Review"
-KINDS = ("remember", "promotion", "import", "pattern")
-STATUSES = ("pending", "approved", "rejected", "applied")
-PROPOSAL_FIELDS = ("type", "title", "memory_key", "project", "tags", "aliases", "confidence")
 JACCARD = 0.6
 APPLIED_ORIGIN = "agent-reviewed"
 SYSTEM = "hive-brain"  # proposer of what hive-brain itself found (promotions)
-
-
-def new_review_id() -> str:
-    return "rev-" + new_ulid().lower()
-
-
-def proposal_entries(catalog: Catalog, status: str | None = None) -> list[Entry]:
-    prefix = REVIEW_DIR + "/"
-    where = "substr(path, 1, ?) = ? AND id LIKE 'rev-%'"
-    args: tuple = (len(prefix), prefix)
-    if status:
-        where += " AND status = ?"
-        args += (status,)
-    return sorted(catalog.select(where, args), key=lambda e: (str(e.meta.get("created") or ""), e.id))
-
-
-def _visible(e: Entry, agent: str | None) -> bool:
-    # An agent sees what it proposed; promotions quote other agents' private memories, so only the owner.
-    return not agent or str(e.meta.get("proposed_by") or "") == agent
-
-
-def status_counts(catalog: Catalog, agent: str | None = None) -> dict[str, int]:
-    counts = dict.fromkeys(STATUSES, 0)
-    for e in proposal_entries(catalog):
-        if _visible(e, agent) and e.status in counts:
-            counts[e.status] += 1
-    return counts
-
-
-def build_proposal(
-    *,
-    kind: str,
-    proposed_by: str,
-    fields: dict[str, Any],
-    content: str,
-    reason: str,
-    sources: list[str] | None = None,
-    source_agents: list[str] | None = None,
-    evolves: str | None = None,
-    taken: set[str] | None = None,
-    exists: Any = None,
-) -> tuple[str, dict[str, Any], str]:
-    """(path, frontmatter, note text) of a new pending proposal."""
-    if kind not in KINDS:
-        raise UsageError(f"unknown proposal kind {kind!r}", hint=f"one of {', '.join(KINDS)}")
-    rid = new_review_id()
-    ts = now_iso()
-    meta: dict[str, Any] = {
-        "id": rid,
-        "kind": kind,
-        "status": "pending",
-        "proposed_by": proposed_by,
-        "created": ts,
-        "updated": ts,
-        **{k: fields.get(k) for k in PROPOSAL_FIELDS},
-        "evolves": evolves,
-        "sources": list(sources or []) or None,
-        "source_agents": list(source_agents or []) or None,
-        "reason": reason,
-        "content_hash": content_hash(content),
-    }
-    title = str(fields.get("title") or kind)
-    taken = taken if taken is not None else set()
-    path = f"{REVIEW_DIR}/{memory_filename(title, rid)}"
-    while path in taken or (exists is not None and exists(path)):
-        rid = new_review_id()
-        meta["id"] = rid
-        path = f"{REVIEW_DIR}/{memory_filename(title, rid)}"
-    taken.add(path)
-    return path, meta, render(meta, content)
-
-
-def stage_remember_proposal(store: MemoryStore, txn: Transaction, inp: MemoryInput) -> dict[str, Any]:
-    """Stage an agent's "teach the hive" request (validated input, lock held, catalog fresh).
-
-    Nothing is proposed twice: identical content already in shared memory is refused, and an identical
-    pending proposal is returned instead of a new one. When shared memory already has an active memory
-    with the same key, the proposal is to evolve it.
-    """
-    cat = store.catalog
-    h = content_hash(inp.content)
-    for e in cat.by_content_hash(h):
-        if e.layer == SHARED and e.status == "active":
-            raise DuplicateContent(
-                f"shared memory already says this: {e.id} ({e.path})", hint="nothing to do"
-            )
-    for e in proposal_entries(cat, "pending"):
-        if e.content_hash == h:
-            return {
-                "status": "proposed",
-                "proposal": e.id,
-                "id": e.id,
-                "path": e.path,
-                "already": True,
-                "layer": SHARED,
-                "memory_key": e.memory_key,
-                "hint": "an identical proposal is already waiting for Brain Review",
-            }
-    key = inp.memory_key or derive_memory_key(inp.type, inp.title, inp.project)
-    evolves = next((e.id for e in cat.by_key(key) if e.layer == SHARED and e.status == "active"), None)
-    fields = {
-        "type": inp.type,
-        "title": inp.title,
-        "memory_key": key,
-        "project": inp.project or None,
-        "tags": inp.tags or None,
-        "aliases": inp.aliases or None,
-        "confidence": inp.confidence,
-    }
-    reason = f"agent {store.agent!r} asked to teach the hive" + (
-        f" (would evolve {evolves})" if evolves else ""
-    )
-    path, meta, text = build_proposal(
-        kind="remember",
-        proposed_by=store.agent or "owner",
-        fields=fields,
-        content=inp.content,
-        reason=reason,
-        evolves=evolves,
-        taken=set(txn.paths),
-        exists=lambda p: store.vault.abs(p).exists(),
-    )
-    txn.write(path, text, expect_old="")
-    # "id" is the proposal's: callers that print the id of what was stored get the note that was stored.
-    return {
-        "status": "proposed",
-        "proposal": meta["id"],
-        "id": meta["id"],
-        "path": path,
-        "memory_key": key,
-        "layer": SHARED,
-        "evolves": evolves,
-        "hint": "shared memory changes only through Brain Review; the owner decides "
-        f"with `hive-brain review approve {meta['id']}`",
-    }
 
 
 @dataclass
@@ -244,7 +100,7 @@ class BrainReview:
                 "path": e.path,
             }
             for e in proposal_entries(self.catalog, status)
-            if _visible(e, self.agent)
+            if visible_to(e, self.agent)
         ]
 
     def _get(self, review_id: str) -> Proposal:
@@ -252,11 +108,11 @@ class BrainReview:
         if not rid:
             raise UsageError("proposal id is empty")
         e = self.catalog.by_id(rid)
-        if e is None or not e.path.startswith(REVIEW_DIR + "/") or not _visible(e, self.agent):
+        if e is None or not e.path.startswith(REVIEW_DIR + "/") or not visible_to(e, self.agent):
             raise NotFound(
                 f"no Brain Review proposal with id {rid!r}", hint="list them with `hive-brain review list`"
             )
-        note = self.store._load(e)
+        note = self.store.load(e)
         return Proposal(e, dict(note.meta), note.body.strip("\n"))
 
     def show(self, review_id: str) -> dict[str, Any]:
@@ -268,8 +124,7 @@ class BrainReview:
     def _decide(self, review_id: str, status: str, allowed: tuple[str, ...], **extra: Any) -> dict[str, Any]:
         verb = {"approved": "approving", "rejected": "rejecting"}.get(status, "deciding")
         require_owner(self.settings, f"{verb} Brain Review proposals", always=True)
-        with self.store._session(f"review {status}"):
-            self.catalog.refresh()
+        with self.store.transaction(f"review {status}") as tx:
             p = self._get(review_id)
             if p.status not in allowed:
                 raise Refused(f"{p.id} is {p.status}; only a {' or '.join(allowed)} proposal can be {status}")
@@ -281,9 +136,7 @@ class BrainReview:
                 "updated": now_iso(),
                 **extra,
             }
-            txn = Transaction(self.store.vault, f"review-{status}")
-            txn.write(p.entry.path, render(meta, p.body), expect_old=p.entry.sha)
-            self.store._commit(txn)
+            tx.write(p.entry.path, render(meta, p.body), expect_old=p.entry.sha)
         return {"status": status, "proposal": p.id, "path": p.entry.path}
 
     def approve(self, review_id: str) -> dict[str, Any]:
@@ -295,12 +148,8 @@ class BrainReview:
     def apply(self, review_id: str) -> dict[str, Any]:
         """An approved proposal becomes shared memory (written by the owner), in one transaction that
         also marks the proposal applied: a crash leaves both or neither."""
-        from .store import MemoryInput
-
         require_owner(self.settings, "applying Brain Review proposals", always=True)
-        st = self.store
-        with st._session("review apply"):
-            self.catalog.refresh()
+        with self.store.transaction("review apply") as tx:
             p = self._get(review_id)
             if p.status != "approved":
                 hint = (
@@ -313,11 +162,9 @@ class BrainReview:
                 "proposed_by": m.get("proposed_by"),
                 "sources": to_text_list(m.get("sources")) or None,
             }
-            txn = Transaction(st.vault, "review-apply")
             old = self.catalog.by_id(str(m["evolves"])) if m.get("evolves") else None
             if old is not None and old.kind == "memory" and old.layer == SHARED and old.status == "active":
-                path, meta = st._stage_evolve(
-                    txn,
+                path, meta = tx.evolve(
                     old,
                     p.body,
                     str(m.get("title") or "") or None,
@@ -339,8 +186,7 @@ class BrainReview:
                     origin=APPLIED_ORIGIN,
                     provenance=provenance,
                 )
-                st._validate(inp)
-                path, meta = st._stage_remember(txn, inp, taken=set(), pending=[])
+                path, meta = tx.remember(inp)
             done = {
                 **m,
                 "status": "applied",
@@ -348,8 +194,7 @@ class BrainReview:
                 "applied_at": now_iso(),
                 "updated": now_iso(),
             }
-            txn.write(p.entry.path, render(done, p.body), expect_old=p.entry.sha)
-            st._commit(txn)
+            tx.write(p.entry.path, render(done, p.body), expect_old=p.entry.sha)
         return {
             "status": "applied",
             "proposal": p.id,
@@ -370,8 +215,7 @@ class BrainReview:
             self.settings, "proposing promotions (it reads every agent's private memory)", always=True
         )
         st = self.store
-        with st._session("promote"):
-            self.catalog.refresh()
+        with st.transaction("promote") as tx:
             groups = find_groups(self.catalog, threshold=threshold)
             existing = [
                 (e, set(to_text_list(e.meta.get("sources"))))
@@ -381,7 +225,6 @@ class BrainReview:
             shared = [e for e in self.catalog.memories() if e.layer == SHARED and e.status == "active"]
             shared_hashes = {e.content_hash: e for e in shared}
             shared_keys = {e.memory_key: e for e in shared}
-            txn = Transaction(st.vault, "promote")
             report: dict[str, Any] = {
                 "groups": len(groups),
                 "proposed": [],
@@ -427,7 +270,7 @@ class BrainReview:
                 if partial is not None:
                     report["extended"].append(partial.id)
                     if not dry_run:
-                        note = st._load(partial)
+                        note = tx.load(partial)
                         srcs = sorted(set(to_text_list(note.meta.get("sources"))) | ids)
                         who = sorted(set(to_text_list(note.meta.get("source_agents"))) | set(agents))
                         meta = {
@@ -437,7 +280,7 @@ class BrainReview:
                             "reason": reason,
                             "updated": now_iso(),
                         }
-                        txn.write(partial.path, render(meta, note.body), expect_old=partial.sha)
+                        tx.write(partial.path, render(meta, note.body), expect_old=partial.sha)
                     continue
                 body = g.bodies[rep.id]
                 fields = {
@@ -473,9 +316,7 @@ class BrainReview:
                     }
                 )
                 if not dry_run:
-                    txn.write(path, text, expect_old="")
-            if not dry_run:
-                st._commit(txn)
+                    tx.write(path, text, expect_old="")
         return report
 
 

@@ -7,8 +7,8 @@ identical content) runs while holding the vault lock, so two writers cannot both
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..config import Settings
@@ -38,59 +38,13 @@ from ..store.notes import (
 )
 from ..store.secrets import secret_kinds
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
-from .layers import check_override, enforced, require_owner
+from .layers import check_override, enforced, may_open, require_owner, visible_from
+from .model import MemoryInput, clean_confidence
+from .proposals import stage_remember_proposal
 
 MAX_BATCH = 25
 MAX_CONTENT_CHARS = 100_000
 Publish = Callable[[list[str]], None]
-
-
-@dataclass
-class MemoryInput:
-    type: str
-    title: str
-    content: str
-    memory_key: str | None = None
-    project: str | None = None
-    tags: list[str] = field(default_factory=list)
-    aliases: list[str] = field(default_factory=list)
-    confidence: float | None = None
-    scope: str | None = None  # "hive" (shared) | "private" | "task"; None = by caller identity
-    task: str | None = None
-    overrides: str | None = None
-    origin: str | None = None
-    # Extra frontmatter recording where a reviewed memory came from (review id, sources); set by
-    # Brain Review only, never accepted from a caller's record.
-    provenance: dict[str, Any] | None = None
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> MemoryInput:
-        if not isinstance(d, dict):
-            raise UsageError("each record must be a JSON object")
-        unknown = set(d) - (set(cls.__dataclass_fields__) - {"provenance"}) - {"memory_scope"}
-        if unknown:
-            raise UsageError(f"unknown field(s): {', '.join(sorted(unknown))}")
-        d = dict(d)
-        if "memory_scope" in d:
-            d["scope"] = d.pop("memory_scope")
-        d["tags"] = to_text_list(d.get("tags"))
-        d["aliases"] = to_text_list(d.get("aliases"))
-        for req in ("type", "title", "content"):
-            if not isinstance(d.get(req), str):
-                raise UsageError(f"field {req!r} is required and must be a string")
-        return cls(**d)
-
-
-def _clean_confidence(c: Any) -> float | None:
-    if c is None:
-        return None
-    try:
-        v = float(c)
-    except (TypeError, ValueError) as e:
-        raise UsageError(f"confidence must be a number between 0 and 1, not {c!r}") from e
-    if not 0.0 <= v <= 1.0:
-        raise UsageError(f"confidence must be between 0 and 1, not {v}")
-    return v
 
 
 def check_secret(text: str, what: str = "content") -> None:
@@ -163,20 +117,6 @@ class MemoryStore:
                 hint="only the owner (no HIVE_AGENT_ID) or the memory's own agent may change it",
             )
 
-    def _may_read(self, e: Entry) -> bool:
-        if not self.agent or e.layer == "shared":
-            return True
-        return e.agent == self.agent
-
-    @staticmethod
-    def _visible_from(e: Entry, layer: str, agent: str) -> bool:
-        """Would a reader of (layer, agent) see ``e``? Duplicates count only there: the owner writing
-        what one agent keeps privately is not a duplicate (nobody reads both), and saying which private
-        note holds it would leak that note to the owner."""
-        if e.layer == "shared":
-            return True
-        return layer != "shared" and e.agent == agent and e.layer in ("private", "task")
-
     # -- building notes ------------------------------------------------------------------------
     def _validate(self, inp: MemoryInput) -> None:
         inp.type = inp.type.strip().lower()
@@ -191,7 +131,7 @@ class MemoryStore:
             raise UsageError("content is empty")
         if len(inp.content) > MAX_CONTENT_CHARS:
             raise UsageError(f"content is over {MAX_CONTENT_CHARS:,} characters", hint="split it into several memories")
-        inp.confidence = _clean_confidence(inp.confidence)
+        inp.confidence = clean_confidence(inp.confidence)
         check_secret(inp.title, "the title")
         check_secret(inp.content)
 
@@ -241,7 +181,7 @@ class MemoryStore:
                 hint=f"to change what it says, run `hive-brain evolve --memory-id {e.id} --content ...`",
             )
         for e in self.catalog.by_content_hash(meta["content_hash"]):
-            if e.id in ignore_ids or e.status != "active" or not self._visible_from(e, layer, agent):
+            if e.id in ignore_ids or e.status != "active" or not visible_from(e, layer, agent):
                 continue
             raise DuplicateContent(f"the same content is already stored as {e.id} ({e.path})", hint="nothing to do")
         if meta.get("overrides") and check_overrides:
@@ -257,25 +197,47 @@ class MemoryStore:
         if not memory_id or not memory_id.strip():
             raise UsageError("memory id is empty")
         e = self.catalog.by_id(memory_id.strip())
-        if e is None or e.kind != "memory" or not self._may_read(e):
+        if e is None or e.kind != "memory" or not may_open(e, self.agent):
             raise NotFound(f"no memory with id {memory_id!r}", hint="find ids with `hive-brain recall ... --json`")
         if e.problem:
             raise NoteError(e.path, e.problem, hint="fix the note by hand; hive-brain never rewrites a broken note")
         return e
 
-    def _load(self, e: Entry):
+    def load(self, e: Entry) -> Any:
+        """The parsed note behind ``e`` (NoteError when it cannot be read)."""
         note = read_note(self.vault.root / e.path, e.path, max_bytes=self.settings.max_note_bytes)
         if note.problem:
             raise NoteError(e.path, note.problem, hint="fix the note by hand; hive-brain never rewrites a broken note")
         return note
 
-    def _session(self, command: str):
-        return write_session(self.vault, timeout=self.settings.lock_timeout, command=command)
+    def _session(self, command: str, *, timeout: float | None = None):
+        wait = self.settings.lock_timeout if timeout is None else timeout
+        return write_session(self.vault, timeout=wait, command=command)
 
-    def _commit(self, txn: Transaction) -> None:
-        txn.commit(self.publish)
+    def _commit(self, txn: Transaction, *, publish: bool = True) -> None:
+        txn.commit(self.publish if publish else None)
         self.publish_error = txn.publish_error
         self.catalog.refresh(only=txn.paths)
+
+    @contextmanager
+    def transaction(self, label: str, *, timeout: float | None = None, publish: bool = True,
+                    refresh: bool = True) -> Iterator[UnitOfWork]:
+        """One unit of work: hold the vault lock, repair what a crashed writer left, refresh the
+        catalog, and yield a :class:`UnitOfWork` whose staged changes are committed together when
+        the block ends. ``refresh=False`` skips the catalog refresh for writers that check nothing
+        against other notes (a conversation note); ``publish=False`` leaves the index to the caller.
+
+        Any exception inside the block leaves the vault as it was: staged changes live only in memory
+        until the commit, so raising simply drops them (the journal makes the commit itself atomic
+        across files and crash-safe).
+        """
+        with self._session(label, timeout=timeout):
+            if refresh:
+                self.catalog.refresh()
+            tx = UnitOfWork(self, Transaction(self.vault, label))
+            yield tx
+            if tx.txn.paths:
+                self._commit(tx.txn, publish=publish)
 
     def _result(self, res: dict) -> dict:
         """The notes are written either way; an index that failed to follow is said, not hidden."""
@@ -301,7 +263,7 @@ class MemoryStore:
                 f"{old.id} is {old.status}, not the current version",
                 hint=f"evolve the head of the chain{f' ({head})' if head else ''}",
             )
-        note = self._load(old)
+        note = self.load(old)
         inp = MemoryInput(
             type=str(note.meta.get("type") or "note"),
             title=title or note.title,
@@ -337,15 +299,13 @@ class MemoryStore:
 
     def _propose(self, inp: MemoryInput) -> dict:
         """Queue an agent's shared write for Brain Review instead of writing shared memory."""
-        from .review import stage_remember_proposal
-
         if inp.overrides:
             raise UsageError("a shared memory cannot override another one",
                              hint="drop --overrides or --memory-scope hive")
         with self._session("propose"):
             self.catalog.refresh()
             txn = Transaction(self.vault, "propose")
-            res = stage_remember_proposal(self, txn, inp)
+            res = stage_remember_proposal(self.catalog, self.vault, txn, inp, agent=self.agent)
             self._commit(txn)
         return res
 
@@ -374,7 +334,7 @@ class MemoryStore:
     def get(self, memory_id: str) -> dict:
         self.catalog.refresh()
         e = self._entry(memory_id)
-        note = self._load(e)
+        note = self.load(e)
         chain = self._chain(e)
         return {"id": e.id, "path": e.path, "meta": {k: v for k, v in e.meta.items()}, "content": note.body.strip("\n"), "chain": chain}
 
@@ -407,7 +367,7 @@ class MemoryStore:
             self.catalog.refresh()
             e = self._entry(memory_id)
             self._may_change(e)
-            note = self._load(e)
+            note = self.load(e)
             meta = dict(note.meta)
             body = note.body
             if title is not None:
@@ -422,7 +382,7 @@ class MemoryStore:
                 check_secret(content)
                 meta["content_hash"] = content_hash(content)
                 for d in self.catalog.by_content_hash(meta["content_hash"]):
-                    if d.id != e.id and d.status == "active" and self._visible_from(d, e.layer, e.agent):
+                    if d.id != e.id and d.status == "active" and visible_from(d, e.layer, e.agent):
                         raise DuplicateContent(f"the same content is already stored as {d.id} ({d.path})")
                 body = content
             if tags is not None:
@@ -430,7 +390,7 @@ class MemoryStore:
             if project is not None:
                 meta["project"] = project or None
             if confidence is not None:
-                meta["confidence"] = _clean_confidence(confidence)
+                meta["confidence"] = clean_confidence(confidence)
             if status is not None:
                 if e.status == "superseded":
                     raise Refused(f"{e.id} is superseded; its status follows the chain")
@@ -465,7 +425,7 @@ class MemoryStore:
                 n = self.catalog.by_id(str(nid))
                 if n is None or n.problem:
                     continue
-                nn = self._load(n)
+                nn = self.load(n)
                 meta = dict(nn.meta)
                 meta[key] = value
                 if key == "superseded_by" and not value and meta.get("status") == "superseded":
@@ -493,11 +453,9 @@ class MemoryStore:
                     inp = MemoryInput.from_dict(raw)
                     self._validate(inp)
                     if self._proposes(inp):
-                        from .review import stage_remember_proposal
-
                         if inp.overrides:
                             raise UsageError("a shared memory cannot override another one")
-                        res = stage_remember_proposal(self, txn, inp)
+                        res = stage_remember_proposal(self.catalog, self.vault, txn, inp, agent=self.agent)
                         report.append({"index": i, "status": "proposed", "proposal": res["proposal"],
                                        "path": res["path"]})
                         continue
@@ -515,3 +473,53 @@ class MemoryStore:
             self._commit(txn)
         proposed = sum(r["status"] == "proposed" for r in report)
         return self._result({"status": "created", "count": len(report) - proposed, "proposed": proposed, "records": report})
+
+
+class UnitOfWork:
+    """Changes staged inside :meth:`MemoryStore.transaction`: the public write API for everything that
+    writes notes besides the memory commands themselves (Brain Review, promotion, conversations,
+    pruning, and what comes: consolidation, repair, capsule import).
+
+    Checks that depend on other notes (key taken, identical content, overrides) run here, under the
+    lock, against the catalog the transaction refreshed, and also see what this unit already staged.
+    """
+
+    def __init__(self, store: MemoryStore, txn: Transaction) -> None:
+        self.store = store
+        self.txn = txn
+        self._staged: list[dict] = []  # frontmatter of memories staged so far (duplicate checks)
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.store.catalog
+
+    @property
+    def paths(self) -> list[str]:
+        return self.txn.paths
+
+    def entry(self, memory_id: str) -> Entry:
+        """A memory the caller may read (NotFound otherwise)."""
+        return self.store._entry(memory_id)
+
+    def load(self, e: Entry) -> Any:
+        """The parsed note behind ``e`` (NoteError when it cannot be read)."""
+        return self.store.load(e)
+
+    def remember(self, inp: MemoryInput) -> tuple[str, dict]:
+        """Stage a new memory; returns (path, frontmatter)."""
+        self.store._validate(inp)
+        path, meta = self.store._stage_remember(self.txn, inp, taken=set(self.txn.paths), pending=self._staged)
+        self._staged.append(meta)
+        return path, meta
+
+    def evolve(self, old: Entry, content: str, title: str | None = None, *, origin: str | None = None,
+               provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
+        """Stage "``old`` is no longer true, ``content`` is"; returns the new note's (path, frontmatter)."""
+        return self.store._stage_evolve(self.txn, old, content, title, origin=origin, provenance=provenance)
+
+    def write(self, path: str, text: str, *, expect_old: str | None = None) -> None:
+        """Stage a whole note; ``expect_old`` is the sha the note must still have ("" = must not exist)."""
+        self.txn.write(path, text, expect_old=expect_old)
+
+    def delete(self, path: str, *, expect_old: str | None = None) -> None:
+        self.txn.delete(path, expect_old=expect_old)

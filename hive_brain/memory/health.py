@@ -1,0 +1,34 @@
+"""`hive-brain health`: memories per layer, the Brain Review queue, conflicts and index freshness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .layers import conflicts, layer_counts
+from .proposals import status_counts
+
+
+def health(engine: Any) -> dict[str, Any]:
+    """Counts per layer, Brain Review queue, conflicts and index freshness, for `hive-brain health`."""
+    settings = engine.settings
+    agent = settings.agent_id
+    st = engine.status()  # refreshes the catalog (via the indexer's diff)
+    cat = engine.catalog
+    found = conflicts(cat, agent)
+    queue = status_counts(cat, agent)
+    return {
+        "agent": agent,
+        "enforcement": bool(settings.scoped_permissions),
+        "memories": layer_counts(cat, agent, settings=settings),
+        "proposals": queue,
+        "conflicts": len(found),
+        "conflict_list": found,
+        "index": {
+            "generation": st["generation"],
+            "stale_notes": st["stale_notes"],
+            "fresh": st["stale_notes"] == 0,
+            "notes": st["notes"],
+        },
+        "problems": len(cat.problems()),
+        "warnings": st.get("warnings") or [],
+    }
