@@ -188,12 +188,13 @@ def write_tokenizer(vocab: E5Vocabulary, out_path: Path, *, max_tokens: int = 51
 
     plain = {"add_dummy_prefix": False, "remove_extra_whitespaces": False, "escape_whitespaces": False}
     with _quiet_native_stderr():
-        rules = dict(spm.SentencePieceNormalizer(rule_name="nmt_nfkc", **plain).decompile())
+        # sentencepiece's stubs type these keyword flags wrongly (they are booleans at run time).
+        rules = dict(spm.SentencePieceNormalizer(rule_name="nmt_nfkc", **plain).decompile())  # type: ignore[arg-type]
         rules = {src: dst for src, dst in rules.items() if len(src) != 1}
         for code_point, outputs in vocab.norm_map.items():
             rules[chr(code_point)] = "".join(map(chr, outputs))
         spec = spm.SentencePieceNormalizer(
-            norm_map=sorted(rules.items()), **plain
+            norm_map=sorted(rules.items()), **plain  # type: ignore[arg-type]
         ).serialized_normalizer_spec()
 
     tokenizer = Tokenizer(

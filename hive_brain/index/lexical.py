@@ -296,7 +296,7 @@ class LexicalIndex:
     def count(self, where: Pred | None = None) -> int:
         """Number of passages matching ``where`` (all passages when None)."""
         q = tantivy.Query.all_query() if where is None else self.compile(where)
-        return self._index.searcher().search(q, 1, count=True).count
+        return self._index.searcher().search(q, 1, count=True).count  # type: ignore[attr-defined]  # count=True sets it; the stub omits it
 
     def get_docs(self, passage_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """passage_id -> stored fields (keywords, ``date``, original ``title``/``heading``/``text``,
@@ -324,11 +324,11 @@ class LexicalIndex:
             (tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "note_path", note_path, index_option="basic")),
             (tantivy.Occur.MustNot, tantivy.Query.term_query(self.schema, "unit", "note", index_option="basic")),
         ])
-        n = searcher.search(q, 1, count=True).count
+        n = searcher.search(q, 1, count=True).count  # type: ignore[attr-defined]  # count=True sets it; the stub omits it
         if not n:
             return []
         ids = [searcher.doc(a).get_first("passage_id") for _s, a in searcher.search(q, n, count=False).hits]
-        return sorted(ids, key=_passage_number)
+        return sorted((i for i in ids if i), key=_passage_number)
 
 
 def _passage_number(pid: str) -> int:

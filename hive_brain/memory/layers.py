@@ -225,11 +225,11 @@ def apply_overrides(
 
     for h in hits:
         hid = h.get("id")
-        e = entries.get(h.get("path", ""))
-        if e is not None and e.layer == SHARED and hid in by_target:
+        hit_entry = entries.get(h.get("path", ""))
+        if hit_entry is not None and hit_entry.layer == SHARED and hid in by_target:
             p = by_target[hid]
-            if user_stated(e):
-                c = note_conflict(p, e)
+            if user_stated(hit_entry):
+                c = note_conflict(p, hit_entry)
                 h = {**h, "conflict": {"private": p.id, "reason": c["reason"]}}
             elif p.id in pos:
                 out[pos[p.id]] = {**out[pos[p.id]], "overrides": hid}
@@ -242,12 +242,13 @@ def apply_overrides(
                 pos[p.id] = len(out)
                 out.append(sub)
                 continue
-        elif e is not None and e.layer in AGENT_LAYERS and e.agent == agent and e.meta.get("overrides"):
+        elif (hit_entry is not None and hit_entry.layer in AGENT_LAYERS and hit_entry.agent == agent
+              and hit_entry.meta.get("overrides")):
             if hid in pos:
                 continue  # already moved up into the slot of the memory it replaces
-            t = catalog.by_id(str(e.meta["overrides"]).strip())
+            t = catalog.by_id(str(hit_entry.meta["overrides"]).strip())
             if t is not None and t.layer == SHARED and user_stated(t):
-                c = note_conflict(e, t)
+                c = note_conflict(hit_entry, t)
                 h = {**h, "conflict": {"shared": t.id, "reason": c["reason"]}}
             elif t is not None and t.layer == SHARED and "overrides" not in h:
                 h = {**h, "overrides": t.id}

@@ -340,22 +340,8 @@ class MemoryStore:
 
     def _chain(self, e: Entry) -> list[dict]:
         """The whole evolution chain, oldest first."""
-        seen: set[str] = set()
-        cur = e
-        while cur.meta.get("supersedes") and cur.meta["supersedes"] not in seen:
-            seen.add(cur.id)
-            prev = self.catalog.by_id(str(cur.meta["supersedes"]))
-            if prev is None:
-                break
-            cur = prev
-        out = []
-        seen = set()
-        while cur is not None and cur.id not in seen:
-            seen.add(cur.id)
-            out.append({"id": cur.id, "status": cur.status, "path": cur.path, "updated": cur.meta.get("updated")})
-            nxt = cur.meta.get("superseded_by")
-            cur = self.catalog.by_id(str(nxt)) if nxt else None
-        return out
+        versions = [*reversed(list(self.catalog.versions(e, "older"))), e, *self.catalog.versions(e, "newer")]
+        return [{"id": v.id, "status": v.status, "path": v.path, "updated": v.meta.get("updated")} for v in versions]
 
     def update(self, memory_id: str, *, title: str | None = None, content: str | None = None, tags: list[str] | None = None,
                project: str | None = None, confidence: float | None = None, status: str | None = None) -> dict:
@@ -467,9 +453,10 @@ class MemoryStore:
                 report.append({"index": i, "status": "ok", "id": meta["id"], "path": path})
             if any(r["status"] not in ("ok", "proposed") for r in report):
                 bad = sum(r["status"] not in ("ok", "proposed") for r in report)
-                err = Refused(f"{bad} of {len(records)} records refused; nothing was written", hint="fix them and run again")
-                err.report = report  # type: ignore[attr-defined]
-                raise err
+                refused = Refused(f"{bad} of {len(records)} records refused; nothing was written",
+                                  hint="fix them and run again")
+                refused.report = report  # type: ignore[attr-defined]
+                raise refused
             self._commit(txn)
         proposed = sum(r["status"] == "proposed" for r in report)
         return self._result({"status": "created", "count": len(report) - proposed, "proposed": proposed, "records": report})

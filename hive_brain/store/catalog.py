@@ -103,7 +103,8 @@ class Entry:
 
 
 def _entry(row: tuple, with_meta: bool) -> Entry:
-    return Entry(*row[:12], json.loads(row[12] or "{}") if with_meta else {}, row[13])
+    meta = json.loads(row[12] or "{}") if with_meta else {}
+    return Entry(*(row[:12] + (meta, row[13])))
 
 
 class Catalog:
@@ -143,7 +144,9 @@ class Catalog:
             known = {r[0]: (r[1], r[2]) for r in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
             seen = dict(walk_markdown(self.vault.root))
             candidates = set(known) | set(seen)
-        added, changed, removed = [], [], []
+        added: list[str] = []
+        changed: list[str] = []
+        removed: list[str] = []
         rows = []
         self.parsed, self._parsed_chars = {}, 0
         for rel in sorted(candidates):
@@ -212,6 +215,20 @@ class Catalog:
     def by_id(self, memory_id: str) -> Entry | None:
         rows = self.select("id = ?", (memory_id,))
         return rows[0] if rows else None
+
+    def versions(self, e: Entry, direction: str) -> Iterator[Entry]:
+        """Walk an evolution chain from ``e`` (excluded): ``"older"`` follows ``supersedes``, ``"newer"``
+        follows ``superseded_by``; nearest first. Stops at a missing link or a loop (hand edits and
+        sync copies can make either)."""
+        link = {"older": "supersedes", "newer": "superseded_by"}[direction]
+        seen = {e.id}
+        cur: Entry | None = e
+        while cur is not None and cur.meta.get(link):
+            cur = self.by_id(str(cur.meta[link]))
+            if cur is None or cur.id in seen:
+                return
+            seen.add(cur.id)
+            yield cur
 
     def by_key(self, key: str) -> list[Entry]:
         return self.select("memory_key = ? AND kind = 'memory'", (key,))
