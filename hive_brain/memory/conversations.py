@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .ports import EngineLike
+
 TAIL_BYTES = 64 * 1024
 MAX_TURN_CHARS = 12_000
 MAX_NOTE_CHARS = 600_000
@@ -327,7 +329,7 @@ def _existing_note(vault: Any, folder: str, session_id: str) -> str | None:
 
 
 def capture(
-    engine: Any,
+    engine: EngineLike,
     transcript_path: str | os.PathLike,
     *,
     agent: str,
@@ -451,7 +453,7 @@ def detect_agent(path: Path) -> str:
 
 
 def consolidate(
-    engine: Any,
+    engine: EngineLike,
     *,
     from_dir: Path | None = None,
     agent: str | None = None,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .ports import EngineLike
+
 # Order is importance: what is cut first when the budget runs out is at the end.
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("instruction", "Instructions from the user"),
@@ -58,7 +60,7 @@ def _template_core() -> str:
     return clean_core_body(parse_text(CORE_MEMORY, raw).body)
 
 
-def _read_body(engine: Any, rel: str) -> str | None:
+def _read_body(engine: EngineLike, rel: str) -> str | None:
     from ..errors import NoteError
     from ..store.notes import read_note
 
@@ -78,7 +80,7 @@ def _updated(e: Any) -> str:
     return str(e.meta.get("updated") or e.meta.get("created") or "")
 
 
-def core_items(engine: Any, agent: str | None, budget: int = 6000, *, refresh: bool = True) -> list[dict]:
+def core_items(engine: EngineLike, agent: str | None, budget: int = 6000, *, refresh: bool = True) -> list[dict]:
     """The core memory items that fit ``budget`` characters, most important first.
 
     Each item: ``{"section", "title", "path", "id", "type", "text"}``.
@@ -228,7 +230,7 @@ def render(items: list[dict], agent: str | None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def core_text(engine: Any, agent: str | None, budget: int = 6000) -> str:
+def core_text(engine: EngineLike, agent: str | None, budget: int = 6000) -> str:
     """Core memory as Markdown under ``budget`` characters ("" when the vault holds none)."""
     items = core_items(engine, agent, budget)
     text = render(items, agent)

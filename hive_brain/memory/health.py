@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from .layers import conflicts, layer_counts
+from .ports import EngineLike
 from .proposals import status_counts
 
 
-def health(engine: Any) -> dict[str, Any]:
+def health(engine: EngineLike) -> dict[str, Any]:
     """Counts per layer, Brain Review queue, conflicts and index freshness, for `hive-brain health`."""
     settings = engine.settings
     agent = settings.agent_id

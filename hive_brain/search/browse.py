@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from ..errors import NotFound, UsageError
+from ..memory.ports import EngineLike
 from ..store.fsutil import atomic_write_text
 from ..store.notes import read_note
 
@@ -40,7 +41,7 @@ def _first_sentence(body: str, title: str = "") -> str:
     return ""
 
 
-def summarize(engine: Any, path: str, detail: str = "overview") -> dict[str, Any]:
+def summarize(engine: EngineLike, path: str, detail: str = "overview") -> dict[str, Any]:
     if detail not in ("abstract", "overview"):
         raise UsageError("--detail must be abstract or overview")
     folder = path.strip().strip("/")
