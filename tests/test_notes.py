@@ -56,3 +56,39 @@ def test_binary_and_non_utf8_raise_note_error():
 
 def test_slugify_keeps_words():
     assert slugify("Use pnpm, not npm!") == "use-pnpm-not-npm"
+
+
+# Hand-edit cases python-frontmatter's own parse/dumps would change (benchmarks/notes_parse.py measures
+# them): hive-brain keeps these exactly, so a rewrite never alters what the user wrote.
+
+
+def test_crlf_body_is_kept_and_bom_dropped():
+    n = parse_bytes("a.md", b"\xef\xbb\xbf---\r\ntitle: x\r\n---\r\n\r\nline one\r\nline two\r\n")
+    assert n.meta == {"title": "x"} and n.problem is None
+    assert n.body == "\r\nline one\r\nline two\r\n"
+    assert render(n.meta, n.body).endswith("\n\r\nline one\r\nline two\r\n")
+
+
+def test_body_whitespace_is_kept():
+    n = parse_text("a.md", "---\ntitle: x\n---\n\n\n   \nbody  \n\n")
+    assert n.body == "\n\n   \nbody  \n\n"
+
+
+@pytest.mark.parametrize("key", ["content", "handler", "metadata"])
+def test_any_key_name_parses(key):
+    n = parse_text("a.md", f"---\ntitle: x\n{key}: y\n---\nbody\n")
+    assert n.meta == {"title": "x", key: "y"} and n.problem is None
+
+
+def test_non_string_keys_become_strings():
+    assert parse_text("a.md", "---\n1: one\n2.5: half\n---\n").meta == {"1": "one", "2.5": "half"}
+
+
+def test_a_longer_dash_line_does_not_close_the_frontmatter():
+    n = parse_text("a.md", "---\ntitle: x\n-----\n---\nbody\n")
+    assert n.problem and "broken YAML" in n.problem and n.meta == {}
+
+
+def test_render_orders_known_keys_then_unknown_in_their_own_order():
+    out = render({"zeta": 1, "title": "t", "alpha": 2, "id": "mem-1", "type": "fact"}, "b")
+    assert out == "---\nid: mem-1\ntype: fact\ntitle: t\nzeta: 1\nalpha: 2\n---\n\nb\n"
