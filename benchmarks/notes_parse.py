@@ -150,16 +150,17 @@ def _library_handler() -> tuple[Any, Any]:
         text = _decode(rel, data)
         if not text.startswith("---"):
             return _note(rel, data, {}, text, None)
-        m = notes._FM_RE.match(text)
-        if not m:
+        split = notes.split_frontmatter(text)
+        if split is None:
             return _note(rel, data, {}, text, "frontmatter is not closed by a '---' line")
+        fm, body_at = split
         try:
-            meta = handler.load(m.group(1)) or {}
+            meta = handler.load(fm) or {}
         except yaml.YAMLError as e:
             return _note(rel, data, {}, text, f"broken YAML frontmatter: {str(e).splitlines()[0]}")
         if not isinstance(meta, dict):
             return _note(rel, data, {}, text, "frontmatter is not a key/value mapping")
-        return _note(rel, data, {str(k): v for k, v in meta.items()}, text[m.end():], None)
+        return _note(rel, data, {str(k): v for k, v in meta.items()}, text[body_at:], None)
 
     def render(meta: dict[str, Any], body: str) -> str:
         fm = handler.export(_ordered(meta), sort_keys=False, width=1000)
