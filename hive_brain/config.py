@@ -15,6 +15,10 @@ from .errors import InvalidAgentId, UsageError
 
 APP = "hive-brain"
 
+# Hand-written rather than platformdirs: these three paths are all we need, they must not move for
+# existing users, and importing platformdirs (it pulls in tempfile, shutil, random) cost ~5 ms of
+# every prompt-hook process when measured.  tests/test_config_paths.py pins the Linux layout.
+
 
 def _user_data_dir() -> Path:
     if sys.platform == "darwin":

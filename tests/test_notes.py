@@ -1,9 +1,20 @@
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
 from hive_brain.errors import NoteError
-from hive_brain.store.notes import memory_filename, new_memory_id, parse_bytes, parse_text, render, slugify
+from hive_brain.store.notes import (
+    memory_filename,
+    new_memory_id,
+    parse_bytes,
+    parse_text,
+    render,
+    slugify,
+    split_frontmatter,
+)
 
 
 @pytest.mark.parametrize(
@@ -56,3 +67,68 @@ def test_binary_and_non_utf8_raise_note_error():
 
 def test_slugify_keeps_words():
     assert slugify("Use pnpm, not npm!") == "use-pnpm-not-npm"
+
+
+# Hand-edit cases python-frontmatter's own parse/dumps would change (benchmarks/notes_parse.py measures
+# them): hive-brain keeps these exactly, so a rewrite never alters what the user wrote.
+
+
+def test_crlf_body_is_kept_and_bom_dropped():
+    n = parse_bytes("a.md", b"\xef\xbb\xbf---\r\ntitle: x\r\n---\r\n\r\nline one\r\nline two\r\n")
+    assert n.meta == {"title": "x"} and n.problem is None
+    assert n.body == "\r\nline one\r\nline two\r\n"
+    assert render(n.meta, n.body).endswith("\n\r\nline one\r\nline two\r\n")
+
+
+def test_body_whitespace_is_kept():
+    n = parse_text("a.md", "---\ntitle: x\n---\n\n\n   \nbody  \n\n")
+    assert n.body == "\n\n   \nbody  \n\n"
+
+
+@pytest.mark.parametrize("key", ["content", "handler", "metadata"])
+def test_any_key_name_parses(key):
+    n = parse_text("a.md", f"---\ntitle: x\n{key}: y\n---\nbody\n")
+    assert n.meta == {"title": "x", key: "y"} and n.problem is None
+
+
+def test_non_string_keys_become_strings():
+    assert parse_text("a.md", "---\n1: one\n2.5: half\n---\n").meta == {"1": "one", "2.5": "half"}
+
+
+def test_a_longer_dash_line_does_not_close_the_frontmatter():
+    n = parse_text("a.md", "---\ntitle: x\n-----\n---\nbody\n")
+    assert n.problem and "broken YAML" in n.problem and n.meta == {}
+
+
+def test_render_orders_known_keys_then_unknown_in_their_own_order():
+    out = render({"zeta": 1, "title": "t", "alpha": 2, "id": "mem-1", "type": "fact"}, "b")
+    assert out == "---\nid: mem-1\ntype: fact\ntitle: t\nzeta: 1\nalpha: 2\n---\n\nb\n"
+
+
+# The frontmatter split as one regex, as it was written before split_frontmatter (kept as the spec).
+_REFERENCE_FM_RE = re.compile(r"\A---[ \t]*\r?\n(.*?)(?:\r?\n)?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+
+
+def _reference_split(text: str) -> tuple[str, int] | None:
+    m = _REFERENCE_FM_RE.match(text)
+    return (m.group(1), m.end()) if m else None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["---\n---\n", "---\n---", "---\n\n---\n", "---\r\n---\r\nb", "---\r\na: 1\r\n\r\n---\r\nb", "---  \na\n---\t\nb",
+     "---\na\n----\n---\nb", "---\na\n --- \n---x\n---", "---\na\n---", "---\na\n--", "----\na\n---\n", "---a\n---\n",
+     "---\n\r\n---\n", "---\na\r---\nb\n---\n", "---\na\n---\r", "---\na\n---\r\r\n---\n"],
+)
+def test_split_frontmatter_matches_the_regex_on_edge_cases(text):
+    assert split_frontmatter(text) == _reference_split(text)
+
+
+def test_split_frontmatter_matches_the_regex_on_random_text():
+    rng = random.Random(20261201)
+    pieces = ["---", "-", "\n", "\r\n", "\r", " ", "\t", "a", "k: v", "----", "\n---\n", "\n--- \n"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 14)))
+        if rng.random() < 0.7:
+            text = rng.choice(["---\n", "---\r\n", "--- \t\n"]) + text
+        assert split_frontmatter(text) == _reference_split(text), repr(text)
