@@ -7,8 +7,9 @@ what crosses the socket live here and nowhere else.
 ``Reader.read(work)`` runs ``work(source)`` against the server; when the server becomes unavailable
 anywhere inside it (not running, hung, still starting, a server bug), ``work`` runs again against the
 local source, so a multi-query operation (the hook asks twice) is answered wholly one way. A failed
-server is not asked again by this process for ``RETRY_AFTER_S``: a short process (the hook, a CLI
-command) chooses once; a long one (MCP) notices a server started later.
+server is not asked again by this process (any of its Readers of that vault) for ``RETRY_AFTER_S``:
+a short process (the hook, a CLI command) chooses once; a long one (MCP) notices a server started
+later.
 
 A caller that passes its own view reads that view (it is local by definition); every read
 parameter, ``now`` included, goes to the server as it would in-process.
@@ -25,6 +26,9 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 RETRY_AFTER_S = 30.0
+# Per process and vault (state dir): until when its server is not asked again after a failure. Shared
+# by every Reader of the process, so the choice is made once however many engines a process opens.
+_server_down_until: dict[str, float] = {}
 
 
 class Source:
@@ -135,10 +139,9 @@ class Reader:
         self.timeout = timeout
         self.fallback_on_error = fallback_on_error
         self.server_error: str | None = None  # why the last read did not come from the server
-        self._skip_until = 0.0
 
     def server_first(self) -> bool:
-        return self.use_server and time.monotonic() >= self._skip_until
+        return self.use_server and time.monotonic() >= _server_down_until.get(str(self.state), 0.0)
 
     def read(self, work: Callable[[Source], T], *, deadline: float | None = None) -> T:
         """``work(source)`` on the server, else (all of it) in-process."""
@@ -149,7 +152,7 @@ class Reader:
             try:
                 return work(ServerSource(self, deadline))
             except ServerUnavailable as e:
-                self._skip_until = time.monotonic() + RETRY_AFTER_S
+                _server_down_until[str(self.state)] = time.monotonic() + RETRY_AFTER_S
                 self.server_error = _one_line(e)
             except Exception as e:  # noqa: BLE001 - re-raised unless asked to fall back (fallback_on_error)
                 if not self.fallback_on_error:

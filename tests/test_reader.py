@@ -193,3 +193,21 @@ def test_replay_and_the_read_only_view_come_from_the_one_factory(vault_path):
     assert old.generation == g1
     assert eng.recall("flaky upload test", view=old, semantic=False)["hits"]
     assert not eng.recall("flaky upload test", view=ro, semantic=False)["hits"]
+
+
+def test_the_hook_read_path_stays_import_light(vault_path):
+    """Reader and view factory on the prompt hook's path, server down: no CLI, model, vector or
+    writer-side module is loaded (the hook's whole process has a ~200 ms budget)."""
+    Engine.open().rebuild(embed=False)
+    code = textwrap.dedent("""
+        import sys, time
+        from hive_brain.agents import hooks
+        s = hooks._settings({}, [])
+        pack = hooks.answer_for_hook(s, "which package manager", budget=2000, deadline=time.monotonic() + 30)
+        assert pack["mode"] == "lexical", pack
+        heavy = ("click", "rich", "numpy", "lancedb", "pyarrow", "onnxruntime", "portalocker", "hive_brain.engine",
+                 "hive_brain.index.indexer", "hive_brain.store.lock")
+        print(",".join(m for m in heavy if m in sys.modules))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""
