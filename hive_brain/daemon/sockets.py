@@ -17,14 +17,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
 from ..rpc.client import MAX_LINE, ServerNotReady
-
-if TYPE_CHECKING:
-    from .server import Server
 
 WORKERS = 16
 IDLE_CONNECTION_S = 60.0
@@ -35,7 +32,8 @@ RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of
 class SocketServer:
     """Listener, connections and ops of one :class:`~.server.Server` (which owns the lifecycle)."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Any) -> None:
+        # `server` is the owning .server.Server (typed loosely: server.py imports this module)
         self.server = server
         self.loop = server.indexing
         self.listener: socket.socket | None = None
