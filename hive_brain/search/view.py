@@ -42,15 +42,14 @@ def assemble(*, lexical: Any, catalog: Any, generation: int | None, semantic: bo
 
 def open_view(vault: Any, settings: Any, *, catch_up: bool = False, generation: int | None = None,
               semantic: bool = True, indexer: Any = None, catalog: Any = None,
-              embed: bool | Callable[[], bool] = True,
-              embed_budget_s: float = 20.0) -> Any:
+              embed: bool | Callable[[], bool] = True, embed_budget_s: float = 20.0) -> Any:
     """A read view of `vault` (see the module docstring for the three kinds).
 
     ``indexer``/``catalog``: the caller's own (an Engine's), reused instead of opened again; the
     read-only kind needs neither. ``embed``: whether a catch-up view may embed queued passages
     (False while a server is up: it alone writes vectors, in large batches); a callable is asked
-    only when passages are waiting. The read-only kind
-    returns None when nothing is indexed yet (it never indexes)."""
+    only when passages are waiting. The read-only kind returns None when nothing is indexed yet
+    (it never indexes)."""
     if generation is not None:
         from .replay import replay_view
 
