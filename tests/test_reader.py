@@ -62,6 +62,28 @@ def test_a_default_recall_answers_while_another_process_holds_the_lock(vault_pat
     assert any("not embedded" in w or "writing" in w for w in res["warnings"]), res["warnings"]
 
 
+
+def test_a_writer_taking_the_lock_mid_embedding_ends_the_run_not_the_read(vault_path, with_model, monkeypatch):
+    """The race behind "30 of 432 recalls failed after a server kill": the lock was free when the
+    reader caught up and taken before its embedding run could write (another reader, a CLI write).
+    The catch-up is pinned to "nothing to do" so the lock is taken exactly in between; the lock, the
+    model and the embedding run are real."""
+    from hive_brain.index.indexer import Indexer
+
+    _notes(vault_path)
+    eng = Engine.open()
+    eng.rebuild(embed=False)
+    pending = eng.indexer.pending_count()
+    assert pending > 0
+    monkeypatch.setattr(Indexer, "try_catch_up", lambda self: {"changed": False})
+    holder = _LockHolder(eng.vault.state)
+    try:
+        res = Engine.open().recall("train through the mountains", scope="full-vault")
+    finally:
+        holder.close()
+    assert res["hits"] and res["hits"][0]["path"].startswith("Projects/Trip")
+    assert any(f"{pending} passages are not embedded" in w for w in res["warnings"]), res["warnings"]
+
 # ---------------------------------------------------------------------------------------------- one reader
 SATURDAY_NOW = dt.datetime(2023, 10, 16, 12, tzinfo=dt.UTC)  # a Monday; "last Saturday" is 2023-10-14
 
