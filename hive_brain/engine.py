@@ -50,39 +50,17 @@ class Engine:
     def rebuild(self, *, progress: bool = False, embed: bool = True) -> dict:
         return self.indexer.rebuild(progress=progress, embed=embed)
 
-    def view(self, *, catch_up: bool = True, semantic: bool = True, embed_budget_s: float = 20.0):
-        """The current index as a recall view; first catches up with the vault (never waiting on a writer)."""
-        from .search.recall import View
+    def view(self, *, catch_up: bool = True, semantic: bool = True, embed_budget_s: float = 20.0,
+             generation: int | None = None):
+        """A recall view (:func:`~hive_brain.search.view.open_view`): by default the current index after
+        a catch-up that never waits on a writer; ``generation=G`` replays generation G."""
+        from .search.view import open_view
 
-        idx = self.indexer
-        warnings: list[str] = []
-        if catch_up:
-            res = idx.try_catch_up()
-            if res is None:
-                warnings.append("another process is writing; results may miss its last change")
-        gid = idx.gens.current_id()
-        warnings += idx.gens.warnings
-        if gid is None:
-            with self._lock("index"):
-                idx.catch_up(label="first index")
-            gid = idx.gens.current_id()
-        off = None
-        vectors = embedder = None
-        if semantic and idx.vectors is not None:
-            # With a server up, it alone writes vectors (in large batches); small writes from here
-            # would fragment the table. Without one, embed what is queued, within a budget.
-            if idx.pending_count() and not self._server_up():
-                idx.embed_pending(max_seconds=embed_budget_s, lock_timeout=1.0)
-                left = idx.pending_count()
-                if left:
-                    warnings.append(f"{left} passages are not embedded yet; semantic search covers the rest")
-            vectors, embedder = idx.vectors, idx.embedder
-        elif semantic:
-            off = "no embedding pack installed (run `hive-brain model install`)" if self.settings.semantic else "disabled"
-        lex = idx.lexical if catch_up else idx.reader()
-        lex.reload()
-        return View(lexical=lex, catalog=self.catalog, vectors=vectors, embedder=embedder, generation=gid,
-                    warnings=warnings, semantic_off_reason=off)
+        # With a server up, it alone writes vectors (in large batches); small writes from here
+        # would fragment the table.
+        return open_view(self.vault, self.settings, catch_up=catch_up, generation=generation, semantic=semantic,
+                         indexer=self.indexer, catalog=self.catalog, embed=lambda: not self._server_up(),
+                         embed_budget_s=embed_budget_s)
 
     def _server_up(self) -> bool:
         from .rpc.client import server_info
@@ -97,26 +75,20 @@ class Engine:
 
         return write_session(self.vault, timeout=self.settings.lock_timeout, command=command)
 
-    def _via_server(self, op: str, args: dict[str, Any]) -> dict | None:
-        """Ask the running server (warm model and searchers); None when there is none."""
-        if not self.settings.use_server:
-            return None
-        from .rpc import client
+    @cached_property
+    def reader(self):
+        """This engine's reads: the warm server first, else a catch-up view in-process."""
+        from .reader import Reader
 
-        try:
-            return client.call(self.vault.state, op, {**args, "agent": self.settings.agent_id}, timeout=60.0)
-        except client.ServerUnavailable:
-            return None
+        return Reader(self.vault.state, agent=self.settings.agent_id, use_server=self.settings.use_server,
+                      local_view=lambda semantic: self.view(semantic=semantic))
 
     def recall(self, query: str, *, semantic: bool = True, view=None, **opts: Any) -> dict:
+        if view is None:
+            return self.reader.recall(query, semantic=semantic, **opts)
         from .search.recall import search
 
-        if view is None and "now" not in opts:
-            res = self._via_server("recall", {"query": query, "semantic": semantic, **opts})
-            if res is not None:
-                return res
-        v = view or self.view(semantic=semantic)
-        return search(v, query, agent=self.settings.agent_id, semantic=semantic, **opts)
+        return search(view, query, agent=self.settings.agent_id, semantic=semantic, **opts)
 
     # -- maintenance ----------------------------------------------------------------------------
     def doctor(self) -> dict:
@@ -126,19 +98,14 @@ class Engine:
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered}
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
+        if view is None:
+            return self.reader.answer(query, budget=budget, semantic=semantic, **opts)
         from .search.answer import answer_view
 
-        if view is None and "now" not in opts:
-            res = self._via_server("answer", {"query": query, "semantic": semantic, "budget": budget, **opts})
-            if res is not None:
-                return res
-        v = view or self.view(semantic=semantic)
-        return answer_view(v, query, agent=self.settings.agent_id, semantic=semantic, budget=budget, **opts)
+        return answer_view(view, query, agent=self.settings.agent_id, semantic=semantic, budget=budget, **opts)
 
     def replay(self, query: str, generation: int, **opts: Any) -> dict:
-        from .search.replay import replay_view
-
-        return self.recall(query, view=replay_view(self, generation), **opts)
+        return self.recall(query, view=self.view(generation=generation), **opts)
 
     def compare(self, query: str, a: int, b: int | None = None, **opts: Any) -> dict:
         from .search.replay import compare

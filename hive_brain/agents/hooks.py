@@ -223,49 +223,36 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     vault = open_vault(settings)
     prompt = prompt[:PROMPT_CHARS]
     budget = max(500, budget)
-    server_error = None
-    pack = None
-    try:
-        pack = _server_answer(
-            vault.state, prompt, context, budget=budget, agent=settings.agent_id, deadline=deadline
-        )
-    except Exception as e:  # noqa: BLE001 - a misbehaving server must not cost the user their memory
-        server_error = _one_line(e)
-    if pack is not None:
-        mode = "hybrid" if (pack.get("recall") or {}).get("semantic") else "lexical-server"
-    else:
-        from ..errors import IndexError_
-        from ..search.recall import _full_text, search
+    reader = hook_reader(vault, settings)
 
-        try:
-            view = lexical_view(vault, settings)
-        except IndexError_:  # built by another version of hive-brain (an upgrade): rebuild it
-            view = None
-        if view is None:
-            # Indexing here would take the lock and open a writer: the prompt path never does.
-            # It asks a detached process to build the index, so the next prompt has memory.
-            started = _request_rebuild(vault.state, vault.root)
-            return {
-                "abstained": True,
-                "reason": "the vault has no usable index yet",
-                "notice": "hive-brain is building its index in the background; memory is available from the "
-                "next prompt" if started else None,
-                "context": "",
-                "items": [],
-                "chars": 0,
-                "mode": "no-index",
-                "server_error": server_error,
-            }
+    def work(src: Any) -> dict:
+        if src.via == "local" and src.view(False) is None:
+            return {"mode": "no-index"}
+        # Whole conversations are not fetched over the socket: server hits are shown as passages.
+        pack = contextual_answer(lambda q, **o: src.recall(q, semantic=src.via == "server", **o), prompt, context,
+                                 budget=budget, full_text=src.full_text if src.via == "local" else None)
+        if src.via == "local":
+            return {**pack, "mode": "lexical"}
+        return {**pack, "mode": "hybrid" if (pack.get("recall") or {}).get("semantic") else "lexical-server"}
 
-        def recall(q: str, **opts: Any) -> dict:
-            return search(view, q, agent=settings.agent_id, semantic=False, **opts)
-
-        pack = contextual_answer(
-            recall, prompt, context, budget=budget, full_text=lambda p: _full_text(view, p)
-        )
-        mode = "lexical"
-    pack = dict(pack)
-    pack["mode"] = mode
+    pack = reader.read(work, deadline=deadline)
+    server_error = reader.server_error
+    mode = pack["mode"]
+    if mode == "no-index":
+        # Indexing here would take the lock and open a writer: the prompt path never does.
+        # It asks a detached process to build the index, so the next prompt has memory.
+        started = _request_rebuild(vault.state, vault.root)
+        return {
+            "abstained": True,
+            "reason": "the vault has no usable index yet",
+            "notice": "hive-brain is building its index in the background; memory is available from the "
+            "next prompt" if started else None,
+            "context": "",
+            "items": [],
+            "chars": 0,
+            "mode": "no-index",
+            "server_error": server_error,
+        }
     if server_error:
         pack["server_error"] = server_error
     if not pack.get("abstained") and pack.get("context"):
@@ -276,6 +263,23 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
         pack["context"] = header + "\n" + ctx
         pack["chars"] = len(pack["context"])
     return pack
+
+
+def hook_reader(vault: Any, settings: Any) -> Any:
+    """The hook process's :class:`~hive_brain.reader.Reader`: the server within the deadline, else the
+    read-only lexical view; any server failure (another version, a bug) falls back to that view."""
+    from ..reader import Reader
+
+    def local_view(semantic: bool) -> Any:
+        from ..errors import IndexError_
+
+        try:
+            return lexical_view(vault, settings)
+        except IndexError_:  # built by another version of hive-brain (an upgrade): rebuild it
+            return None
+
+    return Reader(vault.state, agent=settings.agent_id, use_server=settings.use_server, local_view=local_view,
+                  fallback_on_error=True)
 
 
 REBUILD_RETRY_S = 600.0
@@ -306,56 +310,11 @@ def _request_rebuild(state: Any, vault_root: Any) -> bool:
 
 
 def lexical_view(vault: Any, settings: Any) -> Any:
-    """A read-only lexical view of the current generation, or None when nothing is indexed yet.
+    """A read-only lexical view of the current generation, or None when nothing is indexed yet
+    (:func:`~hive_brain.search.view.open_view` without catch-up: no engine, no writer imports)."""
+    from ..search.view import open_view
 
-    The same view ``Engine.view(catch_up=False, semantic=False)`` gives, built without the engine:
-    the engine imports the writer side (indexer → lock → portalocker), ~50 ms of a ~200 ms budget.
-    """
-    from ..index.generations import GenerationStore
-    from ..index.lexical import LexicalIndex
-    from ..search.recall import View
-    from ..store.catalog import Catalog
-
-    gens = GenerationStore(vault.state)
-    gid = gens.pointer()
-    if gid is None:
-        return None
-    lex = LexicalIndex(vault.state / "index" / "lexical", read_only=True)  # = Indexer.reader()
-    lex.reload()
-    return View(
-        lexical=lex,
-        catalog=Catalog(vault, max_note_bytes=settings.max_note_bytes),
-        generation=gid,
-        warnings=list(gens.warnings),
-        semantic_off_reason="the server is not running",
-    )
-
-
-def _server_answer(
-    state: Path, prompt: str, context: str, *, budget: int, agent: str | None, deadline: float
-) -> dict | None:
-    """The answer through the warm server's ``recall`` op (None when no server answers in time)."""
-    try:
-        from ..rpc import client
-    except ImportError:
-        return None
-
-    def recall(q: str, **opts: Any) -> dict:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0.01:
-            raise client.ServerUnavailable("no time left for the server")
-        res = client.call(
-            state, "recall", {"query": q, "agent": agent, "semantic": True, **opts}, timeout=remaining
-        )
-        if not isinstance(res, dict) or not isinstance(res.get("hits"), list):
-            raise ValueError("the server's recall answer is malformed")
-        return res
-
-    try:
-        # Whole conversations are not fetched over the socket: hits are shown as passages.
-        return contextual_answer(recall, prompt, context, budget=budget, full_text=None)
-    except client.ServerUnavailable:
-        return None
+    return open_view(vault, settings)
 
 
 def _topic_present(hit: dict, q_terms: set[str]) -> bool:

@@ -75,6 +75,7 @@ class Tools:
     def __init__(self, settings: Any) -> None:
         self.settings = settings
         self._engine = None
+        self._reader = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hive-brain-mcp")
 
     @property
@@ -88,23 +89,23 @@ class Tools:
     async def run(self, fn: Callable[[], Any]) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
 
-    def _server(self, op: str, args: dict) -> dict | None:
-        """The warm server's answer (hybrid, no model load here), or None when it is not running."""
-        try:
-            from ..rpc import client
-        except ImportError:
-            return None
-        try:
-            res = client.call(
-                self.engine.vault.state, op, {**args, "agent": self.settings.agent_id}, timeout=SERVER_TIMEOUT
-            )
-        except client.ServerUnavailable:
-            return None
-        return res if isinstance(res, dict) else None
+    @property
+    def reader(self) -> Any:
+        """This process's reads: the warm server (hybrid, no model load here), else the engine's view
+        with a short embedding budget (a tool call must not stall on a backlog of passages)."""
+        if self._reader is None:
+            from ..reader import Reader
 
-    def _view(self) -> Any:
-        # A short embedding budget: a tool call must not stall on a backlog of un-embedded passages.
-        return self.engine.view(semantic=bool(self.settings.semantic), embed_budget_s=2.0)
+            eng = self.engine
+            semantic = bool(self.settings.semantic)
+            self._reader = Reader(
+                eng.vault.state,
+                agent=self.settings.agent_id,
+                use_server=self.settings.use_server,
+                timeout=SERVER_TIMEOUT,
+                local_view=lambda s: eng.view(semantic=semantic and s, embed_budget_s=2.0),
+            )
+        return self._reader
 
     def recall(
         self,
@@ -116,12 +117,7 @@ class Tools:
         as_of: str | None,
     ) -> str:
         opts = {"limit": limit, "scope": scope, "types": types or None, "project": project, "as_of": as_of}
-        res = self._server("recall", {"query": query, **opts})
-        if res is not None:
-            return self._recall_out(res)
-        v = self._view()
-        res = self.engine.recall(query, semantic=v.vectors is not None, view=v, **opts)
-        return self._recall_out(res)
+        return self._recall_out(self.reader.recall(query, **opts))
 
     @staticmethod
     def _recall_out(res: dict) -> str:
@@ -133,10 +129,7 @@ class Tools:
         return _dump(out)
 
     def answer(self, question: str, budget: int) -> str:
-        res = self._server("answer", {"query": question, "budget": budget})
-        if res is None:
-            v = self._view()
-            res = self.engine.answer(question, budget=budget, semantic=v.vectors is not None, view=v)
+        res = self.reader.answer(question, budget=budget)
         if res.get("abstained"):
             return f"No grounded answer in memory: {res.get('reason')}."
         return res["context"]

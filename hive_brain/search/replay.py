@@ -19,16 +19,17 @@ from ..store.fsutil import atomic_write_text
 from ..store.notes import parse_bytes
 
 
-def replay_view(engine: Any, gid: int, *, semantic: bool = True):
+def replay_view(vault: Any, idx: Any, gid: int, *, semantic: bool = True):
+    """Generation `gid` of `vault` as a View, through `idx` (an Indexer: its generation store, pack
+    and embedding cache). Callers go through :func:`.view.open_view` (``generation=gid``)."""
     from ..index.indexer import build_docs
     from ..index.lexical import LexicalIndex
-    from .recall import View
+    from .view import assemble
 
-    idx = engine.indexer
     gens = idx.gens
     man = gens.manifest(gid)  # verifies every receipt on the way
     g = gens.load(gid)
-    rdir: Path = engine.vault.state / "replay" / f"{gid:08d}"
+    rdir: Path = vault.state / "replay" / f"{gid:08d}"
     marker = rdir / "complete.json"
     same_pack = semantic and idx.vectors is not None and g.index.get("pack") == idx.pack_key
     ok = False
@@ -42,7 +43,7 @@ def replay_view(engine: Any, gid: int, *, semantic: bool = True):
         shutil.rmtree(rdir, ignore_errors=True)
         rdir.mkdir(parents=True)
         lex = LexicalIndex(rdir / "lexical")
-        cat = Catalog(engine.vault, db_path=rdir / "catalog.sqlite")
+        cat = Catalog(vault, db_path=rdir / "catalog.sqlite")
         vec_rows: list[dict] = []
         with lex.writer() as w:
             for path, sha in sorted(man.items()):
@@ -63,7 +64,7 @@ def replay_view(engine: Any, gid: int, *, semantic: bool = True):
             vi.upsert([{**{k: v for k, v in r.items() if k != "_embed_text"}, "vector": vecs[r["text_hash"]]} for r in vec_rows])
         atomic_write_text(marker, json.dumps({"notes_hash": g.notes_hash, "vectors": bool(same_pack)}))
     lex = LexicalIndex(rdir / "lexical")
-    cat = Catalog(engine.vault, db_path=rdir / "catalog.sqlite")
+    cat = Catalog(vault, db_path=rdir / "catalog.sqlite")
     vectors = embedder = None
     off = None
     if same_pack:
@@ -73,7 +74,8 @@ def replay_view(engine: Any, gid: int, *, semantic: bool = True):
         embedder = idx.embedder
     elif semantic:
         off = "generation was indexed without the installed embedding pack: replayed lexically"
-    return View(lexical=lex, catalog=cat, vectors=vectors, embedder=embedder, generation=gid, semantic_off_reason=off)
+    return assemble(lexical=lex, catalog=cat, generation=gid, semantic=semantic, vectors=vectors, embedder=embedder,
+                    off_reason=off)
 
 
 def compare(engine: Any, query: str, a: int, b: int | None, **opts: Any) -> dict:
@@ -86,8 +88,8 @@ def compare(engine: Any, query: str, a: int, b: int | None, **opts: Any) -> dict
     added = sorted(p for p in mb if p not in ma)
     removed = sorted(p for p in ma if p not in mb)
     changed = sorted(p for p in mb if p in ma and ma[p] != mb[p])
-    ra = engine.recall(query, view=replay_view(engine, a), **opts)
-    rb = engine.recall(query, view=replay_view(engine, b), **opts)
+    ra = engine.recall(query, view=engine.view(generation=a), **opts)
+    rb = engine.recall(query, view=engine.view(generation=b), **opts)
     pa = [h["path"] for h in ra["hits"]]
     pb = [h["path"] for h in rb["hits"]]
     return {

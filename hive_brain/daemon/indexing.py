@@ -1,0 +1,341 @@
+"""The server's indexing loop and vault watcher.
+
+* **watchdog observer** — turns file events under the vault into "dirty" marks; it never indexes.
+* **indexing thread** (:meth:`IndexingLoop.run`) — the only index writer of the server process. It
+  owns the writing :class:`~hive_brain.engine.Engine` (its catalog and pending-queue SQLite
+  connections are bound to the thread that opened them). It waits for the watcher, debounces,
+  catches up under the vault lock with a short timeout (a CLI writer holding the lock only delays
+  it), publishes an immutable :class:`Snapshot` for readers, and between catch-ups lets the
+  :class:`~.embedding.BackgroundEmbedder` embed and compact, never while a request is being answered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import Settings
+from ..errors import LockTimeout
+from .embedding import BackgroundEmbedder
+
+DEBOUNCE_S = 0.3  # editors write a note in bursts (temp file, rename, metadata); index once it is quiet
+RESYNC_S = 30.0  # full stat scan as a safety net for events the watcher missed (queue overflow, NFS)
+POLL_RESYNC_S = 2.0  # the scan interval when no file watcher could be started
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What readers see; replaced as a whole by the indexing thread, never mutated."""
+
+    generation: int | None
+    lexical: Any
+    vectors: Any
+    embedder: Any
+    semantic_off: str | None
+    warnings: tuple[str, ...] = ()
+    pending: int = 0
+
+
+def watch_handler(root: Any, mark: Callable[[str], None]) -> Any:
+    from watchdog.events import FileSystemEventHandler
+
+    from ..store.vault import is_ignored_dir
+
+    root_s = os.fspath(root)
+
+    def relevant(p: Any, is_dir: bool) -> str | None:
+        p = os.fsdecode(p)
+        rel = os.path.relpath(p, root_s)
+        if rel == "." or rel.startswith(".." + os.sep) or rel == "..":
+            return None
+        parts = rel.split(os.sep)
+        if any(is_ignored_dir(x) for x in (parts if is_dir else parts[:-1])):
+            return None
+        if not is_dir and not parts[-1].endswith(".md"):
+            return None
+        return rel
+
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event: Any) -> None:
+            kind = event.event_type
+            # opened/closed events fire when the indexer itself reads notes: reacting would loop.
+            if kind not in ("created", "modified", "deleted", "moved"):
+                return
+            if event.is_directory and kind == "modified":
+                return
+            paths = [event.src_path] + ([event.dest_path] if kind == "moved" else [])
+            for p in paths:
+                rel = relevant(p, event.is_directory)
+                if rel is not None:
+                    mark(rel)
+                    return
+
+    return Handler()
+
+
+class IndexingLoop:
+    """Watcher + catch-up loop + snapshot of one server. Requests read :attr:`snap`; the socket
+    side reports each request through :meth:`begin_request`/:meth:`end_request` so background
+    embedding gives way to queries."""
+
+    def __init__(self, settings: Settings, vault: Any, stop: threading.Event, *, debounce: float = DEBOUNCE_S,
+                 resync: float = RESYNC_S, on_resync: Callable[[], None] = lambda: None) -> None:
+        self.settings = settings
+        self.vault = vault
+        self.debounce = debounce
+        self.resync = resync
+        self.on_resync = on_resync
+        self.log: logging.Logger = logging.getLogger("hive_brain.server")
+        self.embedder = BackgroundEmbedder(vault.state)
+        self.ready = threading.Event()
+        self.cond = threading.Condition()
+        self._stop = stop
+        self._dirty = True  # the first cycle always catches up
+        self._forced = True
+        self._last_event = 0.0
+        self._started_seq = 0  # catch-up cycles begun
+        self._done_seq = 0  # the newest cycle whose result readers can already see
+        self.cycles = 0
+        self.last_catch_up: dict[str, Any] | None = None
+        self.snap: Snapshot | None = None
+        self._sem: tuple[Any, Any, str | None] = (None, None, "not loaded yet")
+        self._inflight = 0
+        self.observer: Any = None
+        self.watcher = "none"
+        self.error: str | None = None
+
+    # -- watcher ---------------------------------------------------------------------------------
+    def start_watcher(self) -> None:
+        try:
+            from watchdog.observers import Observer
+
+            obs = Observer()
+            obs.schedule(watch_handler(self.vault.root, self.mark), os.fspath(self.vault.root), recursive=True)
+            obs.daemon = True
+            obs.start()
+            self.observer = obs
+            self.watcher = type(obs).__name__
+        except Exception as e:  # noqa: BLE001 - e.g. the inotify watch limit: scanning still works, just slower
+            self.watcher = "polling"
+            self.resync = min(self.resync, POLL_RESYNC_S)
+            self.log.warning("no file watcher (%s: %s); scanning the vault every %.0fs instead",
+                             type(e).__name__, e, self.resync)
+
+    def stop_watcher(self) -> None:
+        if self.observer is not None:
+            with contextlib.suppress(Exception):
+                self.observer.stop()
+
+    def join_watcher(self) -> None:
+        if self.observer is not None:
+            with contextlib.suppress(Exception):
+                self.observer.join(2.0)
+
+    def mark(self, rel: str) -> None:
+        with self.cond:
+            self._dirty = True
+            self._last_event = time.monotonic()
+            self.cond.notify_all()
+
+    def wake(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+
+    # -- requests --------------------------------------------------------------------------------
+    def begin_request(self) -> None:
+        with self.cond:
+            self._inflight += 1
+
+    def end_request(self) -> None:
+        with self.cond:
+            self._inflight -= 1
+            if not self._inflight:
+                self.cond.notify_all()
+
+    def catch_up_now(self, timeout: float) -> dict:
+        """Catch up now (no debounce) and wait for it: for scripts that just wrote notes by hand."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            # A cycle already running may have scanned before the caller's change: wait for the next.
+            target = self._started_seq + 1
+            self._dirty = self._forced = True
+            self.cond.notify_all()
+            while self._done_seq < target:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop.is_set():
+                    raise LockTimeout(f"catch-up did not finish within {timeout:g}s",
+                                      hint="another process may hold the vault lock")
+                self.cond.wait(left)
+        snap = self.snap
+        return {"generation": snap.generation if snap else None, "last": self.last_catch_up}
+
+    # -- the thread ------------------------------------------------------------------------------
+    def run(self) -> None:
+        from ..engine import Engine
+
+        eng = None
+        while not self._stop.is_set():
+            try:
+                eng = Engine.from_settings(self.settings)
+                if self._first_index(eng):
+                    break
+            except Exception as e:  # noqa: BLE001 - keep retrying; ping reports the error
+                self.error = f"{type(e).__name__}: {e}"
+                self.log.exception("could not open the index; retrying")
+                self._stop.wait(2.0)
+        if eng is None or self._stop.is_set():
+            return
+        self._loop(eng)
+
+    def _begin_cycle(self) -> int:
+        """Called under the condition: clears the dirty mark (events from now on set it again)."""
+        self._dirty = self._forced = False
+        self._started_seq += 1
+        return self._started_seq
+
+    def _end_cycle(self, seq: int) -> None:
+        with self.cond:
+            self._done_seq = max(self._done_seq, seq)
+            self.cond.notify_all()
+
+    def _first_index(self, eng: Any) -> bool:
+        t0 = time.monotonic()
+        idx = eng.indexer
+        with self.cond:
+            seq = self._begin_cycle()
+        res = self._catch_up(idx, lock_timeout=2.0, label="serve: start")
+        while res is None and idx.gens.current_id() is None:
+            # No index at all and someone else holds the lock (a rebuild?): nothing to serve yet.
+            if self._stop.wait(0.5):
+                return False
+            res = self._catch_up(idx, lock_timeout=5.0, label="serve: start")
+        if res is None:
+            with self.cond:
+                self._dirty = self._forced = True
+        self._load_semantic(idx)
+        self._refresh(idx)
+        if res is not None:
+            self._end_cycle(seq)
+        snap = self.snap
+        assert snap is not None
+        with contextlib.suppress(Exception):
+            snap.lexical.search("warm up", limit=1)
+        self.error = None
+        self.ready.set()
+        self.log.info("ready in %.2fs: generation %s, semantic %s, watcher %s", time.monotonic() - t0,
+                      snap.generation, "on" if snap.embedder is not None else f"off ({snap.semantic_off})", self.watcher)
+        return True
+
+    def _load_semantic(self, idx: Any) -> None:
+        if idx.pack_dir is None:
+            from ..search.view import NO_PACK
+
+            self._sem = (None, None, NO_PACK if self.settings.semantic else "disabled")
+            return
+        try:
+            vectors, embedder = idx.vectors, idx.embedder
+            vectors.enable_memory_cache()  # warm exact search: a masked matrix product, not a LanceDB scan
+            embedder.embed_queries(["warm up"])  # the first run of an ONNX session pays for allocation
+            self._sem = (vectors, embedder, None)
+        except Exception as e:  # noqa: BLE001 - a broken pack means lexical search, reported in results
+            self.log.exception("embedding pack unusable; semantic search is off")
+            self._sem = (None, None, f"embedding pack unusable: {type(e).__name__}: {e}")
+
+    def _catch_up(self, idx: Any, *, lock_timeout: float, label: str) -> dict | None:
+        from ..store.journal import write_session
+
+        try:
+            with write_session(self.vault, timeout=lock_timeout, command="serve") as recovered:
+                res = idx.catch_up(label=label)
+        except LockTimeout:
+            return None
+        if recovered:
+            self.log.info("recovered unfinished transactions: %s", recovered)
+        if res.get("changed"):
+            self.log.info("catch-up: %s notes indexed, %s removed -> generation %s in %.3fs", res.get("indexed"),
+                          res.get("removed"), res.get("generation"), res.get("seconds", 0.0))
+        with self.cond:
+            self.cycles += 1
+            self.last_catch_up = {**res, "at": time.time()}
+        return res
+
+    def _refresh(self, idx: Any) -> None:
+        gid = idx.gens.current_id()
+        warnings = tuple(dict.fromkeys(idx.gens.warnings))
+        idx.gens.warnings.clear()  # current_id() appends on every call; keep only this round's
+        idx.lexical.reload()  # another process may have committed (a CLI write)
+        vectors, embedder, off = self._sem
+        pending = idx.pending_count() if vectors is not None else 0
+        self.snap = Snapshot(generation=gid, lexical=idx.lexical, vectors=vectors, embedder=embedder,
+                             semantic_off=off, warnings=warnings, pending=pending)
+
+    def _next_action(self, next_resync: float) -> tuple[str, int]:
+        """Wait (under the condition) for the next thing to do: ("catch-up" | "resync", cycle) or
+        ("embed" | "compact", 0); ("", 0) once stopping."""
+        emb = self.embedder
+        with self.cond:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if self._dirty:
+                    quiet = now - self._last_event
+                    if self._forced or quiet >= self.debounce:
+                        return "catch-up", self._begin_cycle()
+                    self.cond.wait(self.debounce - quiet)
+                    continue
+                if now >= next_resync:
+                    return "resync", self._begin_cycle()
+                snap = self.snap
+                pending = snap.pending if snap is not None and snap.vectors is not None else 0
+                if snap is not None and snap.vectors is not None:
+                    action = emb.next_action(pending, now, busy=bool(self._inflight))
+                    if action:
+                        return action, 0
+                wake = min(next_resync, emb.wake_at(pending, now) or next_resync)
+                self.cond.wait(max(0.01, wake - now))
+        return "", 0
+
+    def _loop(self, eng: Any) -> None:
+        idx = eng.indexer
+        emb = self.embedder
+        next_resync = time.monotonic() + self.resync
+        while not self._stop.is_set():
+            action, seq = self._next_action(next_resync)
+            if not action:
+                break
+            try:
+                if action == "embed":
+                    pending = emb.slice(idx)
+                    snap = self.snap
+                    if pending is not None and snap is not None:
+                        self.snap = dataclasses.replace(snap, pending=pending)
+                    continue
+                if action == "compact":
+                    emb.compact(idx)
+                    continue
+                if action == "resync":
+                    next_resync = time.monotonic() + self.resync
+                    self.on_resync()
+                res = self._catch_up(idx, lock_timeout=0.5 if action == "catch-up" else 0.05, label=f"serve: {action}")
+                if res is None:
+                    # A CLI writer holds the lock; it publishes its own change, but a hand edit may
+                    # be waiting too, so come back shortly.
+                    with self.cond:
+                        self._dirty = True
+                        self._last_event = time.monotonic()
+                    continue
+                if res.get("changed"):
+                    emb.index_changed()
+                self._refresh(idx)
+                self._end_cycle(seq)
+            except Exception:  # noqa: BLE001 - the server outlives one bad cycle; the next scan retries
+                self.log.exception("%s failed", action)
+                with self.cond:
+                    self._dirty = True
+                    self._last_event = time.monotonic() + 1.0

@@ -1,0 +1,249 @@
+"""The server's socket side: accept thread, worker pool, the request protocol and its ops.
+
+See :mod:`hive_brain.rpc.client` for the protocol. Reads never take the vault lock: each request
+gets a View (:func:`hive_brain.search.view.assemble`) from the indexing loop's current snapshot
+(tantivy, LanceDB and the ONNX session are safe to share across threads) plus a per-worker catalog
+connection (SQLite connections are not).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..config import validate_agent_id
+from ..errors import HiveBrainError, UsageError
+from ..rpc.client import MAX_LINE, ServerNotReady
+
+WORKERS = 16
+IDLE_CONNECTION_S = 60.0
+RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of", "include_operational", "detail",
+                            "mode", "abstain", "drop_ratio", "pool", "now"})
+
+
+class SocketServer:
+    """Listener, connections and ops of one :class:`~.server.Server` (which owns the lifecycle)."""
+
+    def __init__(self, server: Any) -> None:
+        # `server` is the owning .server.Server (typed loosely: server.py imports this module)
+        self.server = server
+        self.loop = server.indexing
+        self.listener: socket.socket | None = None
+        self.pool: ThreadPoolExecutor | None = None
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()  # also guards stats (worker threads count concurrently)
+        self._tls = threading.local()
+        self.stats = {"requests": 0, "errors": 0}
+
+    # -- connections -----------------------------------------------------------------------------
+    def listen(self, spawn: Callable[[Callable[[], None], str], None]) -> None:
+        path = self.server.socket
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(os.fspath(path))
+        os.chmod(path, 0o600)
+        s.listen(128)
+        s.settimeout(0.25)  # lets the accept loop notice a stop
+        self.listener = s
+        self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="hive-brain-req")
+        spawn(self._accept_loop, "hive-brain-accept")
+
+    def close_listener(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+        with self._conns_lock:
+            conns = list(self._conns)
+        for c in conns:  # wake workers blocked reading an idle connection, so the process can exit
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+
+    def shutdown_pool(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def _accept_loop(self) -> None:
+        assert self.listener is not None and self.pool is not None
+        stop = self.server.stopping
+        while not stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if stop.is_set():
+                    break
+                time.sleep(0.05)
+                continue
+            try:
+                self.pool.submit(self._serve_connection, conn)
+            except RuntimeError:  # pool shut down while stopping
+                conn.close()
+                break
+
+    def _serve_connection(self, conn: socket.socket) -> None:
+        with self._conns_lock:
+            self._conns.add(conn)
+        try:
+            self._serve_lines(conn)
+        finally:
+            with self._conns_lock:
+                self._conns.discard(conn)
+
+    def _serve_lines(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(IDLE_CONNECTION_S)
+            f = conn.makefile("rb")
+            try:
+                while not self.server.stopping.is_set():
+                    try:
+                        line = f.readline(MAX_LINE + 1)
+                    except OSError:
+                        return
+                    if not line:
+                        return
+                    op, resp = self.handle(line)
+                    try:
+                        conn.sendall(json.dumps(resp, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+                    except OSError:
+                        return
+                    if op == "stop" and resp.get("ok"):
+                        self.server.request_stop()
+                        return
+            finally:
+                f.close()
+
+    # -- requests --------------------------------------------------------------------------------
+    def handle(self, line: bytes) -> tuple[str, dict[str, Any]]:
+        """One request line -> (op, response). Never raises: a bad request is an error response."""
+        with self._conns_lock:
+            self.stats["requests"] += 1
+        self.loop.begin_request()
+        try:
+            return self._handle(line)
+        finally:
+            self.loop.end_request()
+
+    def _handle(self, line: bytes) -> tuple[str, dict[str, Any]]:
+        op = ""
+        try:
+            if len(line) > MAX_LINE:
+                raise UsageError("request too large")
+            try:
+                req = json.loads(line)
+            except ValueError as e:
+                raise UsageError(f"request is not JSON: {e}") from None
+            if not isinstance(req, dict):
+                raise UsageError("request must be a JSON object")
+            op = str(req.get("op") or "")
+            args = req.get("args") or {}
+            if not isinstance(args, dict):
+                raise UsageError("args must be a JSON object")
+            fn = self._ops().get(op)
+            if fn is None:
+                raise UsageError(f"unknown op {op!r}", hint="one of: " + ", ".join(sorted(self._ops())))
+            return op, {"ok": True, "result": fn(args)}
+        except HiveBrainError as e:
+            self.stats["errors"] += 1
+            return op, {"ok": False, "error": {"type": type(e).__name__, "message": e.message, "hint": e.hint}}
+        except Exception as e:  # noqa: BLE001 - a bug in one request must never take the server down
+            self.stats["errors"] += 1
+            self.server.log.exception("op %r failed", op)
+            return op, {"ok": False, "error": {"type": "InternalError", "message": f"{type(e).__name__}: {e}",
+                                               "hint": f"see {self.server.log_path}"}}
+
+    def _ops(self) -> dict[str, Callable[[dict], Any]]:
+        return {"ping": self.op_ping, "status": self.op_status, "recall": self.op_recall, "answer": self.op_answer,
+                "catch_up": self.op_catch_up, "stop": self.op_stop}
+
+    def op_ping(self, args: dict) -> dict:
+        snap = self.loop.snap
+        return {"pong": True, "pid": os.getpid(), "ready": self.loop.ready.is_set(),
+                "generation": snap.generation if snap else None, "error": self.loop.error}
+
+    def op_stop(self, args: dict) -> dict:
+        self.server.log.info("stop requested by a client")
+        return {"stopping": True, "pid": os.getpid()}
+
+    def op_status(self, args: dict) -> dict:
+        srv, loop, emb = self.server, self.loop, self.loop.embedder
+        snap = loop.snap
+        return {
+            "pid": os.getpid(), "vault": str(srv.vault.root), "state_dir": str(srv.state), "socket": str(srv.socket),
+            "log": str(srv.log_path), "ready": loop.ready.is_set(), "error": loop.error,
+            "started": srv.started_at, "uptime_s": round(time.time() - (srv.started_at or time.time()), 1),
+            "generation": snap.generation if snap else None,
+            "semantic": {"on": bool(snap and snap.embedder is not None), "off_reason": snap.semantic_off if snap else None,
+                         "pending_passages": snap.pending if snap else None, "embed_chunk": emb.chunk,
+                         "vector_writes_since_compaction": emb.vec_writes},
+            "watcher": loop.watcher, "debounce_s": loop.debounce, "resync_s": loop.resync,
+            "catch_ups": loop.cycles, "last_catch_up": loop.last_catch_up, "requests": self.stats["requests"],
+            "errors": self.stats["errors"], "warnings": list(snap.warnings) if snap else [],
+        }
+
+    def op_catch_up(self, args: dict) -> dict:
+        return self.loop.catch_up_now(float(args.get("timeout", self.server.settings.lock_timeout)))
+
+    # -- read ops --------------------------------------------------------------------------------
+    def _catalog(self) -> Any:
+        cat = getattr(self._tls, "catalog", None)
+        if cat is None:
+            from ..store.catalog import Catalog
+
+            cat = Catalog(self.server.vault, max_note_bytes=self.server.settings.max_note_bytes)
+            self._tls.catalog = cat
+        return cat
+
+    def view(self, semantic: bool) -> Any:
+        from ..search.view import assemble
+
+        snap = self.loop.snap
+        if snap is None or not self.loop.ready.is_set():
+            raise ServerNotReady("the hive-brain server is still building its index view",
+                                 hint="retry in a moment, or work in-process")
+        return assemble(lexical=snap.lexical, catalog=self._catalog(), generation=snap.generation, semantic=semantic,
+                        vectors=snap.vectors, embedder=snap.embedder, off_reason=snap.semantic_off,
+                        pending=snap.pending, warnings=snap.warnings)
+
+    @staticmethod
+    def read_args(args: dict, extra: frozenset[str] = frozenset()) -> tuple[str, str | None, bool, dict]:
+        query = args.get("query")
+        if not isinstance(query, str):
+            raise UsageError("args.query must be a string")
+        unknown = set(args) - RECALL_OPTIONS - {"query", "agent", "semantic"} - extra
+        if unknown:
+            raise UsageError(f"unknown recall option(s): {', '.join(sorted(unknown))}",
+                             hint="one of: " + ", ".join(sorted(RECALL_OPTIONS | {'agent', 'semantic'})))
+        agent = args.get("agent")
+        # The caller's own agent id, never the server's: an absent id means the owner (shared layer).
+        agent = validate_agent_id(agent) if agent is not None else None
+        opts = {k: v for k, v in args.items() if k in RECALL_OPTIONS and v is not None}
+        if "now" in opts:
+            # The caller's clock for relative dates ("last Saturday"), sent as ISO 8601.
+            try:
+                opts["now"] = dt.datetime.fromisoformat(str(opts["now"]))
+            except ValueError:
+                raise UsageError("args.now must be an ISO 8601 date-time") from None
+        return query, agent, bool(args.get("semantic", True)), opts
+
+    def op_recall(self, args: dict) -> dict:
+        from ..search.recall import search
+
+        query, agent, semantic, opts = self.read_args(args)
+        res = search(self.view(semantic), query, agent=agent, semantic=semantic, **opts)
+        res["via"] = "server"
+        return res
+
+    def op_answer(self, args: dict) -> dict:
+        from ..search.answer import answer_view
+
+        query, agent, semantic, opts = self.read_args(args, frozenset({"budget"}))
+        pack = answer_view(self.view(semantic), query, agent=agent, semantic=semantic, budget=args.get("budget"), **opts)
+        pack["via"] = "server"
+        return pack

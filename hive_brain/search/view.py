@@ -1,0 +1,129 @@
+"""The one factory for read views: what a recall reads, however it is opened.
+
+Four callers used to assemble a :class:`~hive_brain.search.recall.View` by hand (the engine, the
+server, the prompt hook, replay); they now all come through here:
+
+* :func:`open_view` — ``catch_up=False``: read-only, the current generation as it is indexed (no
+  lock, no writer, no embedding; what the prompt hook reads without a server);
+  ``catch_up=True``: first brings the index up to date with the vault when nobody else is writing,
+  and embeds a little of the queue when it can (never waiting on a writer);
+  ``generation=G``: a replay of generation G from its scratch index (:mod:`.replay`).
+* :func:`assemble` — the last step of all of them, and all the server needs (it holds the pieces
+  warm): whether semantic search is on, and the warnings a reader should see.
+
+Import-light: the prompt hook imports this module, so only the standard library is imported at
+module level; the read-only path imports no writer (indexer, lock, portalocker), numpy or LanceDB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+NO_PACK = "no embedding pack installed (run `hive-brain model install`)"
+NOT_EMBEDDED = "{n} passages are not embedded yet; semantic search covers the rest"
+WRITER_BUSY = "another process is writing; results may miss its last change"
+
+
+def assemble(*, lexical: Any, catalog: Any, generation: int | None, semantic: bool = True, vectors: Any = None,
+             embedder: Any = None, off_reason: str | None = None, pending: int = 0,
+             warnings: list[str] | tuple[str, ...] = ()) -> Any:
+    """A View from its parts. Vectors count only when semantic search is asked for and both the
+    table and the model are there; otherwise ``off_reason`` says why (when it was asked for)."""
+    from .recall import View
+
+    out = list(warnings)
+    on = semantic and vectors is not None and embedder is not None
+    if on and pending:
+        out.append(NOT_EMBEDDED.format(n=pending))
+    return View(lexical=lexical, catalog=catalog, vectors=vectors if on else None, embedder=embedder if on else None,
+                generation=generation, warnings=out, semantic_off_reason=None if on or not semantic else off_reason)
+
+
+def open_view(vault: Any, settings: Any, *, catch_up: bool = False, generation: int | None = None,
+              semantic: bool = True, indexer: Any = None, catalog: Any = None,
+              embed: bool | Callable[[], bool] = True, embed_budget_s: float = 20.0) -> Any:
+    """A read view of `vault` (see the module docstring for the three kinds).
+
+    ``indexer``/``catalog``: the caller's own (an Engine's), reused instead of opened again; the
+    read-only kind needs neither. ``embed``: whether a catch-up view may embed queued passages
+    (False while a server is up: it alone writes vectors, in large batches); a callable is asked
+    only when passages are waiting. The read-only kind returns None when nothing is indexed yet
+    (it never indexes)."""
+    if generation is not None:
+        from .replay import replay_view
+
+        return replay_view(vault, _indexer(vault, settings, indexer, catalog), generation, semantic=semantic)
+    if catch_up:
+        return _catch_up_view(vault, settings, _indexer(vault, settings, indexer, catalog), semantic=semantic,
+                              embed=embed, embed_budget_s=embed_budget_s)
+    return _read_only_view(vault, settings, semantic=semantic, catalog=catalog)
+
+
+def _indexer(vault: Any, settings: Any, indexer: Any, catalog: Any) -> Any:
+    if indexer is not None:
+        return indexer
+    from ..index.indexer import Indexer
+
+    return Indexer(vault, settings, catalog=catalog)
+
+
+def _read_only_view(vault: Any, settings: Any, *, semantic: bool, catalog: Any) -> Any:
+    """The current generation through a read-only index handle, trusting the ``current`` pointer
+    (no manifest re-hash): lexical only, since loading the model is a second or more."""
+    from ..index.generations import GenerationStore
+    from ..index.lexical import LexicalIndex
+
+    gens = GenerationStore(vault.state)
+    gid = gens.pointer()
+    if gid is None:
+        return None
+    lex = LexicalIndex(vault.state / "index" / "lexical", read_only=True)  # = Indexer.reader()
+    lex.reload()
+    if catalog is None:
+        from ..store.catalog import Catalog
+
+        catalog = Catalog(vault, max_note_bytes=settings.max_note_bytes)
+    return assemble(lexical=lex, catalog=catalog, generation=gid, semantic=semantic,
+                    off_reason="the server is not running", warnings=gens.warnings)
+
+
+def _catch_up_view(vault: Any, settings: Any, idx: Any, *, semantic: bool, embed: bool | Callable[[], bool],
+                   embed_budget_s: float) -> Any:
+    """The current index after a catch-up that never waits on a writer.
+
+    Reading never fails because someone is writing: when the lock is taken the view answers with
+    what is indexed and leaves catching up and embedding to the holder (a server, a rebuild)."""
+    from ..errors import LockTimeout
+
+    warnings: list[str] = []
+    busy = idx.try_catch_up() is None
+    if busy:
+        warnings.append(WRITER_BUSY)
+    gid = idx.gens.current_id()
+    warnings += idx.gens.warnings
+    if gid is None:
+        # Nothing to read at all: indexing is the only answer, and it may wait for the lock.
+        from ..store.journal import write_session
+
+        with write_session(vault, timeout=settings.lock_timeout, command="first index"):
+            idx.catch_up(label="first index")
+        gid = idx.gens.current_id()
+    vectors = embedder = None
+    pending = 0
+    off = None
+    if semantic and idx.vectors is not None:
+        vectors, embedder = idx.vectors, idx.embedder
+        pending = idx.pending_count()
+        if pending and not busy and (embed() if callable(embed) else embed):
+            try:
+                # The model runs outside the lock; a writer taking it meanwhile only ends the run early.
+                pending = int(idx.embed_pending(max_seconds=embed_budget_s, lock_timeout=1.0).get("pending") or 0)
+            except LockTimeout:
+                pending = idx.pending_count()
+    elif semantic:
+        off = NO_PACK if settings.semantic else "disabled"
+    lex = idx.lexical
+    lex.reload()
+    return assemble(lexical=lex, catalog=idx.catalog, generation=gid, semantic=semantic, vectors=vectors,
+                    embedder=embedder, off_reason=off, pending=pending, warnings=warnings)
