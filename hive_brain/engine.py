@@ -125,6 +125,14 @@ class Engine:
                 "policy": {"checkpoint_every": CHECKPOINT_EVERY, "prune_keeps": 20}, "coverage": cov,
                 "warnings": gens.warnings}
 
+    def prune_generations(self, keep: int) -> dict:
+        """Remove old generated history (the owner's call), keeping the newest ``keep`` and a checkpoint."""
+        from .memory.layers import require_owner
+
+        require_owner(self.settings, "pruning generations")
+        with self._lock("prune"):
+            return self.indexer.gens.prune(keep_last=keep)
+
     def status(self) -> dict:
         from .rpc.client import server_info
 

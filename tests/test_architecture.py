@@ -25,6 +25,7 @@ RANK = {
     "index": 4,
     "memory": 5,
     "search": 6,
+    "reader": 6.5,  # the server-or-local read policy; engine, agents and daemon use it
     "engine": 7,
     "daemon": 8, "agents": 8,
     "cli": 9,

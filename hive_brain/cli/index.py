@@ -86,13 +86,7 @@ def generations_cmd(state: State, prune: bool, keep: int, as_json: bool) -> None
       hive-brain generations --prune --keep 10
     """
     eng = state.engine()
-    if prune:
-        from ..memory.layers import require_owner
-        from ..store.journal import write_session
-
-        require_owner(eng.settings, "pruning generations")
-        with write_session(eng.vault, timeout=eng.settings.lock_timeout, command="prune"):
-            pr = eng.indexer.gens.prune(keep_last=keep)
+    pr = eng.prune_generations(keep) if prune else None
     res = eng.generations()
     if prune:
         res["pruned"] = pr

@@ -19,12 +19,12 @@ from ..store.fsutil import atomic_write_text
 from ..store.notes import parse_bytes
 
 
-def replay_view(vault: Any, idx: Any, gid: int, *, semantic: bool = True):
-    """Generation `gid` of `vault` as a View, through `idx` (an Indexer: its generation store, pack
-    and embedding cache). Callers go through :func:`.view.open_view` (``generation=gid``)."""
+def replay_parts(vault: Any, idx: Any, gid: int, *, semantic: bool = True) -> dict[str, Any]:
+    """The parts of a View of generation `gid` of `vault` (lexical, catalog, vectors, embedder and why
+    semantic search is off), through `idx` (an Indexer: its generation store, pack and embedding
+    cache). Callers go through :func:`.view.open_view` (``generation=gid``), which assembles them."""
     from ..index.indexer import build_docs
     from ..index.lexical import LexicalIndex
-    from .view import assemble
 
     gens = idx.gens
     man = gens.manifest(gid)  # verifies every receipt on the way
@@ -74,8 +74,7 @@ def replay_view(vault: Any, idx: Any, gid: int, *, semantic: bool = True):
         embedder = idx.embedder
     elif semantic:
         off = "generation was indexed without the installed embedding pack: replayed lexically"
-    return assemble(lexical=lex, catalog=cat, generation=gid, semantic=semantic, vectors=vectors, embedder=embedder,
-                    off_reason=off)
+    return {"lexical": lex, "catalog": cat, "vectors": vectors, "embedder": embedder, "off_reason": off}
 
 
 def compare(engine: Any, query: str, a: int, b: int | None, **opts: Any) -> dict:

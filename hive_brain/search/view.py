@@ -51,9 +51,10 @@ def open_view(vault: Any, settings: Any, *, catch_up: bool = False, generation: 
     only when passages are waiting. The read-only kind returns None when nothing is indexed yet
     (it never indexes)."""
     if generation is not None:
-        from .replay import replay_view
+        from .replay import replay_parts
 
-        return replay_view(vault, _indexer(vault, settings, indexer, catalog), generation, semantic=semantic)
+        parts = replay_parts(vault, _indexer(vault, settings, indexer, catalog), generation, semantic=semantic)
+        return assemble(generation=generation, semantic=semantic, **parts)
     if catch_up:
         return _catch_up_view(vault, settings, _indexer(vault, settings, indexer, catalog), semantic=semantic,
                               embed=embed, embed_budget_s=embed_budget_s)
