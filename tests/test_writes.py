@@ -10,7 +10,10 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from hive_brain.store import pending as pending_writes
+from hive_brain.store.journal import STEPS
 from hive_brain.store.lock import FileLock, vault_lock
 
 from .helpers import remember, run
@@ -238,3 +241,27 @@ def test_pending_module_shows_damaged_records_without_replaying_or_dropping_them
     listed = pending_writes.list_pending(state)
     assert [r["id"] for r in listed] == [rec["id"], "pw-zzz"] and listed[1]["state"] == "failed"
     assert [r["id"] for r in pending_writes.queued(state)] == [rec["id"]]
+
+
+# -- a one-new-note write commits by rename, without a journal record -------------------------------
+REMEMBER_ONE = """
+from hive_brain.engine import Engine
+from hive_brain.memory.store import MemoryInput
+Engine.open().memory.remember(MemoryInput(type="fact", title="Crash test", content="All or nothing."))
+"""
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_new_note_write_killed_at_every_step_is_all_or_nothing(vault_path, step):
+    proc = subprocess.run([sys.executable, "-c", REMEMBER_ONE], env={**os.environ, "HIVE_BRAIN_CRASH_AT": step},
+                          capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    doc = run("doctor")
+    assert doc["problems"] == []
+    assert list((vault_path / ".hive-brain/staging").glob("*")) == [], "staging left behind"
+    written = "Crash test" in _titles(vault_path)
+    assert written == (step in ("after-mark", "mid-apply", "after-apply", "after-publish"))
+    # The index follows the notes on the next read either way, and writes still work.
+    hits = run("recall", "all or nothing crash test", "--lexical")
+    assert any(h["title"] == "Crash test" for h in hits["hits"]) == written
+    remember("After crash", "Writes still work.", "fact")

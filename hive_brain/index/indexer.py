@@ -232,10 +232,14 @@ class Indexer:
         manifest, so anything the catalog knows changed is indexed too."""
         self.catalog.refresh(only=only)
         gid, man = self.current_manifest()
-        now = {p: sha for p, (sha, kind) in self.catalog.hashes().items() if indexable(p, sha, kind)}
-        todo = [p for p, sha in now.items() if man.get(p) != sha]
-        gone = [p for p in man if p not in now]
-        self._had_vectors = {p for p in todo if p in man}  # a new note has no old vectors to delete
+        # The same rule as `indexable`, in SQL, and the comparison as set operations on dict views:
+        # this diff runs under the lock on every write (a third of a one-note write at 10k notes).
+        skip = " ".join("AND path NOT GLOB ?" for _ in SKIP_PREFIXES)
+        now = dict(self.catalog.db.execute(f"SELECT path, sha FROM notes WHERE kind != 'broken' AND sha != '' {skip}",
+                                           tuple(f"{p}*" for p in SKIP_PREFIXES)))
+        todo = {p for p, _sha in now.items() - man.items()}
+        gone = man.keys() - now.keys()
+        self._had_vectors = todo & man.keys()  # a new note has no old vectors to delete
         return gid, now, sorted(todo), sorted(gone)
 
     # -- writing (caller holds the vault lock) ---------------------------------------------------

@@ -345,6 +345,8 @@ class MemoryStore:
                 pending_writes.done(self.vault.state, rec, {"status": "already-stored", "note": e.message})
             except HiveBrainError as e:
                 pending_writes.failed(self.vault.state, rec, f"{type(e).__name__}: {e.message}")
+            except Exception as e:  # noqa: BLE001 - one bad record must not block every later write
+                pending_writes.failed(self.vault.state, rec, f"{type(e).__name__}: {e}")
             else:
                 pending_writes.done(self.vault.state, rec, res)
             finally:

@@ -10,7 +10,8 @@ Fairness: a contended acquisition blocks *in the kernel* (``flock(LOCK_EX)`` wit
 which puts the waiter on the lock's wait list and wakes it the moment the holder releases. The old
 lock polled every 20 ms: a writer releasing and re-taking the lock within a few milliseconds (a loop
 of writes) won every time against waiters that were asleep, and on a loaded machine some waiters
-starved into their timeout. A blocking ``flock`` cannot take a timeout, so the blocking call runs
+starved into their timeout. (Since Linux 5.1 a blocked request that conflicts with an earlier
+waiter is queued behind it, so exclusive waiters are served in about their order of arrival.) A blocking ``flock`` cannot take a timeout, so the blocking call runs
 in a helper thread and the caller waits on it with one; chosen over ``signal.setitimer`` (main thread
 only: the server takes this lock from worker threads) and over a ticket queue in files (crashed
 waiters leave tickets that need liveness checks; the kernel's list has none of that). A helper whose
@@ -174,6 +175,16 @@ class _Request:
 
 _requests: dict[str, _Request] = {}
 _requests_mtx = _allocate_lock()
+
+
+def _forget_requests_after_fork() -> None:
+    # A forked child has none of the parent's helper threads: waiting on their requests would hang.
+    global _requests_mtx
+    _requests.clear()
+    _requests_mtx = _allocate_lock()
+
+
+os.register_at_fork(after_in_child=_forget_requests_after_fork)
 
 
 def _queued_wait(path: Path, timeout: float | None) -> int | None:
