@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hive_brain.errors import LockTimeout
 from hive_brain.store import pending as pending_writes
 from hive_brain.store.journal import STEPS
 from hive_brain.store.lock import FileLock, vault_lock
@@ -265,3 +266,21 @@ def test_new_note_write_killed_at_every_step_is_all_or_nothing(vault_path, step)
     hits = run("recall", "all or nothing crash test", "--lexical")
     assert any(h["title"] == "Crash test" for h in hits["hits"]) == written
     remember("After crash", "Writes still work.", "fact")
+
+
+def test_apply_pending_without_a_write_of_its_own(vault_path, monkeypatch):
+    from hive_brain.engine import Engine
+
+    state = _state(vault_path)
+    holder = _holder(state / "lock")
+    try:
+        monkeypatch.setenv("HIVE_BRAIN_LOCK_TIMEOUT", "0.2")
+        res = remember("Held back", "Applied by the server or doctor.", "fact")
+        assert res["status"] == "pending"
+        with pytest.raises(LockTimeout):
+            Engine.open().memory.apply_pending(timeout=0.1)  # still busy: it stays pending
+        assert [r["id"] for r in pending_writes.list_pending(state)] == [res["id"]]
+    finally:
+        _kill(holder)
+    assert Engine.open().memory.apply_pending() == []
+    assert "Held back" in _titles(vault_path)

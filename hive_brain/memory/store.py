@@ -305,11 +305,11 @@ class MemoryStore:
         return note
 
     @contextmanager
-    def _session(self, command: str) -> Iterator[list[dict]]:
+    def _session(self, command: str, timeout: float | None = None) -> Iterator[list[dict]]:
         held = ExitStack()
         try:
-            recovered = held.enter_context(write_session(self.vault, timeout=self.settings.lock_timeout,
-                                                         command=command))
+            recovered = held.enter_context(write_session(
+                self.vault, timeout=self.settings.lock_timeout if timeout is None else timeout, command=command))
         except LockTimeout as e:
             e.acquiring = True  # type: ignore[attr-defined] - only this one may turn a write into a pending one
             raise
@@ -318,12 +318,13 @@ class MemoryStore:
                 self._replay_pending()
             yield recovered
 
-    def apply_pending(self) -> list[dict]:
+    def apply_pending(self, *, timeout: float | None = None) -> list[dict]:
         """Apply the writes earlier commands left pending (for the server and ``doctor``; every write
-        does it anyway). Raises ``LockTimeout`` when the vault is busy: they stay pending."""
+        does it anyway); returns the records still kept (failed ones). Raises ``LockTimeout`` when
+        the vault stays busy for ``timeout`` (default: the lock timeout): they stay pending."""
         if not pending_writes.has_queued(self.vault.state):
-            return []
-        with self._session("apply pending writes"):
+            return pending_writes.list_pending(self.vault.state)
+        with self._session("apply pending writes", timeout):
             pass  # the session replays them on entry
         return pending_writes.list_pending(self.vault.state)
 
