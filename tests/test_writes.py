@@ -284,3 +284,15 @@ def test_apply_pending_without_a_write_of_its_own(vault_path, monkeypatch):
         _kill(holder)
     assert Engine.open().memory.apply_pending() == []
     assert "Held back" in _titles(vault_path)
+
+
+def test_a_process_with_lancedb_loaded_deletes_vectors_at_once(vault_path, with_model):
+    from hive_brain.engine import Engine
+
+    a = remember("Shell", "Use fish as the login shell.", "fact")
+    eng = Engine.open()
+    eng.indexer.embed_pending()  # loads LanceDB in this process, as the server has it
+    assert eng.indexer.vectors.rows_for([a["path"]])
+    eng.memory.delete(a["id"], confirm=True)
+    assert eng.indexer.queued_deletions() == 0
+    assert eng.indexer.vectors.rows_for([a["path"]]) == []

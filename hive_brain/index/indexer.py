@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import time
 from collections.abc import Callable
 from functools import cached_property
@@ -316,6 +317,10 @@ class Indexer:
                 self._drop_vectors()
             else:
                 self._queue_deletions(gone + [p for p in todo if p in self._had_vectors])
+                if "lancedb" in sys.modules:
+                    # A process that has LanceDB loaded anyway (the server, an MCP server after a
+                    # semantic recall) deletes at once, as before: no window with stale vectors.
+                    self._apply_deletions()
         g = self.gens.publish(manifest, index=self.index_info(), label=label, force_checkpoint=full)
         return {"generation": g.id, "indexed": len(todo), "passages": n_passages, "removed": len(gone),
                 "seconds": round(time.perf_counter() - t0, 3), "changed": True, "full": full, "notes_hash": g.notes_hash}
@@ -344,8 +349,9 @@ class Indexer:
 
     def _queue_deletions(self, removed: list[str]) -> None:
         """Vectors of re-indexed or removed notes must go; whoever embeds next deletes them (see
-        ``_apply_deletions``) before upserting the passages queued again. Until then a search may
-        still meet them: recall maps every hit to the catalog, which knows the note's current state."""
+        ``_apply_deletions``) before upserting the passages queued again. Until then a semantic
+        search could meet them, so every embedding caller runs the pass first: a semantic recall
+        without a server (``Engine.view``), and the server, which deletes at once (LanceDB loaded)."""
         if removed:
             with sqlite_tx(self.pending) as db:
                 db.executemany("INSERT OR IGNORE INTO deleted VALUES (?)", [(p,) for p in removed])
