@@ -197,14 +197,23 @@ def _queued_wait(path: Path, timeout: float | None) -> int | None:
             if req is None:
                 req = _requests[key] = _Request(key, path)
             req.interest += 1
-        req.event.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        with _requests_mtx:
-            req.interest -= 1
-            if req.got and not req.taken:
-                req.taken = True
-                return req.fd
-            if req.error is not None:
-                raise req.error
+        interrupted = True
+        try:
+            req.event.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            interrupted = False
+        finally:
+            with _requests_mtx:
+                req.interest -= 1
+                mine = req.got and not req.taken
+                req.taken = req.taken or mine
+            if mine and interrupted:  # e.g. Ctrl-C while waiting: never keep a lock nobody will release
+                with suppress(OSError):
+                    fcntl.flock(req.fd, fcntl.LOCK_UN)
+                os.close(req.fd)
+        if mine:
+            return req.fd
+        if req.error is not None:
+            raise req.error
         # Timed out, or the request was served to another thread of this process: queue again.
         if deadline is not None and time.monotonic() >= deadline:
             return None
