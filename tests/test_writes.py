@@ -296,3 +296,30 @@ def test_a_process_with_lancedb_loaded_deletes_vectors_at_once(vault_path, with_
     eng.memory.delete(a["id"], confirm=True)
     assert eng.indexer.queued_deletions() == 0
     assert eng.indexer.vectors.rows_for([a["path"]]) == []
+
+
+def test_every_write_command_reports_pending_in_text_and_json(vault_path, monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from hive_brain.cli.base import main
+
+    m = remember("Chain head", "Version one.", "fact")
+    batch = tmp_path / "batch.json"
+    batch.write_text(json.dumps([{"type": "fact", "title": "Batched", "content": "From a batch."}]))
+    state = _state(vault_path)
+    holder = _holder(state / "lock")
+    cmds = [["remember", "--type", "fact", "--title", "T", "--content", "C"],
+            ["evolve", "--memory-id", m["id"], "--content", "Version two."],
+            ["update", "--memory-id", m["id"], "--tags", "x"],
+            ["delete", "--memory-id", "mem-nope", "--confirm"],
+            ["batch", "--file", str(batch)]]
+    try:
+        for args in cmds:
+            for fmt in ([], ["--json"]):
+                res = CliRunner().invoke(main, [*args, *fmt], env={"HIVE_BRAIN_LOCK_TIMEOUT": "0.1"},
+                                         catch_exceptions=False)
+                assert res.exit_code == 0, res.output
+                assert "pending" in res.output and "pw-" in res.output, (args, res.output)
+    finally:
+        _kill(holder)
+    assert len(pending_writes.list_pending(state)) == 2 * len(cmds)
