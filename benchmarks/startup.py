@@ -33,7 +33,7 @@ NAME = "startup"
 TARGET_MS = 150.0
 DEFAULT_RUNS = 20
 HEAVY_MODULES = ("tantivy", "lancedb", "onnxruntime", "numpy", "pyarrow", "tokenizers", "pandas", "torch",
-                 "click", "rich", "yaml", "portalocker", "watchdog", "mcp")
+                 "click", "rich", "yaml", "watchdog", "mcp")
 # The design forbids these at CLI import; click/rich/yaml are listed for information only.
 FORBIDDEN_AT_CLI_IMPORT = ("tantivy", "lancedb", "onnxruntime", "numpy", "pyarrow")
 BASELINE = "python -c pass"

@@ -94,8 +94,10 @@ class Engine:
     def doctor(self) -> dict:
         with self._lock("doctor") as recovered:
             self.catalog.refresh()
+        kept = self.memory.apply_pending()
         problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()]
-        return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered}
+        return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
+                "pendingWrites": kept}
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:
@@ -135,6 +137,7 @@ class Engine:
 
     def status(self) -> dict:
         from .rpc.client import server_info
+        from .store.pending import list_pending
 
         idx = self.indexer
         gid = idx.gens.current_id()
@@ -148,5 +151,6 @@ class Engine:
                          "pending_passages": idx.pending_count() if pack else None,
                          "how_to_enable": None if pack else "run `hive-brain model install`"},
             "server": server_info(self.vault.state),
+            "pendingWrites": list_pending(self.vault.state),
             "warnings": idx.gens.warnings,
         }

@@ -100,12 +100,16 @@ def test_lock_timeout_names_holder(vault_path):
             res = run("remember", "--type", "fact", "--title", "x", "--content", "y", ok=False)
         finally:
             del os.environ["HIVE_BRAIN_LOCK_TIMEOUT"]
-        assert res["error"] == "LockTimeout" and f"pid {holder.pid}" in res["message"] and "test-holder" in res["message"]
+        # The write is not refused but kept pending (the spec's promise), saying who held the lock.
+        assert res["_exit"] == 0 and res["status"] == "pending" and res["id"].startswith("pw-")
+        assert f"pid {holder.pid}" in res["message"] and "test-holder" in res["message"]
     finally:
         holder.kill()
         holder.wait()
-    # The OS released the dead holder's lock.
-    remember("after", "lock released")
+    # The OS released the dead holder's lock; the next write applies the pending one first.
+    after = remember("after", "lock released")
+    titles = {m["title"] for m in _notes(vault_path).values()}
+    assert titles == {"x", "after"} and after["status"] == "created"
 
 
 def test_torn_journal_record_is_discarded(vault_path):

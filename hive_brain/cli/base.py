@@ -88,6 +88,14 @@ def command(name: str | None = None, *, group: click.Group | None = None, with_j
     return deco
 
 
+def print_pending_writes(c: Any, records: list[dict]) -> None:
+    """Writes kept because the vault was busy (queued) or refused when applied later (failed)."""
+    for w in records:
+        what = f" {w['what']}" if w.get("what") else ""
+        err = f": {w['error']}" if w.get("error") else ""
+        c.print(f"pending write {w['id']} ({w['state']}): {w['op']}{what}{err}", markup=False)
+
+
 def split_tags(value: str | None) -> list[str] | None:
     """``--tags a, b`` -> ["a", "b"]; None when the option was not given."""
     if value is None:
@@ -96,6 +104,11 @@ def split_tags(value: str | None) -> list[str] | None:
 
 
 def out(as_json: bool, data: Any, human: Callable[[Any], None]) -> None:
+    if not as_json and isinstance(data, dict) and data.get("status") == "pending":
+        # A write that could not take the lock in time was kept (durably) to be applied by the next
+        # writer; whatever the command would print about a finished write does not apply yet.
+        click.echo(f"Pending {data['id']}: {data.get('message', 'the vault is busy')}")
+        return
     if as_json:
         click.echo(_dump(data))
     else:

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .base import State, command, out
+from .base import State, command, out, print_pending_writes
 
 
 # ---------------------------------------------------------------------------------------------- health
@@ -29,6 +29,7 @@ def doctor_cmd(state: State, as_json: bool) -> None:
             c.print(f"All {res['notes']} notes are readable.")
         for p in res["problems"]:
             c.print(f"[yellow]{p['path']}[/]: {p['problem']}", markup=True)
+        print_pending_writes(c, res["pendingWrites"])
 
     out(as_json, res, human)
 
@@ -68,6 +69,7 @@ def status_cmd(state: State, as_json: bool) -> None:
         s = res["semantic"]
         c.print(f"semantic   {'on (' + str(s['pending_passages']) + ' passages pending)' if s['on'] else 'off: ' + s['how_to_enable']}")
         c.print(f"server     {'running, pid ' + str(res['server'].get('pid')) if res['server'].get('running') else 'not running'}")
+        print_pending_writes(c, res["pendingWrites"])
         for w in res["warnings"]:
             c.print(f"[yellow]warning:[/] {w}")
 

@@ -301,6 +301,19 @@ class IndexingLoop:
                 self.cond.wait(max(0.01, wake - now))
         return "", 0
 
+    def _apply_pending_writes(self, eng: Any) -> None:
+        """Writes a CLI left pending (it could not get the lock in time) are applied here too, so they
+        do not wait for the next CLI write; the vault being busy again simply leaves them queued."""
+        from ..errors import LockTimeout
+        from ..store.pending import has_queued
+
+        if not has_queued(eng.vault.state):
+            return
+        try:
+            eng.memory.apply_pending(timeout=0.5)
+        except LockTimeout:
+            pass
+
     def _loop(self, eng: Any) -> None:
         idx = eng.indexer
         emb = self.embedder
@@ -332,6 +345,7 @@ class IndexingLoop:
                     continue
                 if res.get("changed"):
                     emb.index_changed()
+                self._apply_pending_writes(eng)
                 self._refresh(idx)
                 self._end_cycle(seq)
             except Exception:  # noqa: BLE001 - the server outlives one bad cycle; the next scan retries

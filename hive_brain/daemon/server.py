@@ -17,7 +17,6 @@ blocks the next start (the next server removes them).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -41,6 +40,7 @@ from ..rpc.client import (
     read_info,
     socket_path,
 )
+from ..store.lock import FileLock as PidLock  # one lock implementation: the vault lock's, tried once
 from .indexing import DEBOUNCE_S, RESYNC_S, IndexingLoop
 from .sockets import SocketServer
 
@@ -50,44 +50,6 @@ LOG_KEEP_BYTES = 512 * 1024
 
 class AlreadyRunning(Refused):
     """A server already serves this vault."""
-
-
-# ---------------------------------------------------------------------------------------------- pid lock
-class PidLock:
-    """``flock`` on ``<state>/server.lock`` holding the owner's pid as text (for "already running").
-
-    A second lock implementation beside :mod:`hive_brain.store.lock`; kept here, alone, so it can be
-    swapped for the unified one."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd: int | None = None
-
-    def acquire(self) -> bool:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        self.fd = fd
-        return True
-
-    def release(self) -> None:
-        if self.fd is not None:
-            with contextlib.suppress(OSError):
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-            self.fd = None
-
-    def holder(self) -> int | None:
-        try:
-            return int(self.path.read_text().strip() or 0) or None
-        except (OSError, ValueError):
-            return None
 
 
 def server_running(state_dir: Path) -> bool:
@@ -205,7 +167,7 @@ class Server:
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> Server:
         self.state.mkdir(parents=True, exist_ok=True)
-        if not self._pidlock.acquire():
+        if not self._pidlock.acquire(0, command="serve"):
             pid = self._pidlock.holder() or (read_info(self.state) or {}).get("pid")
             raise AlreadyRunning(f"hive-brain serve is already running (pid {pid}) for {self.vault.root}",
                                  hint="stop it with `hive-brain serve --stop`")

@@ -4,13 +4,16 @@ Notes are diffed against the manifest of the ``current`` generation (not against
 refresh), so whatever happened in between — a hand edit, a crash after the notes were written but
 before the index was — is picked up by the next catch-up. Lexical indexing is synchronous and cheap;
 vectors are queued (``pending.sqlite``) and embedded in chunks, outside the lock, by the server, by
-``rebuild-index`` or by a semantic recall: a write never waits for the model.
+``rebuild-index`` or by a semantic recall: a write never waits for the model. Deleting the vectors
+of a changed or removed note is queued the same way (table ``deleted``) and done by whoever embeds
+next, before its upserts: a write never even imports LanceDB (9 s of a loaded one-note write).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import time
 from collections.abc import Callable
 from functools import cached_property
@@ -123,6 +126,7 @@ class Indexer:
         self.catalog = catalog or Catalog(vault, max_note_bytes=settings.max_note_bytes)
         self.dir = vault.state / "index"
         self.gens = GenerationStore(vault.state)
+        self._had_vectors: set[str] = set()
 
     # -- components ------------------------------------------------------------------------------
     @cached_property
@@ -196,6 +200,7 @@ class Indexer:
         db.execute("PRAGMA synchronous=OFF")  # derived: a lost row is re-queued by the next rebuild
         db.execute("CREATE TABLE IF NOT EXISTS pending (passage_id TEXT PRIMARY KEY, note_path TEXT, text_hash TEXT, row TEXT)")
         db.execute("CREATE INDEX IF NOT EXISTS pending_note ON pending(note_path)")
+        db.execute("CREATE TABLE IF NOT EXISTS deleted (note_path TEXT PRIMARY KEY)")
         return db
 
     def index_info(self) -> dict:
@@ -228,9 +233,14 @@ class Indexer:
         manifest, so anything the catalog knows changed is indexed too."""
         self.catalog.refresh(only=only)
         gid, man = self.current_manifest()
-        now = {p: sha for p, (sha, kind) in self.catalog.hashes().items() if indexable(p, sha, kind)}
-        todo = [p for p, sha in now.items() if man.get(p) != sha]
-        gone = [p for p in man if p not in now]
+        # The same rule as `indexable`, in SQL, and the comparison as set operations on dict views:
+        # this diff runs under the lock on every write (a third of a one-note write at 10k notes).
+        skip = " ".join("AND path NOT GLOB ?" for _ in SKIP_PREFIXES)
+        now = dict(self.catalog.db.execute(f"SELECT path, sha FROM notes WHERE kind != 'broken' AND sha != '' {skip}",
+                                           tuple(f"{p}*" for p in SKIP_PREFIXES)))
+        todo = {p for p, _sha in now.items() - man.items()}
+        gone = man.keys() - now.keys()
+        self._had_vectors = todo & man.keys()  # a new note has no old vectors to delete
         return gid, now, sorted(todo), sorted(gone)
 
     # -- writing (caller holds the vault lock) ---------------------------------------------------
@@ -303,7 +313,14 @@ class Indexer:
         self.catalog.parsed = {}
         if queue:
             self._queue_rows(pend_rows)
-            self._drop_vectors(full=full, removed=gone + todo)
+            if full:
+                self._drop_vectors()
+            else:
+                self._queue_deletions(gone + [p for p in todo if p in self._had_vectors])
+                if "lancedb" in sys.modules:
+                    # A process that has LanceDB loaded anyway (the server, an MCP server after a
+                    # semantic recall) deletes at once, as before: no window with stale vectors.
+                    self._apply_deletions()
         g = self.gens.publish(manifest, index=self.index_info(), label=label, force_checkpoint=full)
         return {"generation": g.id, "indexed": len(todo), "passages": n_passages, "removed": len(gone),
                 "seconds": round(time.perf_counter() - t0, 3), "changed": True, "full": full, "notes_hash": g.notes_hash}
@@ -313,6 +330,7 @@ class Indexer:
         with sqlite_tx(self.pending) as db:
             if full:
                 db.execute("DELETE FROM pending")
+                db.execute("DELETE FROM deleted")  # the full pass empties the table itself
             else:
                 db.executemany("DELETE FROM pending WHERE note_path = ?", [(p,) for p in removed])
 
@@ -321,16 +339,38 @@ class Indexer:
             with sqlite_tx(self.pending) as db:
                 db.executemany("INSERT OR REPLACE INTO pending VALUES (?,?,?,?)", rows)
 
-    def _drop_vectors(self, *, full: bool, removed: list[str]) -> None:
-        """Vectors of re-indexed or removed notes go; their passages are queued again."""
-        if self.vectors is None:
+    def _drop_vectors(self) -> None:
+        """A full pass: every vector goes now (rare and slow anyway); all passages are queued again."""
+        if self.vectors is None or not self.vectors.directory.exists():
             return
-        if full:
-            self.vectors.delete_all()
-            # Vectors of another (older) pack are never compared with this one's: free the disk.
-            self.vectors.drop_other_tables()
-        elif removed:
-            self.vectors.delete_notes(removed)
+        self.vectors.delete_all()
+        # Vectors of another (older) pack are never compared with this one's: free the disk.
+        self.vectors.drop_other_tables()
+
+    def _queue_deletions(self, removed: list[str]) -> None:
+        """Vectors of re-indexed or removed notes must go; whoever embeds next deletes them (see
+        ``_apply_deletions``) before upserting the passages queued again. Until then a semantic
+        search could meet them, so every embedding caller runs the pass first: a semantic recall
+        without a server (``Engine.view``), and the server, which deletes at once (LanceDB loaded)."""
+        if removed:
+            with sqlite_tx(self.pending) as db:
+                db.executemany("INSERT OR IGNORE INTO deleted VALUES (?)", [(p,) for p in removed])
+
+    def _apply_deletions(self) -> int:
+        """Delete the vectors of notes queued by writes (caller holds the vault lock). Every passage
+        still pending for such a note was queued by the same write or a later one, so deleting first
+        and upserting after never removes a current vector."""
+        paths = [r[0] for r in self.pending.execute("SELECT note_path FROM deleted")]
+        if not paths:
+            return 0
+        if self.vectors is not None:
+            self.vectors.delete_notes(paths)
+        with sqlite_tx(self.pending) as db:
+            db.executemany("DELETE FROM deleted WHERE note_path = ?", [(p,) for p in paths])
+        return len(paths)
+
+    def queued_deletions(self) -> int:
+        return int(self.pending.execute("SELECT COUNT(*) FROM deleted").fetchone()[0])
 
     def uncached_pending(self, limit: int) -> list[tuple[str, str]]:
         """(text hash, text) of the next `limit` queued passages the embedding cache lacks, in the
@@ -346,7 +386,10 @@ class Indexer:
         return [(h, t) for h, t in texts.items() if h not in have]
 
     def pending_count(self) -> int:
-        return int(self.pending.execute("SELECT COUNT(*) FROM pending").fetchone()[0])
+        """Queued vector work: passages to embed plus notes whose old vectors must go (callers start an
+        embedding pass when this is not zero, and the pass does both)."""
+        return int(self.pending.execute("SELECT (SELECT COUNT(*) FROM pending) + (SELECT COUNT(*) FROM deleted)")
+                   .fetchone()[0])
 
     def embed_pending(self, *, chunk: int = 64, progress: Callable[[int, int], None] | None = None,
                       lock_timeout: float | None = None, max_seconds: float | None = None) -> dict:
@@ -360,29 +403,33 @@ class Indexer:
         t0 = time.monotonic()
         while True:
             batch = self.pending.execute("SELECT passage_id, text_hash, row FROM pending LIMIT ?", (chunk,)).fetchall()
-            if not batch:
+            if not batch and not self.queued_deletions():
                 break
             rows = [json.loads(r[2]) for r in batch]
             texts = {r["text_hash"]: r["_embed_text"] for r in rows}
-            vecs = embed_with_cache(self.embedder, self.embcache, texts)
+            vecs = embed_with_cache(self.embedder, self.embcache, texts) if texts else {}
             with vault_lock(self.vault.state, timeout=lock_timeout or self.settings.lock_timeout, command="embed"):
-                still = {
-                    (pid, th)
-                    for pid, th in self.pending.execute(
-                        f"SELECT passage_id, text_hash FROM pending WHERE passage_id IN ({','.join('?' * len(batch))})",
+                self._apply_deletions()
+                up, still = [], []
+                if batch:
+                    # Re-read under the lock: a write may have re-queued a passage meanwhile. The same
+                    # text keeps its vector, but the row's fields (status after an evolve) are the new ones.
+                    for pid, th, row in self.pending.execute(
+                        f"SELECT passage_id, text_hash, row FROM pending WHERE passage_id IN ({','.join('?' * len(batch))})",
                         [b[0] for b in batch],
-                    )
-                }
-                up = []
-                for r in rows:
-                    if (r["passage_id"], r["text_hash"]) in still:
-                        rr = {k: v for k, v in r.items() if k != "_embed_text"}
-                        rr["vector"] = vecs[r["text_hash"]]
-                        up.append(rr)
+                    ):
+                        if th in vecs:
+                            rr = {k: v for k, v in json.loads(row).items() if k != "_embed_text"}
+                            rr["vector"] = vecs[th]
+                            up.append(rr)
+                            still.append((pid, th))
                 if up:
                     self.vectors.upsert(up)
-                with sqlite_tx(self.pending):
-                    self.pending.executemany("DELETE FROM pending WHERE passage_id = ? AND text_hash = ?", list(still))
+                if still:
+                    with sqlite_tx(self.pending):
+                        self.pending.executemany("DELETE FROM pending WHERE passage_id = ? AND text_hash = ?", still)
+            if not batch:
+                break
             done += len(batch)
             if progress:
                 progress(min(done, total), total)

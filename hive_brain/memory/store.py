@@ -7,8 +7,11 @@ identical content) runs while holding the vault lock, so two writers cannot both
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, replace
 from typing import Any
 
 from ..config import Settings
@@ -16,6 +19,8 @@ from ..errors import (
     ChainProtected,
     DuplicateContent,
     DuplicateKey,
+    HiveBrainError,
+    LockTimeout,
     NotConfirmed,
     NoteError,
     NotFound,
@@ -24,6 +29,7 @@ from ..errors import (
     SecretDetected,
     UsageError,
 )
+from ..store import pending as pending_writes
 from ..store.catalog import Catalog, Entry
 from ..store.journal import Transaction, write_session
 from ..store.notes import (
@@ -47,6 +53,39 @@ MAX_CONTENT_CHARS = 100_000
 Publish = Callable[[list[str]], None]
 
 
+def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
+    """A write that cannot take the lock in time is kept as a durable pending write (replayed by the
+    next writer with the same arguments and agent) and reported as ``{"status": "pending", "id"}``.
+    Checks that need no lock (validation, secrets) have already refused bad input by then."""
+
+    def deco(fn: Callable[..., dict]) -> Callable[..., dict]:
+        @functools.wraps(fn)
+        def wrapper(self: MemoryStore, *args: Any, **kwargs: Any) -> dict:
+            try:
+                return fn(self, *args, **kwargs)
+            except LockTimeout as e:
+                if self._replaying or not getattr(e, "acquiring", False):
+                    raise
+                bound = inspect.signature(fn).bind(self, *args, **kwargs)
+                bound.apply_defaults()
+                call = {k: (asdict(v) if isinstance(v, MemoryInput) else v)
+                        for k, v in bound.arguments.items() if k != "self"}
+                rec = pending_writes.add(self.vault.state, op, call, agent=self.agent, reason=e.message)
+                res = {"status": "pending", "id": rec["id"], "op": op,
+                       "path": f"pending write {rec['id']} (the vault is busy; the next write applies it)",
+                       "message": f"{e.message}; kept as pending write {rec['id']}, applied by the next write"}
+                # Keys today's text output of evolve/batch reads, so it prints (and says "pending").
+                if "memory_id" in call:
+                    res["memory_id"] = res["supersedes"] = call["memory_id"]
+                if "records" in call:
+                    res["count"] = f"{len(call['records'] or [])} pending ({rec['id']})"
+                return res
+
+        return wrapper
+
+    return deco
+
+
 def check_secret(text: str, what: str = "content") -> None:
     kinds = secret_kinds(text)
     if kinds:
@@ -63,6 +102,7 @@ class MemoryStore:
         self.publish = publish
         self.catalog = Catalog(vault, max_note_bytes=settings.max_note_bytes)
         self.publish_error: str | None = None
+        self._replaying = False
 
     # -- identity and layers -------------------------------------------------------------------
     @property
@@ -210,9 +250,56 @@ class MemoryStore:
             raise NoteError(e.path, note.problem, hint="fix the note by hand; hive-brain never rewrites a broken note")
         return note
 
-    def _session(self, command: str, *, timeout: float | None = None):
-        wait = self.settings.lock_timeout if timeout is None else timeout
-        return write_session(self.vault, timeout=wait, command=command)
+    @contextmanager
+    def _session(self, command: str, timeout: float | None = None) -> Iterator[list[dict]]:
+        held = ExitStack()
+        try:
+            recovered = held.enter_context(write_session(
+                self.vault, timeout=self.settings.lock_timeout if timeout is None else timeout, command=command))
+        except LockTimeout as e:
+            e.acquiring = True  # type: ignore[attr-defined] - only this one may turn a write into a pending one
+            raise
+        with held:
+            if not self._replaying and pending_writes.has_queued(self.vault.state):
+                self._replay_pending()
+            yield recovered
+
+    def apply_pending(self, *, timeout: float | None = None) -> list[dict]:
+        """Apply the writes earlier commands left pending (for the server and ``doctor``; every write
+        does it anyway); returns the records still kept (failed ones). Raises ``LockTimeout`` when
+        the vault stays busy for ``timeout`` (default: the lock timeout): they stay pending."""
+        if not pending_writes.has_queued(self.vault.state):
+            return pending_writes.list_pending(self.vault.state)
+        with self._session("apply pending writes", timeout):
+            pass  # the session replays them on entry
+        return pending_writes.list_pending(self.vault.state)
+
+    def _replay_pending(self) -> None:
+        """Apply writes that earlier commands left pending, oldest first (lock held). A refusal now
+        (its key was taken meanwhile, its memory deleted) is kept as a failed record, never dropped."""
+        for rec in pending_writes.queued(self.vault.state):
+            store = self if rec.get("agent") == self.agent else MemoryStore(
+                self.vault, replace(self.settings, agent_id=rec.get("agent")), publish=self.publish)
+            store._replaying = True
+            self._replaying = True
+            try:
+                args = dict(rec.get("args") or {})
+                if "inp" in args:
+                    args["inp"] = MemoryInput(**args["inp"])
+                res = getattr(store, rec["op"])(**args)
+            except DuplicateContent as e:
+                # Already stored (e.g. this record was applied just before a crash): the intent holds.
+                pending_writes.done(self.vault.state, rec, {"status": "already-stored", "note": e.message})
+            except HiveBrainError as e:
+                pending_writes.failed(self.vault.state, rec, f"{type(e).__name__}: {e.message}")
+            except Exception as e:  # noqa: BLE001 - one bad record must not block every later write
+                pending_writes.failed(self.vault.state, rec, f"{type(e).__name__}: {e}")
+            else:
+                pending_writes.done(self.vault.state, rec, res)
+            finally:
+                self._replaying = False
+                if store is not self:
+                    store.catalog.close()
 
     def _commit(self, txn: Transaction, *, publish: bool = True) -> None:
         txn.commit(self.publish if publish else None)
@@ -310,6 +397,7 @@ class MemoryStore:
         return res
 
     # -- commands ----------------------------------------------------------------------------------
+    @_deferrable("remember")
     def remember(self, inp: MemoryInput) -> dict:
         self._validate(inp)
         if self._proposes(inp):
@@ -321,6 +409,7 @@ class MemoryStore:
             self._commit(txn)
         return self._result({"status": "created", "id": meta["id"], "path": path, "memory_key": meta["memory_key"], "layer": meta["layer"]})
 
+    @_deferrable("evolve")
     def evolve(self, memory_id: str, content: str, title: str | None = None) -> dict:
         with self._session("evolve"):
             self.catalog.refresh()
@@ -343,6 +432,7 @@ class MemoryStore:
         versions = [*reversed(list(self.catalog.versions(e, "older"))), e, *self.catalog.versions(e, "newer")]
         return [{"id": v.id, "status": v.status, "path": v.path, "updated": v.meta.get("updated")} for v in versions]
 
+    @_deferrable("update")
     def update(self, memory_id: str, *, title: str | None = None, content: str | None = None, tags: list[str] | None = None,
                project: str | None = None, confidence: float | None = None, status: str | None = None) -> dict:
         if all(v is None for v in (title, content, tags, project, confidence, status)):
@@ -387,6 +477,7 @@ class MemoryStore:
             self._commit(txn)
         return self._result({"status": "updated", "id": e.id, "path": e.path})
 
+    @_deferrable("delete")
     def delete(self, memory_id: str, *, confirm: bool, force: bool = False) -> dict:
         if not confirm:
             raise NotConfirmed("delete is permanent", hint="add --confirm to delete")
@@ -421,6 +512,7 @@ class MemoryStore:
             self._commit(txn)
         return self._result({"status": "deleted", "id": e.id, "path": e.path})
 
+    @_deferrable("batch")
     def batch(self, records: list[Any]) -> dict:
         if not isinstance(records, list):
             raise UsageError("the batch file must hold a JSON list of records (or {\"records\": [...]})")

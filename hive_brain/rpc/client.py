@@ -27,6 +27,7 @@ from typing import Any
 
 from .. import errors
 from ..errors import HiveBrainError
+from ..store.lock import pid_alive
 
 SOCKET_NAME = "server.sock"
 INFO_NAME = "server.json"
@@ -167,18 +168,6 @@ def read_info(state_dir: Path | str) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def server_info(state_dir: Path | str, *, ping_timeout: float = 0.3) -> dict[str, Any]:

@@ -12,7 +12,7 @@ server, the prompt hook, replay); they now all come through here:
   warm): whether semantic search is on, and the warnings a reader should see.
 
 Import-light: the prompt hook imports this module, so only the standard library is imported at
-module level; the read-only path imports no writer (indexer, lock, portalocker), numpy or LanceDB.
+module level; the read-only path imports no writer (indexer, lock), numpy or LanceDB.
 """
 
 from __future__ import annotations
