@@ -94,7 +94,9 @@ class NotFound(HiveBrainError):
 
 
 class LockTimeout(HiveBrainError):
-    pass
+    # True only when raised while *taking* the lock for a write (not inside one): such a write can be
+    # kept as a pending write instead (memory.store's _deferrable).
+    acquiring: bool = False
 
 
 class JournalError(HiveBrainError):

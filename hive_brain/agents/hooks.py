@@ -130,7 +130,7 @@ def _read_payload(stdin: str | None) -> dict:
         return {}
     try:
         data = json.loads(stdin)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise ValueError(f"the hook input is not JSON ({e.msg})") from None
     return data if isinstance(data, dict) else {}
 

@@ -289,7 +289,8 @@ def claude_installed(path: Path) -> dict:
         if not isinstance(groups, list):
             continue
         for g in groups:
-            for h in g.get("hooks") if isinstance(g, dict) and isinstance(g.get("hooks"), list) else []:
+            group_hooks = g.get("hooks") if isinstance(g, dict) else None
+            for h in group_hooks if isinstance(group_hooks, list) else []:
                 if isinstance(h, dict) and is_ours(h.get("command")):
                     out["events"][event] = h["command"]
     return out

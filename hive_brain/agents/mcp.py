@@ -11,7 +11,11 @@ import asyncio
 import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..reader import Reader
 
 INSTRUCTIONS = (
     "Long-term memory of the user's hive-brain vault. Call `core` at the start of a session. Use `answer` or "
@@ -43,7 +47,7 @@ def _server_classes() -> tuple[Any, type[Exception]]:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef]
+        from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef,attr-defined]
         from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
     return MCPServer, ToolError
 
@@ -74,12 +78,12 @@ class Tools:
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
-        self._engine = None
-        self._reader = None
+        self._engine: Engine | None = None
+        self._reader: Reader | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hive-brain-mcp")
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine:
         if self._engine is None:
             from ..engine import Engine
 
@@ -90,7 +94,7 @@ class Tools:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
 
     @property
-    def reader(self) -> Any:
+    def reader(self) -> Reader:
         """This process's reads: the warm server (hybrid, no model load here), else the engine's view
         with a short embedding budget (a tool call must not stall on a backlog of passages)."""
         if self._reader is None:
@@ -116,7 +120,7 @@ class Tools:
         project: str | None,
         as_of: str | None,
     ) -> str:
-        opts = {"limit": limit, "scope": scope, "types": types or None, "project": project, "as_of": as_of}
+        opts: dict[str, Any] = {"limit": limit, "scope": scope, "types": types or None, "project": project, "as_of": as_of}
         return self._recall_out(self.reader.recall(query, **opts))
 
     @staticmethod

@@ -260,7 +260,7 @@ def run_foreground(settings: Settings, *, on_started: Callable[[Server], None] |
     """``hive-brain serve``: serve until ``stop``, SIGTERM or SIGINT; returns the exit code."""
     srv = Server(settings)
     srv.start()
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             previous[sig] = signal.signal(sig, lambda *_: srv.request_stop())

@@ -231,7 +231,7 @@ class VectorIndex:
         matrix = np.asarray(arrow.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False),
                             dtype=np.float32).reshape(-1, self.dim)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = matrix / np.where(norms == 0, 1.0, norms)  # cosine, like LanceDB's distance
+        matrix = (matrix / np.where(norms == 0, 1.0, norms)).astype(np.float32)  # cosine, like LanceDB's distance
         cols = {name: np.asarray(arrow.column(name).to_numpy(zero_copy_only=False))
                 for name in FIELDS if name in arrow.column_names}
         self._mem = (version, matrix, cols)

@@ -64,7 +64,7 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
             try:
                 return fn(self, *args, **kwargs)
             except LockTimeout as e:
-                if self._replaying or not getattr(e, "acquiring", False):
+                if self._replaying or not e.acquiring:
                     raise
                 bound = inspect.signature(fn).bind(self, *args, **kwargs)
                 bound.apply_defaults()
@@ -257,7 +257,7 @@ class MemoryStore:
             recovered = held.enter_context(write_session(
                 self.vault, timeout=self.settings.lock_timeout if timeout is None else timeout, command=command))
         except LockTimeout as e:
-            e.acquiring = True  # type: ignore[attr-defined] - only this one may turn a write into a pending one
+            e.acquiring = True  # only this one may turn a write into a pending one
             raise
         with held:
             if not self._replaying and pending_writes.has_queued(self.vault.state):

@@ -195,7 +195,7 @@ def server_info(state_dir: Path | str, *, ping_timeout: float = 0.3) -> dict[str
 def wait_ready(state_dir: Path | str, timeout: float, *, proc: Any = None) -> dict[str, Any]:
     """Poll ping until the server answers ready; raises ServerUnavailable when `timeout` passes."""
     deadline = time.monotonic() + timeout
-    last: Exception | None = None
+    last: ServerUnavailable | None = None
     while True:
         try:
             pong = call(state_dir, "ping", timeout=min(1.0, max(0.05, deadline - time.monotonic())))

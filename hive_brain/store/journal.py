@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import JournalError, Refused
 from .fsutil import atomic_write_text, fsync_dir, sha256_bytes, write_fsync
@@ -95,7 +96,7 @@ class Transaction:
         sdir = self.vault.staging / self.id
         tdir.mkdir(parents=True)
         sdir.mkdir(parents=True)
-        record = {"id": self.id, "label": self.label, "state": "preparing", "ops": []}
+        record: dict[str, Any] = {"id": self.id, "label": self.label, "state": "preparing", "ops": []}
         for i, op in enumerate(self.ops):
             target = self.vault.abs(op.path)
             old = _sha_of(target)

@@ -65,14 +65,17 @@ class FileLock:
         if self.fd is not None:
             raise RuntimeError(f"{self.path} is already held by this object")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        if not _try(fd):
-            os.close(fd)
+        first = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        if _try(first):
+            fd = first
+        else:
+            os.close(first)
             if timeout is not None and timeout <= 0:
                 return False
-            fd = _queued_wait(self.path, timeout)
-            if fd is None:
+            waited = _queued_wait(self.path, timeout)
+            if waited is None:
                 return False
+            fd = waited
         self.fd = fd
         info = {"pid": os.getpid(), "command": command, "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
         with suppress(OSError):  # advisory: the lock itself is what protects

@@ -78,7 +78,8 @@ def list_pending(state_dir: Path) -> list[dict[str, Any]]:
     out = []
     for r in _records(state_dir):
         args = r.get("args") or {}
-        inp = args.get("inp") if isinstance(args.get("inp"), dict) else {}
+        given = args.get("inp")
+        inp: dict[str, Any] = given if isinstance(given, dict) else {}
         what = inp.get("title") or args.get("memory_id") or (f"{len(args['records'])} records" if "records" in args else "")
         out.append({"id": r.get("id"), "op": r.get("op"), "state": r.get("state"), "created": r.get("created"),
                     "agent": r.get("agent"), "what": what, "error": r.get("error")})
