@@ -88,6 +88,12 @@ def command(name: str | None = None, *, group: click.Group | None = None, with_j
     return deco
 
 
+def say(as_json: bool, data: Any, line: str) -> None:
+    """``out`` for a one-line plain result (the write commands): no rich, whose import alone is a
+    tenth of a ``remember``, and no markup, so a title with brackets prints as written."""
+    out(as_json, data, lambda _console: click.echo(line), plain=True)
+
+
 def print_pending_writes(c: Any, records: list[dict]) -> None:
     """Writes kept because the vault was busy (queued) or refused when applied later (failed)."""
     for w in records:
@@ -103,7 +109,7 @@ def split_tags(value: str | None) -> list[str] | None:
     return [t.strip() for t in value.split(",") if t.strip()]
 
 
-def out(as_json: bool, data: Any, human: Callable[[Any], None]) -> None:
+def out(as_json: bool, data: Any, human: Callable[[Any], None], *, plain: bool = False) -> None:
     if not as_json and isinstance(data, dict) and data.get("status") == "pending":
         # A write that could not take the lock in time was kept (durably) to be applied by the next
         # writer; whatever the command would print about a finished write does not apply yet.
@@ -112,7 +118,7 @@ def out(as_json: bool, data: Any, human: Callable[[Any], None]) -> None:
     if as_json:
         click.echo(_dump(data))
     else:
-        human(_console())
+        human(None if plain else _console())
         if isinstance(data, dict) and data.get("indexWarning"):
             click.echo(f"warning: {data['indexWarning']}", err=True)
 
