@@ -11,6 +11,8 @@ from typing import Any
 from .config import Settings, resolve
 from .store.vault import Vault, open_vault
 
+__all__ = ["Engine"]
+
 
 class Engine:
     def __init__(self, vault: Vault, settings: Settings) -> None:

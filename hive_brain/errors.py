@@ -2,7 +2,8 @@
 
     HiveBrainError                 base; ``str(e)`` is a one-line message that says what to do next
     ├── UsageError                 the caller asked for something malformed (exit 2)
-    │   └── InvalidAgentId         empty/whitespace/malformed agent id: never widens what may be read
+    │   ├── InvalidAgentId         empty/whitespace/malformed agent id: never widens what may be read
+    │   └── SettingsFileError*     an agent's settings file cannot be merged (agents/install.py)
     ├── VaultError                 the vault cannot be found, created or read
     │   ├── VaultNotFound
     │   └── NoteError              one note is unreadable (broken YAML, binary, too large)
@@ -12,14 +13,19 @@
     │   ├── SecretDetected         content looks like a secret (the secret is never echoed)
     │   ├── ChainProtected         delete would break an evolution chain (use --force)
     │   ├── PermissionDenied       layer/agent rules forbid this caller
-    │   └── NotConfirmed           a destructive command without --confirm
+    │   ├── NotConfirmed           a destructive command without --confirm
+    │   └── AlreadyRunning*        a server already serves this vault (daemon/server.py)
     ├── NotFound                   no memory/generation with that id
-    ├── LockTimeout                another process holds the vault lock; names the holder pid
+    ├── LockTimeout                another process holds the vault lock; names the holder pid (a
+    │                              write that meets it is kept as a pending write instead)
+    ├── ServerUnavailable*         no answer from the vault's server (rpc/client.py): readers go local
+    │   └── ServerError*           the server answered with an internal error
     ├── JournalError               a transaction could not be applied or recovered
     ├── IndexError_                the index or a generation is missing or corrupt
     │   └── GenerationCorrupt      a generation's receipt does not verify
     └── ModelError                 the embedding pack is missing or broken
 
+``*``: defined beside the code that raises it (the module named), still part of this one tree.
 The CLI maps every subclass to exit code 1 (``UsageError``: 2) and prints ``str(e)``.
 """
 
@@ -113,3 +119,10 @@ class GenerationCorrupt(IndexError_):
 
 class ModelError(HiveBrainError):
     pass
+
+
+__all__ = [
+    "ChainProtected", "DuplicateContent", "DuplicateKey", "GenerationCorrupt", "HiveBrainError", "IndexError_",
+    "InvalidAgentId", "JournalError", "LockTimeout", "ModelError", "NotConfirmed", "NotFound", "NoteError",
+    "PermissionDenied", "Refused", "SecretDetected", "UsageError", "VaultError", "VaultNotFound",
+]

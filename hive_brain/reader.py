@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+__all__ = ["LocalSource", "Reader", "ServerSource", "Source"]
+
 T = TypeVar("T")
 RETRY_AFTER_S = 30.0
 # Per process and vault (state dir): until when its server is not asked again after a failure. Shared
