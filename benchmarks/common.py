@@ -576,7 +576,7 @@ def wait_server_idle(state: Path, *, timeout: float = 3600.0, poll: float = 0.5)
     st: dict[str, Any] = {}
     while time.monotonic() < deadline:
         st = client.call(state, "status", timeout=10.0)
-        pending = (st.get("semantic") or {}).get("pending_passages") or 0
+        pending = (st.get("semantic") or {}).get("pendingPassages") or 0
         if st.get("ready") and not pending:
             return st
         time.sleep(poll)

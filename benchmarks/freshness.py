@@ -122,8 +122,8 @@ def server_up(vault: Path, state: Path, n_edits: int, offset: int) -> dict[str, 
                            "by_kind": {k: latency_summary([r["seconds"] for r in records
                                                            if r["kind"] == k and r["seconds"] is not None])
                                        for k in ("new", "edit")},
-                           "server_debounce_s": st.get("debounce_s"), "watcher": st.get("watcher"),
-                           "last_catch_up_s": (st.get("last_catch_up") or {}).get("seconds"), "records": records}
+                           "server_debounce_s": st.get("debounceS"), "watcher": st.get("watcher"),
+                           "last_catch_up_s": (st.get("lastCatchUp") or {}).get("seconds"), "records": records}
     med = out["latency"].get("median_ms")
     out["target"] = f"median < {TARGET_S:.0f} s"
     out["target_status"] = check_target(med / 1000 if med is not None else None, TARGET_S, higher_is_better=False)

@@ -125,8 +125,10 @@ class Engine:
             cov = gens.read_coverage()
         except Exception as e:  # noqa: BLE001 - reported, not fatal for listing
             cov = {"error": str(e)}
-        return {"current": cur, "generations": gens.list(), "earliest_replayable": gens.earliest_replayable(),
-                "policy": {"checkpoint_every": CHECKPOINT_EVERY, "prune_keeps": 20}, "coverage": cov,
+        if cov:  # coverage.json keeps its on-disk names; the listing speaks camelCase (docs/json.md)
+            cov = {k.split("_")[0] + "".join(w.title() for w in k.split("_")[1:]): v for k, v in cov.items()}
+        return {"current": cur, "generations": gens.list(), "earliestReplayable": gens.earliest_replayable(),
+                "policy": {"checkpointEvery": CHECKPOINT_EVERY, "pruneKeeps": 20}, "coverage": cov,
                 "warnings": gens.warnings}
 
     def prune_generations(self, keep: int) -> dict:
@@ -146,12 +148,12 @@ class Engine:
         pack = idx.pack_dir
         _, _, todo, gone = idx.diff()
         return {
-            "vault": str(self.vault.root), "vault_id": self.vault.vault_id, "state_dir": str(self.vault.state),
+            "vault": str(self.vault.root), "vaultId": self.vault.vault_id, "stateDir": str(self.vault.state),
             "agent": self.settings.agent_id, "generation": gid, "notes": len(self.catalog.all()),
-            "memories": len(self.catalog.memories()), "stale_notes": len(todo) + len(gone),
-            "semantic": {"on": pack is not None, "pack": str(pack) if pack else None, "pack_key": idx.pack_key,
-                         "pending_passages": idx.pending_count() if pack else None,
-                         "how_to_enable": None if pack else "run `hive-brain model install`"},
+            "memories": len(self.catalog.memories()), "staleNotes": len(todo) + len(gone),
+            "semantic": {"on": pack is not None, "pack": str(pack) if pack else None, "packKey": idx.pack_key,
+                         "pendingPassages": idx.pending_count() if pack else None,
+                         "howToEnable": None if pack else "run `hive-brain model install`"},
             "server": server_info(self.vault.state),
             "pendingWrites": list_pending(self.vault.state),
             "warnings": idx.gens.warnings,

@@ -257,7 +257,7 @@ def test_prompt_hook_fails_closed(tmp_path):
     assert "hookSpecificOutput" not in out
     assert "hive-brain hooks status" in out["systemMessage"] and "\n" not in out["systemMessage"]
     st = status(tmp_path)
-    assert st["last_error"]["event"] == "prompt" and "not a hive-brain vault" in st["last_error"]["error"]
+    assert st["lastError"]["event"] == "prompt" and "not a hive-brain vault" in st["lastError"]["error"]
     # Opt-in blocking: exit 2 with the message on stderr.
     code, out, err, _ = hook("prompt", {"prompt": "x y"}, env={**env, "HIVE_BRAIN_HOOK_BLOCK_ON_ERROR": "1"})
     assert code == 2 and out is None and "hooks status" in err
@@ -374,9 +374,9 @@ def test_stop_queues_when_the_vault_is_locked_and_consolidate_catches_up(vault_p
     pending = (state / "hooks" / "pending-conversations.jsonl").read_text()
     assert str(t) in pending and "deploy" not in pending.lower().replace(str(t).lower(), "")
     assert not (vault_path / "Memory" / "Conversations" / "claude-code").exists()
-    assert run("hooks", "status")["pending_conversations"] == 1
+    assert run("hooks", "status")["pendingConversations"] == 1
     res = run("consolidate")
-    assert res["captured"] == 1 and res["pending_processed"] == 1 and res["pending_left"] == 0
+    assert res["captured"] == 1 and res["pendingProcessed"] == 1 and res["pendingLeft"] == 0
     assert not (state / "hooks" / "pending-conversations.jsonl").exists()
     hits = run("recall", "how do we deploy", "--scope", "full-vault")
     assert any(h["kind"] == "conversation" for h in hits["hits"])
@@ -479,7 +479,7 @@ def test_install_claude_merges_idempotently_with_backup(vault_path):
     assert not res["changed"] and path.read_text() == before
     assert sorted(path.parent.glob("settings.json.bak-*")) == baks  # no write, no new backup
     st = run("hooks", "status")
-    assert set(st["claude_code"]["user"]["events"]) == {"UserPromptSubmit", "SessionStart", "Stop"}
+    assert set(st["claudeCode"]["user"]["events"]) == {"UserPromptSubmit", "SessionStart", "Stop"}
     res = run("hooks", "uninstall")
     assert res["removed"] == 3
     assert json.loads(path.read_text()) == OTHER
@@ -518,7 +518,7 @@ def test_install_codex_mcp_entry(vault_path):
     assert data["model"] == "gpt-5" and data["mcp_servers"]["other"]["command"] == "other"
     text = cfg.read_text()
     assert not run("hooks", "install", "--agent", "codex")["changed"] and cfg.read_text() == text
-    assert run("hooks", "status")["codex"]["mcp_server"]
+    assert run("hooks", "status")["codex"]["mcpServer"]
     run("hooks", "uninstall", "--agent", "codex")
     assert cfg.read_text() == original
     cfg.write_text("this is = = not toml")

@@ -34,7 +34,7 @@ def test_rebuild_after_deleting_state_gives_identical_results(small_vault):
     eng2 = Engine.open()
     second = eng2.rebuild(embed=False)
     after = eng2.recall("which package manager for javascript", semantic=False)
-    assert first["notes_hash"] == second["notes_hash"]
+    assert first["notesHash"] == second["notesHash"]
     assert _paths(before) == _paths(after) and before["hits"]
     assert [h["score"] for h in before["hits"]] == [h["score"] for h in after["hits"]]
 
@@ -130,7 +130,7 @@ def test_prune_keeps_checkpoint_and_coverage(small_vault):
         remember(f"Fact {i}", f"Fact number {i} holds.", "fact")
     eng = Engine.open()
     res = run("generations", "--prune", "--keep", "3")
-    assert res["pruned"]["earliest_replayable"] == res["earliest_replayable"]
+    assert res["pruned"]["earliestReplayable"] == res["earliestReplayable"]
     gens = [g for g in res["generations"] if g["verified"]]
     assert len(gens) == 3 and gens[0]["kind"] == "checkpoint"
     # Still replayable at the earliest kept generation.
@@ -148,7 +148,7 @@ def test_semantic_paraphrase_cjk_and_vectors_identical_after_rebuild(small_vault
     remember("コードレビュー", "プルリクエストは二人の承認が必要です。", "instruction")
     eng = Engine.open()
     eng.rebuild()
-    assert eng.status()["semantic"]["pending_passages"] == 0
+    assert eng.status()["semantic"]["pendingPassages"] == 0
     para = eng.recall("which node dependency tool should I use")
     assert para["semantic"] and para["hits"][0]["title"] == "Package manager"
     zh = eng.recall("什么时候发布新版本")
@@ -184,7 +184,7 @@ def test_streamed_rebuild_matches_a_buffered_one(small_vault, with_model, monkey
     monkeypatch.setattr(catalog, "PARSED_KEEP_CHARS", 1)
     eng2 = Engine.open()
     streamed = eng2.rebuild(embed=False)
-    assert streamed["notes_hash"] == buffered["notes_hash"] and streamed["passages"] == buffered["passages"]
+    assert streamed["notesHash"] == buffered["notesHash"] and streamed["passages"] == buffered["passages"]
     assert eng2.indexer.pending_count() == queued > 30
     # The other 29 notes tie after the answer; their order follows tantivy's segment layout, which
     # batching changes, so only the answer's place and the number of hits are compared.

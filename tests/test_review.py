@@ -399,7 +399,7 @@ def test_health_counts_layers_queue_conflicts_and_freshness(vault_path):
     assert h["memories"]["shared"] == 1 and h["memories"]["private"] == {"a": 2, "b": 1}
     assert h["memories"]["task"] == {"b": 1} and h["memories"]["total"] == 5
     assert h["proposals"]["pending"] == 1 and h["conflicts"] == 1
-    assert h["index"]["stale_notes"] >= 1 and not h["index"]["fresh"]  # the hand-written note
+    assert h["index"]["staleNotes"] >= 1 and not h["index"]["fresh"]  # the hand-written note
     cli("recall", "spaces", "--lexical")  # a read catches the index up
     assert cli("health")["index"]["fresh"]
     # An enforced agent sees its own breakdown, the others only as a total.

@@ -109,7 +109,7 @@ def test_serve_status_refuses_a_second_and_stops(server, tmp_path):
     assert client.server_info(state)["running"] is False
     with pytest.raises(client.ServerUnavailable):
         client.call(state, "ping", timeout=0.5)
-    assert run("serve", "--stop")["was_running"] is False
+    assert run("serve", "--stop")["wasRunning"] is False
 
 
 def test_saved_edit_is_searchable_through_the_server(server, vault_path):
@@ -241,7 +241,7 @@ def test_in_process_server_and_forced_catch_up(vault_path):
         # Right after a forced catch-up returns, the note is visible: no polling needed.
         assert _paths(srv.state, "lemurfabric") == ["Ideas/Kite.md"]
         st = client.call(srv.state, "status", timeout=5)
-        assert st["ready"] and st["catch_ups"] >= 2 and st["semantic"]["on"] is False
+        assert st["ready"] and st["catchUps"] >= 2 and st["semantic"]["on"] is False
     assert not client.socket_path(srv.state).exists()
 
 
@@ -252,11 +252,11 @@ def test_detach_starts_in_the_background_and_stop_stops_it(vault_path):
                              text=True, timeout=90)
         assert res.returncode == 0, res.stderr
         info = json.loads(res.stdout)
-        assert info["running"] and not info["already_running"]
+        assert info["running"] and not info["alreadyRunning"]
         assert client.server_info(state)["pid"] == info["pid"]
         again = json.loads(subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--detach", "--json"],
                                           capture_output=True, text=True, timeout=90).stdout)
-        assert again["already_running"] and again["pid"] == info["pid"]
+        assert again["alreadyRunning"] and again["pid"] == info["pid"]
         assert (state / client.LOG_NAME).exists()
     finally:
         from hive_brain.daemon.server import stop_server
@@ -274,8 +274,8 @@ def test_semantic_search_through_the_warm_server(vault_path, with_model):
     with Server(resolve(), log_to_stderr=False) as srv:
         srv.compact_after = 1  # exercise compaction once the backlog is embedded
         assert srv.wait_ready(60)
-        _wait_for(lambda: client.call(srv.state, "status", timeout=5)["semantic"]["pending_passages"] == 0, 60)
-        _wait_for(lambda: client.call(srv.state, "status", timeout=5)["semantic"]["vector_writes_since_compaction"] == 0,
+        _wait_for(lambda: client.call(srv.state, "status", timeout=5)["semantic"]["pendingPassages"] == 0, 60)
+        _wait_for(lambda: client.call(srv.state, "status", timeout=5)["semantic"]["vectorWritesSinceCompaction"] == 0,
                   30)
         res = client.call(srv.state, "recall", {"query": "railway journey", "scope": "full-vault"}, timeout=10)
         assert res["semantic"] is True and not res["warnings"]
@@ -287,7 +287,7 @@ def test_semantic_search_through_the_warm_server(vault_path, with_model):
         # A new note is searchable lexically at once and semantically once its slice is embedded.
         _save_like_an_editor(vault_path / "Ideas" / "Boat.md", "# Boat\n\nA sailing boat crossing the ocean.\n")
         client.call(srv.state, "catch_up", timeout=10)
-        _wait_for(lambda: client.call(srv.state, "status", timeout=5)["semantic"]["pending_passages"] == 0, 60)
+        _wait_for(lambda: client.call(srv.state, "status", timeout=5)["semantic"]["pendingPassages"] == 0, 60)
         res = client.call(srv.state, "recall", {"query": "sailing boat", "scope": "full-vault"}, timeout=10)
         assert res["hits"][0]["path"] == "Ideas/Boat.md"
         assert res["hits"][0]["scoreDetails"]["semantic"] is not None

@@ -83,7 +83,7 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
     except Exception as e:  # noqa: BLE001 - fail closed: a hook must never break the agent
         rec.update(ok=False, error=_one_line(e))
         output = None
-    rec["duration_ms"] = round((time.monotonic() - t0) * 1000, 1)
+    rec["durationMs"] = round((time.monotonic() - t0) * 1000, 1)
     _record(_status_dir(settings), rec)
     code = 0
     if not rec["ok"]:
@@ -198,8 +198,8 @@ def _prompt(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
     )
     rec["mode"] = pack.get("mode")
     rec["items"] = len(pack.get("items") or [])
-    if pack.get("server_error"):
-        rec["server_error"] = pack["server_error"]
+    if pack.get("serverError"):
+        rec["serverError"] = pack["serverError"]
     if pack.get("abstained") or not pack.get("context"):
         return {"systemMessage": pack["notice"]} if pack.get("notice") else None
     name = str(payload.get("hook_event_name") or "UserPromptSubmit")
@@ -251,10 +251,10 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
             "items": [],
             "chars": 0,
             "mode": "no-index",
-            "server_error": server_error,
+            "serverError": server_error,
         }
     if server_error:
-        pack["server_error"] = server_error
+        pack["serverError"] = server_error
     if not pack.get("abstained") and pack.get("context"):
         header = _mode_header(mode)
         ctx = pack["context"]
@@ -492,12 +492,39 @@ def status_path(state_dir: Path) -> Path:
     return Path(state_dir) / "hooks" / STATUS_FILE
 
 
+# Keys a status file written before the camelCase rename (docs/json.md) may still hold.
+_OLD_STATUS_KEYS = {"duration_ms": "durationMs", "server_error": "serverError", "last_error": "lastError"}
+
+
+def _upgrade_status(data: dict) -> dict:
+    """Rename the snake_case keys of an older status file, so an upgrade keeps the last status."""
+
+    def fix(d: Any) -> Any:
+        if not isinstance(d, dict):
+            return d
+        # An old key is renamed; dropped if the file somehow holds both (the new one wins).
+        return {_OLD_STATUS_KEYS.get(k, k): v for k, v in d.items() if not (k in _OLD_STATUS_KEYS and _OLD_STATUS_KEYS[k] in d)}
+
+    data = fix(data)
+    if isinstance(data.get("runs"), list):
+        data["runs"] = [fix(r) for r in data["runs"]]
+    if isinstance(data.get("last"), dict):
+        data["last"] = {k: fix(r) for k, r in data["last"].items()}
+    if isinstance(data.get("lastError"), dict):
+        data["lastError"] = fix(data["lastError"])
+    return data
+
+
+def _load_status(path: Path) -> dict:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return _upgrade_status(data) if isinstance(data, dict) else {}
+
+
 def read_status(state_dir: Path) -> dict:
     try:
-        data = json.loads(status_path(state_dir).read_text(encoding="utf-8"))
+        return _load_status(status_path(state_dir))
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _record(folder: Path, rec: dict) -> None:
@@ -506,9 +533,7 @@ def _record(folder: Path, rec: dict) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / STATUS_FILE
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                data = {}
+            data = _load_status(path)
         except (OSError, ValueError):
             data = {}
         rec = {k: v for k, v in rec.items() if v is not None}
@@ -516,7 +541,7 @@ def _record(folder: Path, rec: dict) -> None:
         data["runs"] = runs
         data.setdefault("last", {})[rec["event"]] = rec
         if not rec.get("ok"):
-            data["last_error"] = rec
+            data["lastError"] = rec
         tmp = folder / f".{STATUS_FILE}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
         os.replace(tmp, path)

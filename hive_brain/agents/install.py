@@ -141,7 +141,7 @@ def _backup(path: Path) -> str | None:
 
 
 def _write(path: Path, old: str, new: str, dry_run: bool) -> dict:
-    res: dict[str, Any] = {"file": str(path), "changed": old != new, "dry_run": dry_run, "backup": None}
+    res: dict[str, Any] = {"file": str(path), "changed": old != new, "dryRun": dry_run, "backup": None}
     if old == new:
         return res
     res["diff"] = _diff(path, old, new)
@@ -408,14 +408,14 @@ def uninstall_codex(*, dry_run: bool = False) -> dict:
 
 def codex_installed() -> dict:
     path = codex_config_path()
-    out: dict[str, Any] = {"file": str(path), "exists": path.exists(), "mcp_server": False}
+    out: dict[str, Any] = {"file": str(path), "exists": path.exists(), "mcpServer": False}
     try:
         raw = path.read_text(encoding="utf-8") if path.exists() else ""
         _, ours, _ = _split_codex(raw)
     except (OSError, UnicodeDecodeError, SettingsFileError) as e:
         out["error"] = str(e)
         return out
-    out["mcp_server"] = ours is not None
+    out["mcpServer"] = ours is not None
     return out
 
 
@@ -454,21 +454,21 @@ def status(settings: Any, cwd: Path | None = None) -> dict:
         pass  # no vault here: nothing can be queued for it either
     runs = st.get("runs") or []
     recent = runs[-20:]
-    ms = sorted(r.get("duration_ms", 0) for r in recent if r.get("event") == "prompt" and r.get("ok"))
+    ms = sorted(r.get("durationMs", 0) for r in recent if r.get("event") == "prompt" and r.get("ok"))
     return {
-        "claude_code": {
+        "claudeCode": {
             "user": claude_installed(claude_settings_path(False)),
             "project": claude_installed(claude_settings_path(True, cwd)),
         },
         "codex": codex_installed(),
-        "status_file": str(Path(settings.state_dir) / "hooks" / "status.json"),
+        "statusFile": str(Path(settings.state_dir) / "hooks" / "status.json"),
         "last": st.get("last") or {},
-        "last_error": st.get("last_error"),
-        "pending_conversations": pending,
+        "lastError": st.get("lastError"),
+        "pendingConversations": pending,
         "recent": {
             "runs": len(recent),
             "errors": sum(1 for r in recent if not r.get("ok")),
             "timeouts": sum(1 for r in recent if r.get("mode") == "timeout"),
-            "prompt_median_ms": ms[len(ms) // 2] if ms else None,
+            "promptMedianMs": ms[len(ms) // 2] if ms else None,
         },
     }

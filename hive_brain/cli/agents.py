@@ -45,7 +45,7 @@ def _where_opt(fn: Any) -> Any:
 def _print_change(c: Any, res: dict) -> None:
     from rich.markup import escape
 
-    verb = "Would change" if res.get("dry_run") else "Changed"
+    verb = "Would change" if res.get("dryRun") else "Changed"
     if not res["changed"]:
         c.print(
             f"Nothing to change in {escape(res['file'])} "
@@ -56,7 +56,7 @@ def _print_change(c: Any, res: dict) -> None:
             f"{verb} {escape(res['file'])}"
             + (f" (backup: {escape(res['backup'])})" if res.get("backup") else "")
         )
-        if res.get("dry_run") and res.get("diff"):
+        if res.get("dryRun") and res.get("diff"):
             sys.stdout.write(res["diff"])
             sys.stdout.flush()
     if res["action"] == "install":
@@ -123,32 +123,32 @@ def hooks_status_cmd(state: State, as_json: bool) -> None:
         from rich.markup import escape
 
         for where in ("user", "project"):
-            cc = res["claude_code"][where]
+            cc = res["claudeCode"][where]
             evs = ", ".join(cc["events"]) or "not installed"
             c.print(f"Claude Code ({where}) {escape(cc['file'])}: {escape(cc.get('error') or evs)}")
         cx = res["codex"]
         c.print(
             f"Codex {escape(cx['file'])}: "
-            + escape(cx.get("error") or ("MCP server installed" if cx["mcp_server"] else "not installed"))
+            + escape(cx.get("error") or ("MCP server installed" if cx["mcpServer"] else "not installed"))
         )
         last = res["last"]
         if not last:
             c.print("No hook has run yet.")
         for ev, r in sorted(last.items()):
             ok = "ok" if r.get("ok") else "[red]error[/]"
-            c.print(f"last {ev:<13} {r.get('time')}  {ok}  {r.get('mode') or ''}  {r.get('duration_ms')} ms")
+            c.print(f"last {ev:<13} {r.get('time')}  {ok}  {r.get('mode') or ''}  {r.get('durationMs')} ms")
         rc = res["recent"]
         c.print(
             f"recent: {rc['runs']} runs, {rc['errors']} errors, {rc['timeouts']} timeouts"
-            + (f", prompt median {rc['prompt_median_ms']} ms" if rc["prompt_median_ms"] is not None else "")
+            + (f", prompt median {rc['promptMedianMs']} ms" if rc["promptMedianMs"] is not None else "")
         )
-        if res.get("pending_conversations"):
+        if res.get("pendingConversations"):
             c.print(
-                f"{res['pending_conversations']} conversations queued (the vault was busy): "
+                f"{res['pendingConversations']} conversations queued (the vault was busy): "
                 "run `hive-brain consolidate`"
             )
-        if res["last_error"]:
-            e = res["last_error"]
+        if res["lastError"]:
+            e = res["lastError"]
             c.print(f"[red]last error[/] ({e.get('time')}, {e.get('event')}): {escape(str(e.get('error')))}")
 
     out(as_json, res, human)
@@ -288,13 +288,13 @@ def consolidate_cmd(state: State, from_dir: Path | None, agent_id: str | None, a
         c.print(
             f"{res['captured']} captured, {res['updated']} updated, {res['already']} already up to date, "
             f"{res['skipped']} skipped, {res['failed']} failed ({res['total']} transcripts; "
-            f"{res['pending_processed']} from the queue, {res['pending_left']} still queued)"
+            f"{res['pendingProcessed']} from the queue, {res['pendingLeft']} still queued)"
         )
         for r in res["results"]:
             if r["status"] == "failed":
                 c.print(f"[red]failed[/] {r['transcript']}: {r.get('reason')}", markup=True)
-        if res.get("index_error"):
-            c.print(f"[yellow]index not updated:[/] {res['index_error']} (the next recall catches up)")
+        if res.get("indexError"):
+            c.print(f"[yellow]index not updated:[/] {res['indexError']} (the next recall catches up)")
 
     out(as_json, res, human)
 

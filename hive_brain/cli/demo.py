@@ -56,7 +56,7 @@ def run_demo(path: Path, settings: Settings, *, semantic: bool = True) -> dict[s
                                   "evolved": bool(h.get("evolutionChain"))} for h in r["hits"]]})
     pack = eng.answer("how do we release a new version?", budget=2000, semantic=semantic)
     return {"vault": str(vault.root), "created": created, "remembered": len(made), "evolved": evolved, "answers": answers,
-            "answer_pack": pack["context"] if not pack["abstained"] else None}
+            "answerPack": pack["context"] if not pack["abstained"] else None}
 
 
 @command("demo")

@@ -48,7 +48,7 @@ def rebuild_cmd(state: State, lexical_only: bool, quiet: bool, as_json: bool) ->
     res = state.engine().rebuild(progress=not (quiet or as_json), embed=not lexical_only)
     out(as_json, res, lambda c: c.print(
         f"Indexed {res['indexed']} notes ({res.get('passages', 0)} passages) in {res['seconds']:.2f}s → generation "
-        f"{res['generation']} ({res.get('notes_hash', '')[:12]}); vectors: {res['vectors']}"))
+        f"{res['generation']} ({res.get('notesHash', '')[:12]}); vectors: {res['vectors']}"))
 
 
 @command("status")
@@ -62,12 +62,12 @@ def status_cmd(state: State, as_json: bool) -> None:
     res = state.engine().status()
 
     def human(c: Any) -> None:
-        c.print(f"vault      {res['vault']} (id {res['vault_id']})")
-        c.print(f"state      {res['state_dir']}")
-        c.print(f"notes      {res['notes']} ({res['memories']} typed memories), {res['stale_notes']} not yet indexed")
+        c.print(f"vault      {res['vault']} (id {res['vaultId']})")
+        c.print(f"state      {res['stateDir']}")
+        c.print(f"notes      {res['notes']} ({res['memories']} typed memories), {res['staleNotes']} not yet indexed")
         c.print(f"generation {res['generation']}")
         s = res["semantic"]
-        c.print(f"semantic   {'on (' + str(s['pending_passages']) + ' passages pending)' if s['on'] else 'off: ' + s['how_to_enable']}")
+        c.print(f"semantic   {'on (' + str(s['pendingPassages']) + ' passages pending)' if s['on'] else 'off: ' + s['howToEnable']}")
         c.print(f"server     {'running, pid ' + str(res['server'].get('pid')) if res['server'].get('running') else 'not running'}")
         print_pending_writes(c, res["pendingWrites"])
         for w in res["warnings"]:
@@ -100,9 +100,9 @@ def generations_cmd(state: State, prune: bool, keep: int, as_json: bool) -> None
                 continue
             cur = "*" if g["id"] == res["current"] else " "
             c.print(f"{cur}{g['id']:>5} {g['kind']:<10} {g['created']} notes {g['notes']:>6} "
-                    f"+{g['added']} ~{g['changed']} -{g['removed']}  {g['notes_hash'][:12]}  {g['label']}", markup=False)
-        c.print(f"current {res['current']} · earliest replayable {res['earliest_replayable']} · "
-                f"checkpoint every {res['policy']['checkpoint_every']}")
+                    f"+{g['added']} ~{g['changed']} -{g['removed']}  {g['notesHash'][:12]}  {g['label']}", markup=False)
+        c.print(f"current {res['current']} · earliest replayable {res['earliestReplayable']} · "
+                f"checkpoint every {res['policy']['checkpointEvery']}")
 
     out(as_json, res, human)
 

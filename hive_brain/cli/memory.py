@@ -26,7 +26,7 @@ def init_cmd(state: State, path: Path | None, as_json: bool) -> None:
 
     target = path or (Path(state.vault_flag) if state.vault_flag else Path.cwd())
     vault, created = init_vault(target, state.settings())
-    data = {"vault": str(vault.root), "vault_id": vault.vault_id, "state_dir": str(vault.state), "created": created}
+    data = {"vault": str(vault.root), "vaultId": vault.vault_id, "stateDir": str(vault.state), "created": created}
     out(as_json, data, lambda c: c.print(
         f"{'Created' if created else 'Already a vault:'} [bold]{vault.root}[/] (id {vault.vault_id})\n"
         f"Use it with: export HIVE_BRAIN_VAULT={vault.root}"))

@@ -36,9 +36,9 @@ def model_install_cmd(state: State, src: Path | None, force: bool, quiet: bool, 
     target = Path(s.model_dir)
     pack = pack_install.install_from(src, target) if src else pack_install.install_default(target, force=force)
     man = modelpack.read_manifest(pack)
-    res = {"pack": str(pack), "model_id": man.get("id"), "dim": man.get("dim"), "pack_key": modelpack.pack_key(man)}
+    res = {"pack": str(pack), "modelId": man.get("id"), "dim": man.get("dim"), "packKey": modelpack.pack_key(man)}
     if not quiet or as_json:
-        out(as_json, res, lambda c: c.print(f"Embedding pack ready: {pack} ({man.get('model_id')}, {man.get('dim')} dims)"))
+        out(as_json, res, lambda c: c.print(f"Embedding pack ready: {pack} ({res['modelId']}, {man.get('dim')} dims)"))
 
 
 @command("status", group=model_group)
@@ -53,7 +53,7 @@ def model_status_cmd(state: State, as_json: bool) -> None:
 
     s = state.settings()
     pack = modelpack.find_pack(Path(s.model_dir))
-    res: dict[str, Any] = {"model_dir": str(s.model_dir), "installed": pack is not None}
+    res: dict[str, Any] = {"modelDir": str(s.model_dir), "installed": pack is not None}
     if pack:
         res.update(pack=str(pack), manifest=modelpack.read_manifest(pack), problems=modelpack.verify(pack))
     out(as_json, res, lambda c: c.print(

@@ -60,7 +60,7 @@ def review_list_cmd(state: State, status: str | None, as_json: bool) -> None:
         for p in res:
             c.print(
                 f"[bold]{p['id']}[/] {p['status']:<8} {p['kind']:<9} {escape(str(p.get('title')))} "
-                f"[dim]({p.get('type')}, by {escape(str(p.get('proposed_by')))})[/]"
+                f"[dim]({p.get('type')}, by {escape(str(p.get('proposedBy')))})[/]"
             )
             if p.get("reason"):
                 c.print(f"   [dim]{escape(str(p['reason']))}[/]")
@@ -84,7 +84,7 @@ def review_show_cmd(state: State, review_id: str, as_json: bool) -> None:
 
         c.print(f"[bold]{escape(str(res.get('title')))}[/]  ({res['id']}, {res['kind']}, {res['status']})")
         c.print(
-            f"type {res.get('type')} · key {res.get('memory_key')} · by {res.get('proposed_by')}",
+            f"type {res.get('type')} · key {res.get('memoryKey')} · by {res.get('proposedBy')}",
             markup=False,
         )
         if res.get("reason"):
@@ -228,7 +228,7 @@ def conflicts_cmd(state: State, as_json: bool) -> None:
         for x in res:
             c.print(
                 f"[bold]{x['private']}[/] (agent {x['agent']}) overrides [bold]{x['shared']}[/]: "
-                f"user-stated, not applied\n   [dim]{x['private_path']} → {x['shared_path']}[/]"
+                f"user-stated, not applied\n   [dim]{x['privatePath']} → {x['sharedPath']}[/]"
             )
 
     out(as_json, res, human)
@@ -266,7 +266,7 @@ def health_cmd(state: State, as_json: bool) -> None:
         ix = res["index"]
         c.print(
             f"index      generation {ix['generation']}, "
-            + ("up to date" if ix["fresh"] else f"{ix['stale_notes']} notes not yet indexed")
+            + ("up to date" if ix["fresh"] else f"{ix['staleNotes']} notes not yet indexed")
         )
         if res["problems"]:
             c.print(f"problems   {res['problems']} unreadable notes (see `hive-brain doctor`)")

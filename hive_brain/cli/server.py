@@ -67,7 +67,7 @@ def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, timeout
             c.print(f"server running, pid {res['pid']}, since {res.get('since')}\nsocket {res['socket']}", markup=False)
             if st:
                 c.print(f"generation {st.get('generation')} · watcher {st.get('watcher')} · semantic "
-                        f"{'on, ' + str(sem.get('pending_passages')) + ' passages pending' if sem.get('on') else 'off'}"
+                        f"{'on, ' + str(sem.get('pendingPassages')) + ' passages pending' if sem.get('on') else 'off'}"
                         f" · {st.get('requests')} requests", markup=False)
 
         out(as_json, res, human_status)
@@ -86,9 +86,9 @@ def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, timeout
 
         before = server_info(state_dir)
         pong = ensure_server(settings, timeout=timeout)
-        res = {**server_info(state_dir), "already_running": bool(before.get("running")), "generation": pong.get("generation")}
+        res = {**server_info(state_dir), "alreadyRunning": bool(before.get("running")), "generation": pong.get("generation")}
         out(as_json, res, lambda c: c.print(
-            f"server {'already running' if res['already_running'] else 'started'}, pid {res['pid']} ({res['socket']})",
+            f"server {'already running' if res['alreadyRunning'] else 'started'}, pid {res['pid']} ({res['socket']})",
             markup=False))
         return
 

@@ -200,9 +200,9 @@ class Server:
         from ..store.fsutil import atomic_write_text
 
         info = {"pid": os.getpid(), "socket": str(self.socket), "vault": str(self.vault.root),
-                "state_dir": str(self.state), "log": str(self.log_path),
+                "stateDir": str(self.state), "log": str(self.log_path),
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(self.started_at)),
-                "started_ts": self.started_at}
+                "startedTs": self.started_at}
         atomic_write_text(self.state / INFO_NAME, json.dumps(info, indent=2) + "\n")
 
     def request_stop(self) -> None:
@@ -286,7 +286,7 @@ def stop_server(state_dir: Path, *, timeout: float = 15.0) -> dict[str, Any]:
             _remove_stale(state_dir, socket_path(state_dir))
         finally:
             lock.release()
-        return {"was_running": False, "stopped": False, "pid": None}
+        return {"wasRunning": False, "stopped": False, "pid": None}
     pid = lock.holder() or (read_info(state_dir) or {}).get("pid")
     method = "stop request"
     try:
@@ -302,4 +302,4 @@ def stop_server(state_dir: Path, *, timeout: float = 15.0) -> dict[str, Any]:
             raise HiveBrainError(f"the hive-brain server (pid {pid}) did not stop within {timeout:g}s",
                                  hint=f"kill it: kill -9 {pid}")
         time.sleep(0.05)
-    return {"was_running": True, "stopped": True, "pid": pid, "method": method}
+    return {"wasRunning": True, "stopped": True, "pid": pid, "method": method}

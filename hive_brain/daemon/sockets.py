@@ -175,15 +175,15 @@ class SocketServer:
         srv, loop, emb = self.server, self.loop, self.loop.embedder
         snap = loop.snap
         return {
-            "pid": os.getpid(), "vault": str(srv.vault.root), "state_dir": str(srv.state), "socket": str(srv.socket),
+            "pid": os.getpid(), "vault": str(srv.vault.root), "stateDir": str(srv.state), "socket": str(srv.socket),
             "log": str(srv.log_path), "ready": loop.ready.is_set(), "error": loop.error,
-            "started": srv.started_at, "uptime_s": round(time.time() - (srv.started_at or time.time()), 1),
+            "started": srv.started_at, "uptimeS": round(time.time() - (srv.started_at or time.time()), 1),
             "generation": snap.generation if snap else None,
-            "semantic": {"on": bool(snap and snap.embedder is not None), "off_reason": snap.semantic_off if snap else None,
-                         "pending_passages": snap.pending if snap else None, "embed_chunk": emb.chunk,
-                         "vector_writes_since_compaction": emb.vec_writes},
-            "watcher": loop.watcher, "debounce_s": loop.debounce, "resync_s": loop.resync,
-            "catch_ups": loop.cycles, "last_catch_up": loop.last_catch_up, "requests": self.stats["requests"],
+            "semantic": {"on": bool(snap and snap.embedder is not None), "offReason": snap.semantic_off if snap else None,
+                         "pendingPassages": snap.pending if snap else None, "embedChunk": emb.chunk,
+                         "vectorWritesSinceCompaction": emb.vec_writes},
+            "watcher": loop.watcher, "debounceS": loop.debounce, "resyncS": loop.resync,
+            "catchUps": loop.cycles, "lastCatchUp": loop.last_catch_up, "requests": self.stats["requests"],
             "errors": self.stats["errors"], "warnings": list(snap.warnings) if snap else [],
         }
 

@@ -73,7 +73,7 @@ class Generation:
     def summary(self) -> dict:
         return {
             "id": self.id, "kind": self.kind, "parent": self.parent, "created": self.created, "label": self.label,
-            "notes_hash": self.notes_hash, "notes": self.note_count,
+            "notesHash": self.notes_hash, "notes": self.note_count,
             **(self.delta_counts or {"added": len(self.added), "changed": len(self.changed), "removed": len(self.removed)}),
             "index": self.index,
         }
@@ -314,4 +314,4 @@ class GenerationStore:
         body = {"earliest_replayable": oldest_kept, "current": cur, "kept": sorted(keep), "pruned": removed,
                 "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         atomic_write_bytes(self.coverage_path(), seal(body))
-        return {"removed": removed, "kept": sorted(keep), "objects_removed": dropped, "earliest_replayable": oldest_kept}
+        return {"removed": removed, "kept": sorted(keep), "objectsRemoved": dropped, "earliestReplayable": oldest_kept}

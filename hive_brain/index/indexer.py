@@ -323,7 +323,7 @@ class Indexer:
                     self._apply_deletions()
         g = self.gens.publish(manifest, index=self.index_info(), label=label, force_checkpoint=full)
         return {"generation": g.id, "indexed": len(todo), "passages": n_passages, "removed": len(gone),
-                "seconds": round(time.perf_counter() - t0, 3), "changed": True, "full": full, "notes_hash": g.notes_hash}
+                "seconds": round(time.perf_counter() - t0, 3), "changed": True, "full": full, "notesHash": g.notes_hash}
 
     def _unqueue(self, *, full: bool, removed: list[str]) -> None:
         """Forget queued passages of notes about to be re-indexed or removed (all of them on a full pass)."""

@@ -516,9 +516,9 @@ def consolidate(
             index_error = str(e)
     return {
         **counts,
-        "pending_processed": len(queued),
-        "pending_left": len(still_pending),
+        "pendingProcessed": len(queued),
+        "pendingLeft": len(still_pending),
         "total": len(jobs),
         "results": results,
-        "index_error": index_error,
+        "indexError": index_error,
     }

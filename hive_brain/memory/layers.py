@@ -149,8 +149,8 @@ def _conflict(private: Entry, shared: Entry) -> dict[str, Any]:
         "private": private.id,
         "shared": shared.id,
         "agent": private.agent,
-        "private_path": private.path,
-        "shared_path": shared.path,
+        "privatePath": private.path,
+        "sharedPath": shared.path,
         "reason": f"{private.id} overrides a {shared.meta.get('type')} the user stated (origin: user); "
         "the user's memory stays in force",
     }

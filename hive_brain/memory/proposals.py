@@ -119,7 +119,7 @@ def stage_remember_proposal(catalog: Catalog, vault: Vault, txn: Transaction, in
                 "path": e.path,
                 "already": True,
                 "layer": SHARED,
-                "memory_key": e.memory_key,
+                "memoryKey": e.memory_key,
                 "hint": "an identical proposal is already waiting for Brain Review",
             }
     key = inp.memory_key or derive_memory_key(inp.type, inp.title, inp.project)
@@ -153,7 +153,7 @@ def stage_remember_proposal(catalog: Catalog, vault: Vault, txn: Transaction, in
         "proposal": meta["id"],
         "id": meta["id"],
         "path": path,
-        "memory_key": key,
+        "memoryKey": key,
         "layer": SHARED,
         "evolves": evolves,
         "hint": "shared memory changes only through Brain Review; the owner decides "

@@ -57,15 +57,15 @@ class Proposal:
             "id": self.id,
             "kind": m.get("kind"),
             "status": self.status,
-            "proposed_by": m.get("proposed_by"),
+            "proposedBy": m.get("proposed_by"),
             "type": m.get("type"),
             "title": m.get("title"),
-            "memory_key": m.get("memory_key"),
+            "memoryKey": m.get("memory_key"),
             "created": m.get("created"),
             "reason": m.get("reason"),
             "sources": to_text_list(m.get("sources")),
             "evolves": m.get("evolves"),
-            "applied_memory": m.get("applied_memory"),
+            "appliedMemory": m.get("applied_memory"),
             "path": self.entry.path,
         }
 
@@ -92,7 +92,7 @@ class BrainReview:
                 "id": e.id,
                 "kind": e.meta.get("kind"),
                 "status": e.status,
-                "proposed_by": e.meta.get("proposed_by"),
+                "proposedBy": e.meta.get("proposed_by"),
                 "type": e.meta.get("type"),
                 "title": e.meta.get("title"),
                 "created": e.meta.get("created"),
@@ -230,7 +230,7 @@ class BrainReview:
                 "proposed": [],
                 "extended": [],
                 "skipped": [],
-                "dry_run": dry_run,
+                "dryRun": dry_run,
             }
             taken: set[str] = set()
             for g in groups:

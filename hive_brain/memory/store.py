@@ -76,7 +76,7 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
                        "message": f"{e.message}; kept as pending write {rec['id']}, applied by the next write"}
                 # Keys today's text output of evolve/batch reads, so it prints (and says "pending").
                 if "memory_id" in call:
-                    res["memory_id"] = res["supersedes"] = call["memory_id"]
+                    res["memoryId"] = res["supersedes"] = call["memory_id"]
                 if "records" in call:
                     res["count"] = f"{len(call['records'] or [])} pending ({rec['id']})"
                 return res
@@ -407,7 +407,7 @@ class MemoryStore:
             txn = Transaction(self.vault, "remember")
             path, meta = self._stage_remember(txn, inp, taken=set(), pending=[])
             self._commit(txn)
-        return self._result({"status": "created", "id": meta["id"], "path": path, "memory_key": meta["memory_key"], "layer": meta["layer"]})
+        return self._result({"status": "created", "id": meta["id"], "path": path, "memoryKey": meta["memory_key"], "layer": meta["layer"]})
 
     @_deferrable("evolve")
     def evolve(self, memory_id: str, content: str, title: str | None = None) -> dict:
@@ -418,7 +418,7 @@ class MemoryStore:
             txn = Transaction(self.vault, "evolve")
             path, meta = self._stage_evolve(txn, old, content, title)
             self._commit(txn)
-        return self._result({"status": "evolved", "id": meta["id"], "path": path, "supersedes": old.id, "old_path": old.path})
+        return self._result({"status": "evolved", "id": meta["id"], "path": path, "supersedes": old.id, "oldPath": old.path})
 
     def get(self, memory_id: str) -> dict:
         self.catalog.refresh()

@@ -100,9 +100,9 @@ def compare(engine: Any, query: str, a: int, b: int | None, **opts: Any) -> dict
             "entered": [p for p in pb if p not in pa],
             "left": [p for p in pa if p not in pb],
             "moved": [{"path": p, "from": pa.index(p) + 1, "to": pb.index(p) + 1} for p in pb if p in pa and pa.index(p) != pb.index(p)],
-            "from_hits": [{"path": h["path"], "id": h["id"], "title": h["title"], "status": h["status"]} for h in ra["hits"]],
-            "to_hits": [{"path": h["path"], "id": h["id"], "title": h["title"], "status": h["status"]} for h in rb["hits"]],
-            "from_abstained": ra["abstained"],
-            "to_abstained": rb["abstained"],
+            "fromHits": [{"path": h["path"], "id": h["id"], "title": h["title"], "status": h["status"]} for h in ra["hits"]],
+            "toHits": [{"path": h["path"], "id": h["id"], "title": h["title"], "status": h["status"]} for h in rb["hits"]],
+            "fromAbstained": ra["abstained"],
+            "toAbstained": rb["abstained"],
         },
     }
