@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..store.catalog import Entry
 from .candidates import Cand
@@ -51,8 +51,7 @@ class Features:
     gap: float | None = None  # best cosine minus the background floor
 
 
-@dataclass(frozen=True, slots=True)
-class Breakdown:
+class Breakdown(NamedTuple):
     rrf: float  # rank fusion plus the score-based part
     support: float
     multiplier: float
@@ -153,6 +152,7 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
     sem_floor = info.get("background_top3", sims["median"] if sims else 0.0)
     weights = info.get("term_weights") or {}
     q_weighted = [(t, weights.get(t, 1.0)) for t in query.terms]
+    q_total = sum(w for _t, w in q_weighted) or 1.0
     for c in cands.values():
         e = entries.get(c.path)
         f = Features(lex_rank=lex_rank.get(c.path), sem_rank=sem_rank.get(c.path), doc_rank=doc_rank.get(c.path),
@@ -162,7 +162,7 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
         if sem_note[c.path] > -1 and sem_top > sem_floor:
             f.sem_rel = max(0.0, (sem_note[c.path] - sem_floor) / (sem_top - sem_floor))
         f.passages = tuple(sorted(c.pids.values(), reverse=True))
-        _words(f, c, e, query, q_weighted, docs, P)
+        _words(f, c, e, query, q_weighted, q_total, docs, P)
         _note(f, c, e, query, docs, P)
         f.bm25, f.bm25_note = c.lex, c.lex_doc
         f.bm25_norm = c.lex / lex_max if c.lex else 0.0
@@ -175,7 +175,7 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
         c.features = f
 
 
-def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list[tuple[str, float]],
+def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list[tuple[str, float]], q_total: float,
            docs: Mapping[str, dict], P: Mapping[str, float]) -> None:
     """Coverage of the question by the note's best passage (plus title/tags), weighting each question
     word by its rarity (a name that is in every note of a person says little); title, key and alias
@@ -186,7 +186,6 @@ def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list
     tags = " ".join(str(x) for x in ((e.meta.get("tags") or []) if e else []))
     head_terms = (title_terms | _head_terms_of(tags)) if tags else title_terms
     if q_terms:
-        q_total = sum(w for _t, w in q_weighted) or 1.0
         head_w = sum(w for t, w in q_weighted if t in head_terms)
         rest = [(t, w) for t, w in q_weighted if t not in head_terms]
         # The passages BM25 matched hold the note's word overlap; analysing every passage the
