@@ -1,5 +1,5 @@
 """Fast ranking experiments on LoCoMo: build the pooled vault once, cache each question's candidates,
-then re-fuse them under different `hive_brain.search.recall.PARAMS` (seconds per variant instead of minutes).
+then re-fuse them under different `hive_brain.search.params.PARAMS` (seconds per variant instead of minutes).
 
     python -m benchmarks.tune_locomo --work /tmp/locomo-tune            # build (once) + evaluate PARAMS as they are
     python -m benchmarks.tune_locomo --work /tmp/locomo-tune --every 3 \\
@@ -55,20 +55,23 @@ def main() -> None:
     data_dir = bench_data_path(args.bench_data) / "locomo"
     questions = build(args.work, data_dir)[:: max(1, args.every)]
 
-    from hive_brain import recall as R
     from hive_brain.engine import Engine
+    from hive_brain.search import candidates
+    from hive_brain.search import recall as R
 
     view = Engine.open(args.work / "vault").view()
     cache: dict[tuple, Any] = {}
-    original = R._candidates
+    original = candidates.gather
 
-    def memo(view: Any, query: str, where: Any, *, semantic: bool, qcache: dict | None = None) -> Any:
-        key = (query, repr(where), semantic)
+    # Candidates are cached per question, so the candidate-stage PARAMS (pool_window, passage_rrf_k,
+    # background_top) keep the values of the first run; everything after them is re-fused.
+    def memo(view: Any, query: Any, where: Any, *, semantic: bool, qcache: dict | None = None, **kw: Any) -> Any:
+        key = (query.text, repr(where), semantic, repr(sorted(kw.items(), key=lambda kv: kv[0])))
         if key not in cache:
-            cache[key] = original(view, query, where, semantic=semantic, qcache=qcache)
+            cache[key] = original(view, query, where, semantic=semantic, qcache=qcache, **kw)
         return copy.deepcopy(cache[key])
 
-    R._candidates = memo
+    candidates.gather = memo  # type: ignore[assignment]
     base = dict(R.PARAMS)
     for label, overrides in [("as is", {}), *((v, json.loads(v)) for v in args.variants)]:
         R.PARAMS.clear()

@@ -1,0 +1,24 @@
+"""Evolution chains: memories linked by ``supersedes`` (to the older version) and ``superseded_by``
+(to the newer one). The one walk over those links, with the cycle guard a hand-edited vault needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal
+
+Link = Literal["supersedes", "superseded_by"]
+
+
+def walk(catalog: Any, entry: Any, link: Link) -> Iterator[Any]:
+    """The entries reached from ``entry`` by following ``link``, nearest first (``entry`` itself not
+    included). Stops at a missing id or at an entry already seen: a loop written by hand ends the
+    walk instead of hanging it."""
+    seen = {entry.id}
+    cur = entry
+    while nxt_id := cur.meta.get(link):
+        nxt = catalog.by_id(str(nxt_id))
+        if nxt is None or nxt.id in seen:
+            return
+        seen.add(nxt.id)
+        yield nxt
+        cur = nxt
