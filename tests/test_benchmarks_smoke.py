@@ -148,7 +148,7 @@ class _FakeEngine:
     def recall(self, query: str, limit: int = 10, scope: str = "full-vault", **_opts: object) -> dict:
         return {"abstained": False, "hits": [
             {"path": S2, "score": 2.0,
-             "passage": {"text": "**Ann** (D2:1): hiking", "passage_id": f"{S2}#0"}},
+             "passage": {"text": "**Ann** (D2:1): hiking", "passageId": f"{S2}#0"}},
             {"path": S3, "score": 1.0, "passage": {"text": "**Ann** (D3:2): lovely"},
              "passages": [{"text": "**Bob** (D3:1): paints"}]},
         ]}

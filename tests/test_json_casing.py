@@ -19,8 +19,6 @@ SKIP_UNDER = {"meta", "frontmatter"}
 # Documented exceptions (docs/json.md, "Exceptions").
 ALLOWED = {
     "session_id",  # Claude Code's name, kept in the hook status records it comes from
-    # search/recall.py, answer.py, temporal.py ... are being rewritten elsewhere; the integrator renames these.
-    "passage_id", "lexical_ms", "semantic_ms", "total_ms",
 }
 
 

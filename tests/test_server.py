@@ -279,7 +279,7 @@ def test_semantic_search_through_the_warm_server(vault_path, with_model):
                   30)
         res = client.call(srv.state, "recall", {"query": "railway journey", "scope": "full-vault"}, timeout=10)
         assert res["semantic"] is True and not res["warnings"]
-        assert res["timing"].get("semantic_ms") is not None
+        assert res["timing"].get("semanticMs") is not None
         # The prompt hook's smaller candidate pool is accepted and ranks the same top note here.
         small = client.call(srv.state, "recall", {"query": "railway journey", "scope": "full-vault", "pool": 10},
                             timeout=10)

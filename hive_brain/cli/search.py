@@ -59,7 +59,7 @@ def _print_hits(c: Any, res: dict) -> None:
             c.print(f"   [dim]supersedes: {', '.join(x['id'] for x in h['evolutionChain'])}[/]")
     sem = "hybrid" if res.get("semantic") else f"lexical ({res.get('semanticOff') or 'semantic off'})"
     c.print(f"[dim]{len(res['hits'])} hits · {res.get('tier')} · {sem} · generation {res.get('generation')} · "
-            f"{res['timing']['total_ms']:.0f} ms[/]")
+            f"{res['timing']['totalMs']:.0f} ms[/]")
 
 
 @command("recall")

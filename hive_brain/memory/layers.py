@@ -2,7 +2,7 @@
 
 Three layers share one index: ``shared`` (the hive), ``private`` (one agent's) and ``task`` (one task
 of one agent). Recall reads shared plus the caller's own private/task layers; that boundary is a
-predicate inside the BM25 query and the vector prefilter (``recall.visibility``). This module holds
+predicate inside the BM25 query and the vector prefilter (:func:`visibility`, stated once here). This module holds
 the rules that sit on top of it:
 
 * ``require_owner``: maintenance and Brain Review decisions are the owner's (no agent id) alone;
@@ -181,7 +181,7 @@ def _substitute(
         "status": p.status,
         "date": shared_hit.get("date"),
         "score": shared_hit.get("score"),
-        "passage": {"passage_id": f"{p.path}#0", "heading": "", "text": text},
+        "passage": {"passageId": f"{p.path}#0", "heading": "", "text": text},
         "passages": [],
         "scoreDetails": {**(shared_hit.get("scoreDetails") or {}), "substitutedFor": shared_hit.get("id")},
     }

@@ -31,6 +31,7 @@ from ..errors import (
 )
 from ..store import pending as pending_writes
 from ..store.catalog import Catalog, Entry
+from ..store.chain import versions
 from ..store.journal import Transaction, write_session
 from ..store.notes import (
     content_hash,
@@ -429,8 +430,8 @@ class MemoryStore:
 
     def _chain(self, e: Entry) -> list[dict]:
         """The whole evolution chain, oldest first."""
-        versions = [*reversed(list(self.catalog.versions(e, "older"))), e, *self.catalog.versions(e, "newer")]
-        return [{"id": v.id, "status": v.status, "path": v.path, "updated": v.meta.get("updated")} for v in versions]
+        return [{"id": v.id, "status": v.status, "path": v.path, "updated": v.meta.get("updated")}
+                for v in versions(self.catalog, e)]
 
     @_deferrable("update")
     def update(self, memory_id: str, *, title: str | None = None, content: str | None = None, tags: list[str] | None = None,

@@ -58,7 +58,7 @@ def build(result: dict, *, budget: int, full_text: Any = None) -> dict:
         kept.append(h)
     conv = [h for h in kept if h.get("kind") == "conversation"]
     parts = [HEADER, ""]
-    items = []
+    items: list[dict[str, Any]] = []
     used = sum(len(p) + 1 for p in parts)
     if conv and conv[0] is kept[0] and full_text is not None:
         # A question about conversations: whole matching conversations, oldest first.

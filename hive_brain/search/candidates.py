@@ -31,7 +31,7 @@ BACKGROUND = (
     "The museum had a new painting exhibition.", "They celebrated a birthday at a restaurant.",
     "Cooking pasta with fresh tomatoes.", "Learning to play the guitar takes practice.",
 )
-_background_cache: dict[str, Any] = {}
+_background_cache: dict[Any, Any] = {}  # by pack key (or embedder identity)
 
 
 def background_vectors(embedder: Any) -> Any:
@@ -67,7 +67,7 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
     lex_hits = view.lexical.search(query.text, where=And((where, In("unit", ("passage", "whole")))), limit=pool)
     note_hits = view.lexical.search(query.text, where=And((where, In("unit", ("note", "whole")))), limit=pool)
     info["term_weights"] = view.lexical.term_weights(query.words)
-    info["lexical_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+    info["lexicalMs"] = round((time.perf_counter() - t0) * 1000, 2)
     cands: dict[str, Cand] = {}
     for h in note_hits:
         cands.setdefault(h.note_path, Cand(h.note_path)).lex_doc = h.score
@@ -89,7 +89,7 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
             qc["background_top3"] = sum(bg[:n]) / n
         sem_hits = view.vectors.search(qc["qv"], where=where, limit=pool)
         info["background_top3"] = qc["background_top3"]
-        info["semantic_ms"] = round((time.perf_counter() - t0) * 1000, 2)
+        info["semanticMs"] = round((time.perf_counter() - t0) * 1000, 2)
     info["semantic"] = bool(sem_hits) or (semantic and view.vectors is not None and view.embedder is not None)
     sims = [h.similarity for h in sem_hits]
     # A conversation window (`<passage>~w<n>`) scores for the passage it comes from.

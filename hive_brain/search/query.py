@@ -4,6 +4,7 @@ cutoff, window) and the normalised text that titles, keys and aliases are matche
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import temporal
@@ -23,7 +24,7 @@ class Query:
     def history(self) -> bool:
         return self.time.history
 
-    def time_only(self, params: dict[str, float]) -> bool:
+    def time_only(self, params: Mapping[str, float]) -> bool:
         """Besides its time phrase, the question says little ("what did we talk about last Saturday"):
         being from that time is then evidence enough. "Finish the refactor today" still needs its words."""
         return len(self.terms) <= params["time_only_terms"]

@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..index.predicates import And, Eq, In, Not, Or, Pred, Range, all_of
+from ..index.predicates import Eq, In, Not, Pred, Range, all_of
+from ..memory.layers import visibility
 from ..store.catalog import Catalog, Entry
 from ..store.chain import walk
 from . import candidates, features
@@ -28,17 +29,10 @@ from .params import PARAMS
 from .query import Query, analyse
 
 __all__ = ["BACKGROUND", "CANDIDATES", "KINDS_ALL", "PARAMS", "Cand", "View", "background_vectors", "build_where",
-           "search", "visibility"]
+           "search"]
 
 KINDS_ALL = ("memory", "note", "conversation", "core")
 DROP_BELOW = PARAMS["drop_below"]  # the default of search(drop_ratio=...)
-
-
-def visibility(agent: str | None) -> Pred:
-    """Shared layer plus the caller's own private/task layers; an owner (no agent) reads shared."""
-    if not agent:
-        return Eq("layer", "shared")
-    return Or((Eq("layer", "shared"), And((Eq("agent", agent), In("layer", ("private", "task"))))))
 
 
 @dataclass
@@ -167,12 +161,12 @@ def _hit(view: View, c: Cand, e: Entry | None, r: _Ranking, q: Query, chain: lis
         "date": (best_doc or {}).get("date"),
         "score": round(c.score, 6),
         "passage": {
-            "passage_id": (best_doc or {}).get("passage_id"),
+            "passageId": (best_doc or {}).get("passage_id"),
             "heading": (best_doc or {}).get("heading", ""),
             "text": _excerpt((best_doc or {}).get("text", ""), detail),
         },
         "passages": [
-            {"passage_id": p, "heading": docs[p].get("heading", ""), "text": _excerpt(docs[p].get("text", ""), detail)}
+            {"passageId": p, "heading": docs[p].get("heading", ""), "text": _excerpt(docs[p].get("text", ""), detail)}
             for p in others if p in docs
         ],
         "scoreDetails": c.details,
@@ -272,8 +266,8 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
         "semantic": bool(r.info.get("semantic")),
         "semanticOff": view.semantic_off_reason,
         "warnings": list(view.warnings),
-        "timing": {**{k: v for k, v in r.info.items() if k.endswith("_ms")},
-                   "total_ms": round((time.perf_counter() - t_start) * 1000, 2)},
+        "timing": {**{k: v for k, v in r.info.items() if k.endswith("Ms")},
+                   "totalMs": round((time.perf_counter() - t_start) * 1000, 2)},
     }
 
 

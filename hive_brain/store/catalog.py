@@ -216,20 +216,6 @@ class Catalog:
         rows = self.select("id = ?", (memory_id,))
         return rows[0] if rows else None
 
-    def versions(self, e: Entry, direction: str) -> Iterator[Entry]:
-        """Walk an evolution chain from ``e`` (excluded): ``"older"`` follows ``supersedes``, ``"newer"``
-        follows ``superseded_by``; nearest first. Stops at a missing link or a loop (hand edits and
-        sync copies can make either)."""
-        link = {"older": "supersedes", "newer": "superseded_by"}[direction]
-        seen = {e.id}
-        cur: Entry | None = e
-        while cur is not None and cur.meta.get(link):
-            cur = self.by_id(str(cur.meta[link]))
-            if cur is None or cur.id in seen:
-                return
-            seen.add(cur.id)
-            yield cur
-
     def by_key(self, key: str) -> list[Entry]:
         return self.select("memory_key = ? AND kind = 'memory'", (key,))
 

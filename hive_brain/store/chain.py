@@ -4,12 +4,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from .catalog import Entry
 
 Link = Literal["supersedes", "superseded_by"]
 
 
-def walk(catalog: Any, entry: Any, link: Link) -> Iterator[Any]:
+class _ById(Protocol):
+    def by_id(self, memory_id: str) -> Entry | None: ...
+
+
+def walk(catalog: _ById, entry: Entry, link: Link) -> Iterator[Entry]:
     """The entries reached from ``entry`` by following ``link``, nearest first (``entry`` itself not
     included). Stops at a missing id or at an entry already seen: a loop written by hand ends the
     walk instead of hanging it."""
@@ -22,3 +29,8 @@ def walk(catalog: Any, entry: Any, link: Link) -> Iterator[Any]:
         seen.add(nxt.id)
         yield nxt
         cur = nxt
+
+
+def versions(catalog: _ById, entry: Entry) -> list[Entry]:
+    """The whole chain ``entry`` belongs to, oldest first."""
+    return [*reversed(list(walk(catalog, entry, "supersedes"))), entry, *walk(catalog, entry, "superseded_by")]
