@@ -88,10 +88,11 @@ def command(name: str | None = None, *, group: click.Group | None = None, with_j
     return deco
 
 
-def say(as_json: bool, data: Any, line: str) -> None:
+def say(as_json: bool, data: Any, line: Callable[[], str]) -> None:
     """``out`` for a one-line plain result (the write commands): no rich, whose import alone is a
-    tenth of a ``remember``, and no markup, so a title with brackets prints as written."""
-    out(as_json, data, lambda _console: click.echo(line), plain=True)
+    tenth of a ``remember``, and no markup, so a title with brackets prints as written. ``line`` is
+    called only for a finished write (a pending one has none of the keys it reads)."""
+    out(as_json, data, lambda _console: click.echo(line()), plain=True)
 
 
 def print_pending_writes(c: Any, records: list[dict]) -> None:

@@ -68,9 +68,9 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
                       tags=split_tags(tags) or [], confidence=confidence, scope=memory_scope, task=task, overrides=overrides)
     res = state.engine().memory.remember(inp)
     if res.get("status") == "proposed":
-        say(as_json, res, f"Queued for Brain Review: {res['proposal']} ({res['path']})")
+        say(as_json, res, lambda: f"Queued for Brain Review: {res['proposal']} ({res['path']})")
     else:
-        say(as_json, res, f"Remembered {res['id']} → {res['path']}")
+        say(as_json, res, lambda: f"Remembered {res['id']} → {res['path']}")
 
 
 @command("evolve")
@@ -87,7 +87,7 @@ def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as
     if content == "-":
         content = sys.stdin.read()
     res = state.engine().memory.evolve(memory_id, content, title)
-    say(as_json, res, f"Evolved {res['supersedes']} → {res['id']} ({res['path']})")
+    say(as_json, res, lambda: f"Evolved {res['supersedes']} → {res['id']} ({res['path']})")
 
 
 @command("get")
@@ -129,7 +129,7 @@ def update_cmd(state: State, memory_id: str, title: str | None, content: str | N
     """
     res = state.engine().memory.update(memory_id, title=title, content=content, tags=split_tags(tags), project=project,
                                        confidence=confidence, status=status)
-    say(as_json, res, f"Updated {res['id']} ({res['path']})")
+    say(as_json, res, lambda: f"Updated {res['id']} ({res['path']})")
 
 
 @command("delete")
@@ -144,7 +144,7 @@ def delete_cmd(state: State, memory_id: str, confirm: bool, force: bool, as_json
       hive-brain delete --memory-id mem-01j... --confirm
     """
     res = state.engine().memory.delete(memory_id, confirm=confirm, force=force)
-    say(as_json, res, f"Deleted {res['id']} ({res['path']})")
+    say(as_json, res, lambda: f"Deleted {res['id']} ({res['path']})")
 
 
 @command("batch")
@@ -169,6 +169,6 @@ def batch_cmd(state: State, file: str, as_json: bool) -> None:
     if isinstance(data, dict) and "records" in data:
         data = data["records"]
     res = state.engine().memory.batch(data)
-    say(as_json, res, f"Remembered {res['count']} memories in one transaction.")
+    say(as_json, res, lambda: f"Remembered {res['count']} memories in one transaction.")
 
 COMMANDS: list[click.Command] = [init_cmd, remember_cmd, evolve_cmd, get_cmd, update_cmd, delete_cmd, batch_cmd]

@@ -73,13 +73,9 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
                         for k, v in bound.arguments.items() if k != "self"}
                 rec = pending_writes.add(self.vault.state, op, call, agent=self.agent, reason=e.message)
                 res = {"status": "pending", "id": rec["id"], "op": op,
-                       "path": f"pending write {rec['id']} (the vault is busy; the next write applies it)",
                        "message": f"{e.message}; kept as pending write {rec['id']}, applied by the next write"}
-                # Keys today's text output of evolve/batch reads, so it prints (and says "pending").
                 if "memory_id" in call:
-                    res["memoryId"] = res["supersedes"] = call["memory_id"]
-                if "records" in call:
-                    res["count"] = f"{len(call['records'] or [])} pending ({rec['id']})"
+                    res["memoryId"] = call["memory_id"]
                 return res
 
         return wrapper
