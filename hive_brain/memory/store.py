@@ -329,14 +329,6 @@ class MemoryStore:
             res["indexWarning"] = f"saved, but the index did not update ({self.publish_error}); it catches up on the next read"
         return res
 
-    def _stage_remember(self, txn: Transaction, inp: MemoryInput, *, taken: set[str],
-                        pending: list[dict]) -> tuple[str, dict]:
-        """Stage a new memory in ``txn`` (validated input, lock held, catalog fresh)."""
-        path, meta, text = self._new_note(inp, taken_paths=taken)
-        self._check_unique(meta, ignore_ids=set(), pending=pending)
-        txn.write(path, text, expect_old="")
-        return path, meta
-
     def _stage_evolve(self, txn: Transaction, old: Entry, content: str, title: str | None = None, *,
                       origin: str | None = None,
                       provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
@@ -386,12 +378,8 @@ class MemoryStore:
         if inp.overrides:
             raise UsageError("a shared memory cannot override another one",
                              hint="drop --overrides or --memory-scope hive")
-        with self._session("propose"):
-            self.catalog.refresh()
-            txn = Transaction(self.vault, "propose")
-            res = stage_remember_proposal(self.catalog, self.vault, txn, inp, agent=self.agent)
-            self._commit(txn)
-        return res
+        with self.transaction("propose") as tx:
+            return stage_remember_proposal(self.catalog, self.vault, tx.txn, inp, agent=self.agent)
 
     # -- commands ----------------------------------------------------------------------------------
     @_deferrable("remember")
@@ -399,22 +387,16 @@ class MemoryStore:
         self._validate(inp)
         if self._proposes(inp):
             return self._propose(inp)
-        with self._session("remember"):
-            self.catalog.refresh()
-            txn = Transaction(self.vault, "remember")
-            path, meta = self._stage_remember(txn, inp, taken=set(), pending=[])
-            self._commit(txn)
+        with self.transaction("remember") as tx:
+            path, meta = tx.remember(inp)
         return self._result({"status": "created", "id": meta["id"], "path": path, "memoryKey": meta["memory_key"], "layer": meta["layer"]})
 
     @_deferrable("evolve")
     def evolve(self, memory_id: str, content: str, title: str | None = None) -> dict:
-        with self._session("evolve"):
-            self.catalog.refresh()
-            old = self._entry(memory_id)
+        with self.transaction("evolve") as tx:
+            old = tx.entry(memory_id)
             self._may_change(old)
-            txn = Transaction(self.vault, "evolve")
-            path, meta = self._stage_evolve(txn, old, content, title)
-            self._commit(txn)
+            path, meta = tx.evolve(old, content, title)
         return self._result({"status": "evolved", "id": meta["id"], "path": path, "supersedes": old.id, "oldPath": old.path})
 
     def get(self, memory_id: str) -> dict:
@@ -436,9 +418,8 @@ class MemoryStore:
             raise UsageError("nothing to update", hint="pass --title, --content, --tags, --project, --confidence or --status")
         if status is not None and status not in ("active", "archived"):
             raise UsageError("update can set status to 'archived' (or back to 'active'); truth changes go through evolve")
-        with self._session("update"):
-            self.catalog.refresh()
-            e = self._entry(memory_id)
+        with self.transaction("update") as tx:
+            e = tx.entry(memory_id)
             self._may_change(e)
             note = self.load(e)
             meta = dict(note.meta)
@@ -469,18 +450,15 @@ class MemoryStore:
                     raise Refused(f"{e.id} is superseded; its status follows the chain")
                 meta["status"] = status
             meta["updated"] = now_iso()
-            txn = Transaction(self.vault, "update")
-            txn.write(e.path, render(meta, body), expect_old=e.sha)
-            self._commit(txn)
+            tx.write(e.path, render(meta, body), expect_old=e.sha)
         return self._result({"status": "updated", "id": e.id, "path": e.path})
 
     @_deferrable("delete")
     def delete(self, memory_id: str, *, confirm: bool, force: bool = False) -> dict:
         if not confirm:
             raise NotConfirmed("delete is permanent", hint="add --confirm to delete")
-        with self._session("delete"):
-            self.catalog.refresh()
-            e = self._entry(memory_id)
+        with self.transaction("delete") as tx:
+            e = tx.entry(memory_id)
             if e.layer == "shared":
                 require_owner(self.settings, "deleting shared memory")
             self._may_change(e)
@@ -490,8 +468,7 @@ class MemoryStore:
                     f"{e.id} is part of an evolution chain ({len(self._chain(e))} versions); deleting it breaks the history",
                     hint="archive it with `update --status archived`, or pass --force to delete and relink the chain",
                 )
-            txn = Transaction(self.vault, "delete")
-            txn.delete(e.path, expect_old=e.sha)
+            tx.delete(e.path, expect_old=e.sha)
             # Relink neighbours so the chain stays walkable without the deleted version.
             for nid, key, value in ((prev_id, "superseded_by", next_id), (next_id, "supersedes", prev_id)):
                 if not nid:
@@ -505,8 +482,7 @@ class MemoryStore:
                 if key == "superseded_by" and not value and meta.get("status") == "superseded":
                     meta["status"] = "active"
                 meta["updated"] = now_iso()
-                txn.write(n.path, render(meta, nn.body), expect_old=n.sha)
-            self._commit(txn)
+                tx.write(n.path, render(meta, nn.body), expect_old=n.sha)
         return self._result({"status": "deleted", "id": e.id, "path": e.path})
 
     @_deferrable("batch")
@@ -518,11 +494,7 @@ class MemoryStore:
         if len(records) > MAX_BATCH:
             raise UsageError(f"a batch holds at most {MAX_BATCH} records, this one has {len(records)}", hint="split the file")
         report: list[dict] = []
-        with self._session("batch"):
-            self.catalog.refresh()
-            txn = Transaction(self.vault, "batch")
-            pending: list[dict] = []
-            taken: set[str] = set()
+        with self.transaction("batch") as tx:
             for i, raw in enumerate(records):
                 try:
                     inp = MemoryInput.from_dict(raw)
@@ -530,23 +502,21 @@ class MemoryStore:
                     if self._proposes(inp):
                         if inp.overrides:
                             raise UsageError("a shared memory cannot override another one")
-                        res = stage_remember_proposal(self.catalog, self.vault, txn, inp, agent=self.agent)
+                        res = stage_remember_proposal(self.catalog, self.vault, tx.txn, inp, agent=self.agent)
                         report.append({"index": i, "status": "proposed", "proposal": res["proposal"],
                                        "path": res["path"]})
                         continue
-                    path, meta = self._stage_remember(txn, inp, taken=taken, pending=pending)
+                    path, meta = tx.remember(inp)
                 except (Refused, UsageError, NotFound) as err:
                     report.append({"index": i, "status": "refused", "error": type(err).__name__, "message": err.message})
                     continue
-                pending.append(meta)
                 report.append({"index": i, "status": "ok", "id": meta["id"], "path": path})
             if any(r["status"] not in ("ok", "proposed") for r in report):
                 bad = sum(r["status"] not in ("ok", "proposed") for r in report)
                 refused = Refused(f"{bad} of {len(records)} records refused; nothing was written",
                                   hint="fix them and run again")
                 refused.report = report  # type: ignore[attr-defined]
-                raise refused
-            self._commit(txn)
+                raise refused  # inside the unit of work: nothing staged is written
         proposed = sum(r["status"] == "proposed" for r in report)
         return self._result({"status": "created", "count": len(report) - proposed, "proposed": proposed, "records": report})
 
@@ -583,8 +553,11 @@ class UnitOfWork:
 
     def remember(self, inp: MemoryInput) -> tuple[str, dict]:
         """Stage a new memory; returns (path, frontmatter)."""
-        self.store._validate(inp)
-        path, meta = self.store._stage_remember(self.txn, inp, taken=set(self.txn.paths), pending=self._staged)
+        st = self.store
+        st._validate(inp)
+        path, meta, text = st._new_note(inp, taken_paths=set(self.txn.paths))
+        st._check_unique(meta, ignore_ids=set(), pending=self._staged)
+        self.txn.write(path, text, expect_old="")
         self._staged.append(meta)
         return path, meta
 
