@@ -49,17 +49,25 @@ class _LockHolder:
 def test_a_default_recall_answers_while_another_process_holds_the_lock(vault_path, with_model):
     """No server, passages waiting for vectors, a writer holding the lock: the reader answers with
     what is indexed (and says so) instead of raising LockTimeout while trying to embed."""
+    _, res = _recall_while_another_process_writes(vault_path)
+    assert any("not embedded" in w or "writing" in w for w in res["warnings"]), res["warnings"]
+
+
+def _recall_while_another_process_writes(vault_path) -> tuple[int, dict]:
+    """Index without vectors, then recall from a fresh engine while another process holds the lock:
+    (passages waiting for vectors, the recall result, which must have found the answer)."""
     _notes(vault_path)
     eng = Engine.open()
     eng.rebuild(embed=False)
-    assert eng.indexer.pending_count() > 0
+    pending = eng.indexer.pending_count()
+    assert pending > 0
     holder = _LockHolder(eng.vault.state)
     try:
         res = Engine.open().recall("train through the mountains", scope="full-vault")
     finally:
         holder.close()
     assert res["hits"] and res["hits"][0]["path"].startswith("Projects/Trip")
-    assert any("not embedded" in w or "writing" in w for w in res["warnings"]), res["warnings"]
+    return pending, res
 
 
 
@@ -70,18 +78,8 @@ def test_a_writer_taking_the_lock_mid_embedding_ends_the_run_not_the_read(vault_
     model and the embedding run are real."""
     from hive_brain.index.indexer import Indexer
 
-    _notes(vault_path)
-    eng = Engine.open()
-    eng.rebuild(embed=False)
-    pending = eng.indexer.pending_count()
-    assert pending > 0
     monkeypatch.setattr(Indexer, "try_catch_up", lambda self: {"changed": False})
-    holder = _LockHolder(eng.vault.state)
-    try:
-        res = Engine.open().recall("train through the mountains", scope="full-vault")
-    finally:
-        holder.close()
-    assert res["hits"] and res["hits"][0]["path"].startswith("Projects/Trip")
+    pending, res = _recall_while_another_process_writes(vault_path)
     assert any(f"{pending} passages are not embedded" in w for w in res["warnings"]), res["warnings"]
 
 # ---------------------------------------------------------------------------------------------- one reader

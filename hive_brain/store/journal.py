@@ -136,7 +136,6 @@ class Transaction:
         crash_point("after-publish")
         _finish(rec_path, tdir, sdir)
 
-
     def _commit_new_note(self, op: Op, publish: Callable[[list[str]], None] | None) -> None:
         target = self.vault.abs(op.path)
         if target.exists():
