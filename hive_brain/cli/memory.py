@@ -60,13 +60,14 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
       hive-brain remember --type preference --title "Package manager" \\
           --content "Use pnpm, never npm, for JavaScript projects." --tags js,tooling
     """
-    from ..memory.model import MemoryInput
-
     if content == "-":
         content = sys.stdin.read()
-    inp = MemoryInput(type=mem_type, title=title, content=content, memory_key=memory_key, project=project,
-                      tags=split_tags(tags) or [], confidence=confidence, scope=memory_scope, task=task, overrides=overrides)
-    res = state.engine().memory.remember(inp)
+    # As data, not a MemoryInput: the server may do this write, and this process then never imports
+    # the memory layer at all.
+    inp = {"type": mem_type, "title": title, "content": content, "memory_key": memory_key, "project": project,
+           "tags": split_tags(tags) or [], "confidence": confidence, "scope": memory_scope, "task": task,
+           "overrides": overrides}
+    res = state.write("remember", {"inp": inp})
     if res.get("status") == "proposed":
         say(as_json, res, lambda: f"Queued for Brain Review: {res['proposal']} ({res['path']})")
     else:
@@ -86,7 +87,7 @@ def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as
     """
     if content == "-":
         content = sys.stdin.read()
-    res = state.engine().memory.evolve(memory_id, content, title)
+    res = state.write("evolve", {"memory_id": memory_id, "content": content, "title": title})
     say(as_json, res, lambda: f"Evolved {res['supersedes']} → {res['id']} ({res['path']})")
 
 
