@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -146,12 +147,12 @@ def latency(exe: str, vault: Path, runs: int, env: dict[str, str],
 
 
 def with_server(exe: str, env: dict[str, str], work: Any) -> Any:
-    """``work(env)`` while `hive-brain serve` runs for the vault in ``env``."""
+    """``work(env=env)`` while `hive-brain serve` runs for the vault in ``env``."""
     p = subprocess.run([exe, "serve", "--detach"], capture_output=True, text=True, env=env, timeout=600)
     if p.returncode != 0:
         raise RuntimeError(f"hive-brain serve --detach failed: {(p.stderr or p.stdout).strip()[-300:]}")
     try:
-        return work(env)
+        return work(env=env)
     finally:
         subprocess.run([exe, "serve", "--stop"], capture_output=True, env=env, timeout=120)
 
@@ -209,7 +210,7 @@ def run(cfg: BenchConfig, runs: int | None = None, sizes: tuple[int, ...] = DEFA
             lat = latency(exe, vault, n, env)
             log(f"writes: {n} rounds of remember at {size} notes, server up")
             lat_srv = with_server(exe, {**env, "HIVE_BRAIN_USE_SERVER": "1", "HIVE_BRAIN_SEMANTIC": "0"},
-                                  lambda e: latency(exe, vault, n, e, SERVER_LABELS))
+                                  functools.partial(latency, exe, vault, n, labels=SERVER_LABELS))
             lat["commands"].update({k: v for k, v in lat_srv["commands"].items() if k != BASELINE})
             lat["errors"] += lat_srv["errors"]
             lat["server_json_statuses"] = lat_srv["json_statuses"]

@@ -183,3 +183,15 @@ def test_a_write_through_the_server_loads_no_memory_layer(served):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), timeout=60)
     assert json.loads(p.stdout)["via"] == "server"
     assert p.stderr.strip() == ""
+
+
+def test_update_and_delete_go_through_the_server(served, vault_path):
+    res = run("remember", "--type", "fact", "--title", "Editor", "--content", "The team edits in axolotl-vim.")
+    up = run("update", "--memory-id", res["id"], "--tags", "editor,tools")
+    assert up["via"] == "server"
+    assert "editor" in (vault_path / res["path"]).read_text()
+    refused = run("delete", "--memory-id", res["id"], ok=False)
+    assert refused["error"] == "NotConfirmed" and (vault_path / res["path"]).exists()
+    gone = run("delete", "--memory-id", res["id"], "--confirm")
+    assert gone["via"] == "server" and not (vault_path / res["path"]).exists()
+    assert _paths(served, "axolotl") == []

@@ -128,8 +128,8 @@ def update_cmd(state: State, memory_id: str, title: str | None, content: str | N
     Example:
       hive-brain update --memory-id mem-01j... --tags js,tooling --status archived
     """
-    res = state.engine().memory.update(memory_id, title=title, content=content, tags=split_tags(tags), project=project,
-                                       confidence=confidence, status=status)
+    res = state.write("update", {"memory_id": memory_id, "title": title, "content": content, "tags": split_tags(tags),
+                                 "project": project, "confidence": confidence, "status": status})
     say(as_json, res, lambda: f"Updated {res['id']} ({res['path']})")
 
 
@@ -144,7 +144,7 @@ def delete_cmd(state: State, memory_id: str, confirm: bool, force: bool, as_json
     Example:
       hive-brain delete --memory-id mem-01j... --confirm
     """
-    res = state.engine().memory.delete(memory_id, confirm=confirm, force=force)
+    res = state.write("delete", {"memory_id": memory_id, "confirm": confirm, "force": force})
     say(as_json, res, lambda: f"Deleted {res['id']} ({res['path']})")
 
 
@@ -169,6 +169,8 @@ def batch_cmd(state: State, file: str, as_json: bool) -> None:
         raise UsageError(f"{file} is not valid JSON: {e}") from e
     if isinstance(data, dict) and "records" in data:
         data = data["records"]
+    # In-process, not through the server: a refused batch reports each record, which an error sent
+    # over the socket would not carry.
     res = state.engine().memory.batch(data)
     say(as_json, res, lambda: f"Remembered {res['count']} memories in one transaction.")
 
