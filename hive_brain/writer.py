@@ -43,7 +43,7 @@ def _via_server(settings: Settings, op: str, args: dict[str, Any]) -> dict | Non
     from .store.vault import open_vault
 
     state = open_vault(settings).state
-    if not client.socket_path(state).exists():
+    if not client.server_ready(state):
         return None
     try:
         return client.call(state, "write", {"op": op, "args": args, "agent": settings.agent_id},

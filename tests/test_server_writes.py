@@ -106,6 +106,9 @@ class _FakeServer:
         self.sock.bind(str(self.path))
         self.sock.listen(4)
         self.reply = reply
+        state.mkdir(parents=True, exist_ok=True)
+        self.ready = state / client.READY_NAME
+        self.ready.touch()
         self.requests: list[dict] = []
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -124,6 +127,7 @@ class _FakeServer:
     def close(self) -> None:
         self.sock.close()
         os.unlink(self.path)
+        self.ready.unlink()
 
 
 def _remember_args(title: str) -> dict:
@@ -155,11 +159,14 @@ def test_a_write_the_server_took_but_never_confirmed_is_not_done_twice(vault_pat
 
 def test_a_stale_socket_means_in_process(vault_path):
     settings = resolve()
-    path = client.socket_path(open_vault(settings).state)
+    state = open_vault(settings).state
+    path = client.socket_path(state)
     path.parent.mkdir(parents=True, exist_ok=True)
+    state.mkdir(parents=True, exist_ok=True)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(str(path))
     s.close()  # the file stays; nobody listens (a server killed with -9)
+    (state / client.READY_NAME).touch()  # and so does its ready marker
     res = write(settings, "remember", _remember_args("Stale socket"), local=lambda: _local(settings))
     assert res["via"] == "local" and res["status"] == "created"
 

@@ -279,6 +279,10 @@ class IndexingLoop:
         with contextlib.suppress(Exception):
             snap.lexical.search("warm up", limit=1)
         self.error = None
+        from ..rpc.client import READY_NAME
+
+        with contextlib.suppress(OSError):
+            (self.vault.state / READY_NAME).touch()  # before the event: whoever waited on it may read at once
         self.ready.set()
         self.log.info("ready in %.2fs: generation %s, semantic %s, watcher %s", time.monotonic() - t0,
                       snap.generation, "on" if snap.embedder is not None else f"off ({snap.semantic_off})", self.watcher)

@@ -31,6 +31,9 @@ from ..store.lock import pid_alive
 
 SOCKET_NAME = "server.sock"
 INFO_NAME = "server.json"
+# Exists while a server is ready to answer: a starting server can hold the GIL for seconds (loading
+# the model), so a reader that connected then would wait out its whole deadline for nothing.
+READY_NAME = "server.ready"
 LOCK_NAME = "server.lock"
 LOG_NAME = "server.log"
 MAX_LINE = 64 * 1024 * 1024  # a recall with --detail full can be large; anything bigger is a broken peer
@@ -182,6 +185,12 @@ def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, 
     if resp.get("ok"):
         return resp.get("result")
     raise _error_from(resp.get("error"))
+
+
+def server_ready(state_dir: Path | str) -> bool:
+    """A ready server may be there (one stat; a stale marker of a killed server only costs a refused
+    connection): the test readers and writers make before they connect."""
+    return os.path.exists(os.path.join(os.fspath(state_dir), READY_NAME))
 
 
 def read_info(state_dir: Path | str) -> dict[str, Any] | None:
