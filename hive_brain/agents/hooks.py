@@ -407,6 +407,14 @@ def hook_answer(settings: Any, question: str, *, budget: int | None = None) -> d
 # ---------------------------------------------------------------------------------------------- session start
 def _session_start(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
     deadline = t0 + max(float(settings.hook_deadline) * 2, SESSION_START_MIN_DEADLINE)
+    from ..rpc.client import autostart
+
+    try:
+        # Warm by default: the session's prompts are answered by the server (hybrid, fast). Started
+        # detached and not waited for; while it loads, prompts are answered lexically.
+        rec["serverStarted"] = autostart(settings)
+    except Exception as e:  # noqa: BLE001 - core memory still goes in; the reason is in hooks status
+        rec["serverError"] = _one_line(e)
 
     def work() -> str:
         from ..engine import Engine

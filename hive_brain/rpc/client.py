@@ -266,6 +266,45 @@ def spawn_server(vault_root: Path | str, state_dir: Path | str) -> Any:
         log.close()
 
 
+AUTOSTART_MARKER = "server.autostart"
+AUTOSTART_EVERY_S = 60.0
+
+
+def start_in_background(vault_root: Path | str, state_dir: Path | str) -> bool:
+    """Start the vault's server detached unless one is ready or starting; never waits for it. At most
+    once a minute per vault, so a server that cannot start is not respawned on every command (its
+    reason is in server.log). True if a server was started."""
+    if server_ready(state_dir):
+        return False
+    info = read_info(state_dir)
+    if info and pid_alive(info.get("pid") if isinstance(info.get("pid"), int) else None):
+        return False  # starting: server.json is written as soon as it listens
+    marker = Path(state_dir) / AUTOSTART_MARKER
+    try:
+        if time.time() - marker.stat().st_mtime < AUTOSTART_EVERY_S:
+            return False
+    except OSError:
+        pass
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        spawn_server(vault_root, state_dir)
+    except OSError:
+        return False
+    return True
+
+
+def autostart(settings: Any) -> bool:
+    """:func:`start_in_background` for the vault of ``settings``, unless the user turned it off
+    (``autostart = false`` / ``HIVE_BRAIN_AUTOSTART=0``) or does not use a server at all."""
+    if not (settings.autostart and settings.use_server):
+        return False
+    from ..store.vault import open_vault
+
+    v = open_vault(settings)
+    return start_in_background(v.root, v.state)
+
+
 def ensure_server(settings_or_state_dir: Any, vault_root: Path | str | None = None, timeout: float = 30.0) -> dict[str, Any]:
     """Make sure the vault's server is running and ready (starting it detached if needed); returns
     its ping answer. Pass either a ``Settings`` (the vault is opened from it) or the vault's state dir
