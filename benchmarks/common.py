@@ -125,6 +125,10 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 # --------------------------------------------------------------------------- environment
 
+# A benchmark starts the servers it measures; a cold `recall` (or a session-start hook) must not start
+# one behind its back and turn the next measurement warm. Inherited by every subprocess it runs.
+os.environ.setdefault("HIVE_BRAIN_AUTOSTART", "0")
+
 
 def host_info() -> dict[str, Any]:
     return {

@@ -53,6 +53,9 @@ class Settings:
     scoped_permissions: bool = False
     semantic: bool = True
     use_server: bool = True
+    # Start the vault's server in the background when a session starts, hooks are installed, or a
+    # recall had to work in-process: the warm server is what makes recall hybrid and fast.
+    autostart: bool = True
     max_note_bytes: int = 5 * 1024 * 1024
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -68,6 +71,7 @@ _ENV = {
     "scoped_permissions": "HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS",
     "semantic": "HIVE_BRAIN_SEMANTIC",
     "use_server": "HIVE_BRAIN_USE_SERVER",
+    "autostart": "HIVE_BRAIN_AUTOSTART",
     "max_note_bytes": "HIVE_BRAIN_MAX_NOTE_BYTES",
 }
 

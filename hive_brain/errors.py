@@ -18,8 +18,11 @@
     ├── NotFound                   no memory/generation with that id
     ├── LockTimeout                another process holds the vault lock; names the holder pid (a
     │                              write that meets it is kept as a pending write instead)
-    ├── ServerUnavailable*         no answer from the vault's server (rpc/client.py): readers go local
+    ├── ServerUnavailable*         no answer from the vault's server (rpc/client.py): work goes local
+    │   ├── ServerNotReady*        still building its first index view
+    │   ├── WritesRefused*         it takes no writes (enforcement mode): the caller writes itself
     │   └── ServerError*           the server answered with an internal error
+    ├── WriteUnconfirmed           the server took a write but never confirmed it: it may be applied
     ├── JournalError               a transaction could not be applied or recovered
     ├── IndexError_                the index or a generation is missing or corrupt
     │   └── GenerationCorrupt      a generation's receipt does not verify
@@ -105,6 +108,10 @@ class LockTimeout(HiveBrainError):
     acquiring: bool = False
 
 
+class WriteUnconfirmed(HiveBrainError):
+    pass
+
+
 class JournalError(HiveBrainError):
     pass
 
@@ -124,5 +131,5 @@ class ModelError(HiveBrainError):
 __all__ = [
     "ChainProtected", "DuplicateContent", "DuplicateKey", "GenerationCorrupt", "HiveBrainError", "IndexError_",
     "InvalidAgentId", "JournalError", "LockTimeout", "ModelError", "NotConfirmed", "NotFound", "NoteError",
-    "PermissionDenied", "Refused", "SecretDetected", "UsageError", "VaultError", "VaultNotFound",
+    "PermissionDenied", "Refused", "SecretDetected", "UsageError", "VaultError", "VaultNotFound", "WriteUnconfirmed",
 ]

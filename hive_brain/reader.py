@@ -133,8 +133,12 @@ class Reader:
     must not cost the user their memory); otherwise only an unavailable server does."""
 
     def __init__(self, state: Path | str, *, agent: str | None, local_view: Callable[[bool], Any],
-                 use_server: bool = True, timeout: float = 60.0, fallback_on_error: bool = False) -> None:
+                 use_server: bool = True, timeout: float = 60.0, fallback_on_error: bool = False,
+                 local_reserve: float = 0.0) -> None:
         self.state = state
+        # Seconds of a read's deadline kept for the in-process answer: a server that hangs costs
+        # the hook its server answer, not the prompt its memory.
+        self.local_reserve = local_reserve
         self.agent = agent
         self.local_view = local_view
         self.use_server = use_server
@@ -143,7 +147,14 @@ class Reader:
         self.server_error: str | None = None  # why the last read did not come from the server
 
     def server_first(self) -> bool:
-        return self.use_server and time.monotonic() >= _server_down_until.get(str(self.state), 0.0)
+        if not self.use_server or time.monotonic() < _server_down_until.get(str(self.state), 0.0):
+            return False
+        from .rpc.client import server_ready
+
+        if not server_ready(self.state):
+            self.server_error = "the server is not running or not ready yet"
+            return False
+        return True
 
     def read(self, work: Callable[[Source], T], *, deadline: float | None = None) -> T:
         """``work(source)`` on the server, else (all of it) in-process."""
@@ -152,7 +163,7 @@ class Reader:
             from .rpc.client import ServerUnavailable
 
             try:
-                return work(ServerSource(self, deadline))
+                return work(ServerSource(self, None if deadline is None else deadline - self.local_reserve))
             except ServerUnavailable as e:
                 _server_down_until[str(self.state)] = time.monotonic() + RETRY_AFTER_S
                 self.server_error = _one_line(e)

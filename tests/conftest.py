@@ -21,6 +21,8 @@ def _isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("HIVE_BRAIN_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("HIVE_BRAIN_MODEL_DIR", str(tmp_path / "models"))
+    # No test starts a server unless it means to: a CLI recall or a session-start hook would.
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "0")
     for var in ("HIVE_BRAIN_VAULT", "HIVE_AGENT_ID", "HIVE_BRAIN_CONFIG", "HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS",
                 "HIVE_BRAIN_CRASH_AT", "HIVE_BRAIN_SEMANTIC"):
         monkeypatch.delenv(var, raising=False)

@@ -26,6 +26,7 @@ RANK = {
     "memory": 5,
     "search": 6,
     "reader": 6.5,  # the server-or-local read policy; engine, agents and daemon use it
+    "writer": 6.5,  # the server-or-local write policy; the write commands use it
     "engine": 7,
     "daemon": 8, "agents": 8,
     "cli": 9,

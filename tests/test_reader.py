@@ -179,6 +179,7 @@ def test_a_hung_server_is_asked_once_per_process_then_reads_go_local(vault_path,
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(str(path))
     srv.listen(8)  # accepts into the backlog, never answers
+    (eng.vault.state / client.READY_NAME).touch()  # as a server that hung after it was ready
     try:
         reader = Reader(eng.vault.state, agent=None, local_view=lambda s: eng.view(semantic=s), timeout=0.3)
         vias: list[str] = []
@@ -195,6 +196,7 @@ def test_a_hung_server_is_asked_once_per_process_then_reads_go_local(vault_path,
     finally:
         srv.close()
         path.unlink(missing_ok=True)
+        (eng.vault.state / client.READY_NAME).unlink(missing_ok=True)
 
 
 def test_replay_and_the_read_only_view_come_from_the_one_factory(vault_path):

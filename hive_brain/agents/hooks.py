@@ -35,6 +35,7 @@ PROMPT_CHARS = 4000  # a pasted log after the question adds nothing but noise
 RESULT_LIMIT = 6
 HOOK_POOL = 60  # candidates per ranking on the prompt path (recall's default is 120): see recall.search
 LONG_PROMPT_WORDS = 8
+HOOK_LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when the server does not answer
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
 USAGE = (
@@ -279,7 +280,7 @@ def hook_reader(vault: Any, settings: Any) -> Any:
             return None
 
     return Reader(vault.state, agent=settings.agent_id, use_server=settings.use_server, local_view=local_view,
-                  fallback_on_error=True)
+                  fallback_on_error=True, local_reserve=HOOK_LOCAL_RESERVE_S)
 
 
 REBUILD_RETRY_S = 600.0
@@ -406,6 +407,14 @@ def hook_answer(settings: Any, question: str, *, budget: int | None = None) -> d
 # ---------------------------------------------------------------------------------------------- session start
 def _session_start(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
     deadline = t0 + max(float(settings.hook_deadline) * 2, SESSION_START_MIN_DEADLINE)
+    from ..rpc.client import autostart
+
+    try:
+        # Warm by default: the session's prompts are answered by the server (hybrid, fast). Started
+        # detached and not waited for; while it loads, prompts are answered lexically.
+        rec["serverStarted"] = autostart(settings)
+    except Exception as e:  # noqa: BLE001 - core memory still goes in; the reason is in hooks status
+        rec["serverError"] = _one_line(e)
 
     def work() -> str:
         from ..engine import Engine

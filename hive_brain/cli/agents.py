@@ -85,8 +85,20 @@ def hooks_install_cmd(state: State, agent_kind: str, project: bool, dry_run: boo
     """
     from ..agents import install as hooks_install
 
-    res = hooks_install.install(state.settings(), agent=agent_kind, project=project, dry_run=dry_run)
-    out(as_json, res, lambda c: _print_change(c, res))
+    settings = state.settings()
+    res = hooks_install.install(settings, agent=agent_kind, project=project, dry_run=dry_run)
+    if not dry_run:
+        from ..rpc.client import autostart
+
+        # The hooks answer from the warm server; without one, prompts get lexical recall only.
+        res["serverStarted"] = autostart(settings)
+
+    def human(c: Any) -> None:
+        _print_change(c, res)
+        if res.get("serverStarted"):
+            c.print("started the hive-brain server in the background (turn off with `autostart = false` in the config)")
+
+    out(as_json, res, human)
 
 
 @command("uninstall", group=hooks_group)

@@ -34,6 +34,19 @@ class State:
 
         return Engine.from_settings(self.settings(**extra))
 
+    def write(self, op: str, args: dict[str, Any]) -> dict:
+        """A memory write, through the vault's server when one runs (see :mod:`hive_brain.writer`)."""
+        from ..writer import write
+
+        settings = self.settings()
+
+        def local() -> Any:
+            from ..engine import Engine  # only when the write is done here: the server has its own
+
+            return Engine.from_settings(settings).memory
+
+        return write(settings, op, args, local=local)
+
 
 def _console(stderr: bool = False):
     from rich.console import Console

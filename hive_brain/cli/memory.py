@@ -60,13 +60,14 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
       hive-brain remember --type preference --title "Package manager" \\
           --content "Use pnpm, never npm, for JavaScript projects." --tags js,tooling
     """
-    from ..memory.model import MemoryInput
-
     if content == "-":
         content = sys.stdin.read()
-    inp = MemoryInput(type=mem_type, title=title, content=content, memory_key=memory_key, project=project,
-                      tags=split_tags(tags) or [], confidence=confidence, scope=memory_scope, task=task, overrides=overrides)
-    res = state.engine().memory.remember(inp)
+    # As data, not a MemoryInput: the server may do this write, and this process then never imports
+    # the memory layer at all.
+    inp = {"type": mem_type, "title": title, "content": content, "memory_key": memory_key, "project": project,
+           "tags": split_tags(tags) or [], "confidence": confidence, "scope": memory_scope, "task": task,
+           "overrides": overrides}
+    res = state.write("remember", {"inp": inp})
     if res.get("status") == "proposed":
         say(as_json, res, lambda: f"Queued for Brain Review: {res['proposal']} ({res['path']})")
     else:
@@ -86,7 +87,7 @@ def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as
     """
     if content == "-":
         content = sys.stdin.read()
-    res = state.engine().memory.evolve(memory_id, content, title)
+    res = state.write("evolve", {"memory_id": memory_id, "content": content, "title": title})
     say(as_json, res, lambda: f"Evolved {res['supersedes']} → {res['id']} ({res['path']})")
 
 
@@ -127,8 +128,8 @@ def update_cmd(state: State, memory_id: str, title: str | None, content: str | N
     Example:
       hive-brain update --memory-id mem-01j... --tags js,tooling --status archived
     """
-    res = state.engine().memory.update(memory_id, title=title, content=content, tags=split_tags(tags), project=project,
-                                       confidence=confidence, status=status)
+    res = state.write("update", {"memory_id": memory_id, "title": title, "content": content, "tags": split_tags(tags),
+                                 "project": project, "confidence": confidence, "status": status})
     say(as_json, res, lambda: f"Updated {res['id']} ({res['path']})")
 
 
@@ -143,7 +144,7 @@ def delete_cmd(state: State, memory_id: str, confirm: bool, force: bool, as_json
     Example:
       hive-brain delete --memory-id mem-01j... --confirm
     """
-    res = state.engine().memory.delete(memory_id, confirm=confirm, force=force)
+    res = state.write("delete", {"memory_id": memory_id, "confirm": confirm, "force": force})
     say(as_json, res, lambda: f"Deleted {res['id']} ({res['path']})")
 
 
@@ -168,6 +169,8 @@ def batch_cmd(state: State, file: str, as_json: bool) -> None:
         raise UsageError(f"{file} is not valid JSON: {e}") from e
     if isinstance(data, dict) and "records" in data:
         data = data["records"]
+    # In-process, not through the server: a refused batch reports each record, which an error sent
+    # over the socket would not carry.
     res = state.engine().memory.batch(data)
     say(as_json, res, lambda: f"Remembered {res['count']} memories in one transaction.")
 

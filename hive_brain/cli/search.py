@@ -46,6 +46,8 @@ def _print_hits(c: Any, res: dict) -> None:
 
     for w in res.get("warnings") or []:
         c.print(f"[yellow]warning:[/] {escape(w)}")
+    if res.get("serverStarted"):
+        c.print("[dim]started the hive-brain server in the background: the next question is answered warm[/]")
     if res.get("abstained"):
         c.print(f"Nothing relevant found ({escape(res.get('reason') or '')}).")
         return
@@ -60,6 +62,16 @@ def _print_hits(c: Any, res: dict) -> None:
     sem = "hybrid" if res.get("semantic") else f"lexical ({res.get('semanticOff') or 'semantic off'})"
     c.print(f"[dim]{len(res['hits'])} hits · {res.get('tier')} · {sem} · generation {res.get('generation')} · "
             f"{res['timing']['totalMs']:.0f} ms[/]")
+
+
+def _warm_next(settings: Any, res: dict) -> None:
+    """A read that was done in-process starts the server for the next one (``autostart``)."""
+    if res.get("via") == "server":
+        return
+    from ..rpc.client import autostart
+
+    if autostart(settings):
+        res["serverStarted"] = True
 
 
 @command("recall")
@@ -79,6 +91,7 @@ def recall_cmd(state: State, question: str, scope: str, types, tags, project, li
                                                                      include_operational, detail, mode, scope))
     if rerank:
         res.setdefault("warnings", []).append("no reranker is installed; --rerank changed nothing")
+    _warm_next(eng.settings, res)
     out(as_json, res, lambda c: _print_hits(c, res))
 
 
@@ -103,12 +116,16 @@ def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool,
     else:
         res = eng.answer(question, budget=budget, semantic=not lexical,
                          **_recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope))
+    _warm_next(eng.settings, res)
 
     def human(c: Any) -> None:
         if res["abstained"]:
             c.print(f"No grounded answer: {res.get('reason')}")
         else:
             click.echo(res["context"])
+        if res.get("serverStarted"):
+            click.echo("(started the hive-brain server in the background: the next question is answered warm)",
+                       err=True)
 
     out(as_json, res, human)
 

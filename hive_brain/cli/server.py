@@ -106,4 +106,63 @@ def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, timeout
         raise SystemExit(code)
 
 
-COMMANDS: list[click.Command] = [serve_cmd]
+@click.group("service")
+def service_group() -> None:
+    """Keep the vault's server running from login: a systemd user unit (Linux) or launchd agent (macOS).
+
+    Optional: hooks and commands start the server on demand (`autostart`); a service has it warm
+    before the first prompt.
+
+    \b
+    Example:
+      hive-brain service install
+      hive-brain service uninstall
+    """
+
+
+@command("install", group=service_group)
+@click.option("--dry-run", is_flag=True, help="Print the service file; write and start nothing.")
+@click.option("--no-start", is_flag=True, help="Write the service file but do not enable or start it.")
+def service_install_cmd(state: State, dry_run: bool, no_start: bool, as_json: bool) -> None:
+    """Write the user service for this vault and enable it (idempotent).
+
+    \b
+    Example:
+      hive-brain service install --dry-run
+      hive-brain service install
+    """
+    from ..daemon.service import install
+
+    res = install(state.settings(), dry_run=dry_run, start=not no_start)
+
+    def human(c: Any) -> None:
+        if dry_run:
+            click.echo(f"# {res['path']}\n{res['text']}", nl=False)
+            return
+        c.print(f"{'wrote' if res['changed'] else 'unchanged'} {res['path']} ({res['kind']})", markup=False)
+        if res.get("started"):
+            c.print(f"enabled and started {res['name']}", markup=False)
+        elif res.get("note"):
+            c.print(res["note"], markup=False)
+
+    out(as_json, res, human)
+
+
+@command("uninstall", group=service_group)
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; change nothing.")
+def service_uninstall_cmd(state: State, dry_run: bool, as_json: bool) -> None:
+    """Stop, disable and remove the user service of this vault.
+
+    \b
+    Example:
+      hive-brain service uninstall
+    """
+    from ..daemon.service import uninstall
+
+    res = uninstall(state.settings(), dry_run=dry_run)
+    out(as_json, res, lambda c: c.print(
+        (f"removed {res['path']}" if res["removed"] else f"no service file at {res['path']}")
+        + (f" ({res['note']})" if res.get("note") else ""), markup=False))
+
+
+COMMANDS: list[click.Command] = [serve_cmd, service_group]

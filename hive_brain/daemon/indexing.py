@@ -3,7 +3,8 @@
 * **watchdog observer** — turns file events under the vault into "dirty" marks; it never indexes.
 * **indexing thread** (:meth:`IndexingLoop.run`) — the only index writer of the server process. It
   owns the writing :class:`~hive_brain.engine.Engine` (its catalog and pending-queue SQLite
-  connections are bound to the thread that opened them). It waits for the watcher, debounces,
+  connections are bound to the thread that opened them), so memory writes sent to the server
+  (:meth:`IndexingLoop.submit_write`) run here too, ahead of everything else. It waits for the watcher, debounces,
   catches up under the vault lock with a short timeout (a CLI writer holding the lock only delays
   it), publishes an immutable :class:`Snapshot` for readers, and between catch-ups lets the
   :class:`~.embedding.BackgroundEmbedder` embed and compact, never while a request is being answered.
@@ -28,6 +29,16 @@ from .embedding import BackgroundEmbedder
 DEBOUNCE_S = 0.3  # editors write a note in bursts (temp file, rename, metadata); index once it is quiet
 RESYNC_S = 30.0  # full stat scan as a safety net for events the watcher missed (queue overflow, NFS)
 POLL_RESYNC_S = 2.0  # the scan interval when no file watcher could be started
+
+
+class WriteJob:
+    """One memory write handed to the indexing thread; the socket worker waits on ``done``."""
+
+    def __init__(self, fn: Callable[[Any], dict]) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.result: dict | None = None
+        self.error: BaseException | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,7 @@ class IndexingLoop:
         self.snap: Snapshot | None = None
         self._sem: tuple[Any, Any, str | None] = (None, None, "not loaded yet")
         self._inflight = 0
+        self._writes: list[WriteJob] = []
         self.observer: Any = None
         self.watcher = "none"
         self.error: str | None = None
@@ -176,6 +188,45 @@ class IndexingLoop:
         snap = self.snap
         return {"generation": snap.generation if snap else None, "last": self.last_catch_up}
 
+    def submit_write(self, fn: Callable[[Any], dict], timeout: float) -> dict:
+        """Run ``fn(engine)`` on the indexing thread (the process's one index writer, its catalog
+        warm) and return its result. A job still queued after ``timeout`` is withdrawn, so it never
+        runs after its caller has given up; one already running is waited for (it holds the vault
+        lock with its own timeout, so it ends)."""
+        job = WriteJob(fn)
+        with self.cond:
+            self._writes.append(job)
+            self.cond.notify_all()
+        if not job.done.wait(timeout):
+            with self.cond:
+                if job in self._writes:
+                    self._writes.remove(job)
+                    raise LockTimeout(f"the server did not get to this write within {timeout:g}s; nothing was written",
+                                      hint="the server is busy; try again, or stop it with `hive-brain serve --stop`")
+            job.done.wait()
+        if job.error is not None:
+            raise job.error
+        assert job.result is not None
+        return job.result
+
+    def _run_writes(self, eng: Any, idx: Any) -> None:
+        with self.cond:
+            jobs, self._writes = self._writes, []
+        try:
+            for job in jobs:
+                try:
+                    job.result = job.fn(eng)
+                except BaseException as e:  # noqa: BLE001 - handed to the waiting request, which reports it
+                    job.error = e
+            # Each write published its own generation; its passages join the embedding queue like a
+            # catch-up's, and readers get the new snapshot before the writer hears back, so a recall
+            # sent right after the answer already finds the memory.
+            self.embedder.index_changed()
+            self._refresh(idx)
+        finally:
+            for job in jobs:
+                job.done.set()
+
     # -- the thread ------------------------------------------------------------------------------
     def run(self) -> None:
         from ..engine import Engine
@@ -228,6 +279,10 @@ class IndexingLoop:
         with contextlib.suppress(Exception):
             snap.lexical.search("warm up", limit=1)
         self.error = None
+        from ..rpc.client import READY_NAME
+
+        with contextlib.suppress(OSError):
+            (self.vault.state / READY_NAME).touch()  # before the event: whoever waited on it may read at once
         self.ready.set()
         self.log.info("ready in %.2fs: generation %s, semantic %s, watcher %s", time.monotonic() - t0,
                       snap.generation, "on" if snap.embedder is not None else f"off ({snap.semantic_off})", self.watcher)
@@ -283,6 +338,8 @@ class IndexingLoop:
         with self.cond:
             while not self._stop.is_set():
                 now = time.monotonic()
+                if self._writes:
+                    return "write", 0
                 if self._dirty:
                     quiet = now - self._last_event
                     if self._forced or quiet >= self.debounce:
@@ -323,6 +380,9 @@ class IndexingLoop:
             if not action:
                 break
             try:
+                if action == "write":
+                    self._run_writes(eng, idx)
+                    continue
                 if action == "embed":
                     pending = emb.slice(idx)
                     snap = self.snap

@@ -34,6 +34,7 @@ from ..rpc.client import (
     INFO_NAME,
     LOCK_NAME,
     LOG_NAME,
+    READY_NAME,
     ServerUnavailable,
     call,
     fallback_socket_dir,
@@ -70,6 +71,8 @@ def _remove_stale(state_dir: Path, sock: Path) -> None:
             os.unlink(sock)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(state_dir / INFO_NAME)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(state_dir / READY_NAME)
 
 
 def _prepare_socket_dir(sock: Path, state_dir: Path) -> None:
@@ -229,6 +232,8 @@ class Server:
         # Socket and server.json go first: once they are gone no client tries us, even while the
         # indexer finishes its current step below.
         if self._pidlock.fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.state / READY_NAME)
             with contextlib.suppress(OSError):
                 if stat.S_ISSOCK(os.lstat(self.socket).st_mode):
                     os.unlink(self.socket)

@@ -1,6 +1,7 @@
 """The server's socket side: accept thread, worker pool, the request protocol and its ops.
 
-See :mod:`hive_brain.rpc.client` for the protocol. Reads never take the vault lock: each request
+See :mod:`hive_brain.rpc.client` for the protocol. Writes (``op: write``) are handed to the indexing
+thread, which owns the index writer. Reads never take the vault lock: each request
 gets a View (:func:`hive_brain.search.view.assemble`) from the indexing loop's current snapshot
 (tantivy, LanceDB and the ONNX session are safe to share across threads) plus a per-worker catalog
 connection (SQLite connections are not).
@@ -21,7 +22,7 @@ from typing import Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
-from ..rpc.client import MAX_LINE, ServerNotReady
+from ..rpc.client import MAX_LINE, ServerNotReady, WritesRefused
 
 WORKERS = 16
 IDLE_CONNECTION_S = 60.0
@@ -160,7 +161,7 @@ class SocketServer:
 
     def _ops(self) -> dict[str, Callable[[dict], Any]]:
         return {"ping": self.op_ping, "status": self.op_status, "recall": self.op_recall, "answer": self.op_answer,
-                "catch_up": self.op_catch_up, "stop": self.op_stop}
+                "catch_up": self.op_catch_up, "stop": self.op_stop, "write": self.op_write}
 
     def op_ping(self, args: dict) -> dict:
         snap = self.loop.snap
@@ -189,6 +190,27 @@ class SocketServer:
 
     def op_catch_up(self, args: dict) -> dict:
         return self.loop.catch_up_now(float(args.get("timeout", self.server.settings.lock_timeout)))
+
+    def op_write(self, args: dict) -> dict:
+        """A memory write (``{"op": "remember", "args": {...}, "agent": ...}``) done by the indexing
+        thread: the server holds the catalog and index open, so the client pays neither."""
+        settings = self.server.settings
+        if settings.scoped_permissions:
+            # The socket cannot tell one agent from another: in enforcement mode writes stay in the
+            # caller's own process, where its identity is checked.
+            raise WritesRefused("this server does not take writes in enforcement mode",
+                                hint="write in-process (the CLI does so by itself)")
+        if not self.loop.ready.is_set():
+            raise ServerNotReady("the hive-brain server is still building its index view",
+                                 hint="retry in a moment, or write in-process")
+        op, call = args.get("op"), args.get("args")
+        if not isinstance(op, str) or not isinstance(call, dict):
+            raise UsageError("a write needs args.op (a string) and args.args (an object)")
+        agent = args.get("agent")
+        agent = validate_agent_id(agent) if agent is not None else None
+        res = self.loop.submit_write(lambda eng: eng.memory.for_agent(agent).call(op, call),
+                                     timeout=settings.lock_timeout + 5.0)
+        return {**res, "via": "server"}
 
     # -- read ops --------------------------------------------------------------------------------
     def _catalog(self) -> Any:

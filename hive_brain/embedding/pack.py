@@ -22,17 +22,12 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ModelError
 from ..store.fsutil import fsync_dir
-
-if TYPE_CHECKING:
-    pass
 
 DEFAULT_PACK_ID = "multilingual-e5-small-q4"
 MANIFEST = "manifest.json"
@@ -205,6 +200,8 @@ def file_entry(path: Path) -> dict[str, Any]:
 
 
 def new_build_dir(model_dir: Path, pack_id: str) -> Path:
+    import tempfile  # build-only: every write command imports this module for pack_key
+
     model_dir.mkdir(parents=True, exist_ok=True)
     _remove_stale_builds(model_dir)
     build_dir = Path(tempfile.mkdtemp(prefix=f".building-{pack_id}-", dir=model_dir))
@@ -213,6 +210,8 @@ def new_build_dir(model_dir: Path, pack_id: str) -> Path:
 
 
 def _remove_stale_builds(model_dir: Path) -> None:
+    import shutil
+
     # A killed build leaves its temp dir behind; it is never mistaken for a pack (dot name, no
     # rename happened), and after an hour it cannot belong to a build that is still running.
     cutoff = time.time() - _STALE_BUILD_SECONDS
@@ -244,6 +243,8 @@ def publish(build_dir: Path, target: Path, *, replace: bool) -> Path:
 
     If another process published the same pack meanwhile, and we are not replacing, theirs wins.
     """
+    import shutil
+
     _fsync_files(build_dir)
     old: Path | None = None
     if target.exists():

@@ -49,6 +49,8 @@ from .layers import check_override, enforced, may_open, require_owner, visible_f
 from .model import MemoryInput, clean_confidence
 from .proposals import stage_remember_proposal
 
+# The writes that can be given as data (replayed from the pending queue, sent to the server).
+WRITE_OPS = ("remember", "evolve", "update", "delete", "batch")
 MAX_BATCH = 25
 MAX_CONTENT_CHARS = 100_000
 Publish = Callable[[list[str]], None]
@@ -100,6 +102,7 @@ class MemoryStore:
         self.catalog = Catalog(vault, max_note_bytes=settings.max_note_bytes)
         self.publish_error: str | None = None
         self._replaying = False
+        self._agent_stores: dict[str | None, MemoryStore] = {}
 
     # -- identity and layers -------------------------------------------------------------------
     @property
@@ -275,15 +278,11 @@ class MemoryStore:
         """Apply writes that earlier commands left pending, oldest first (lock held). A refusal now
         (its key was taken meanwhile, its memory deleted) is kept as a failed record, never dropped."""
         for rec in pending_writes.queued(self.vault.state):
-            store = self if rec.get("agent") == self.agent else MemoryStore(
-                self.vault, replace(self.settings, agent_id=rec.get("agent")), publish=self.publish)
+            store = self.for_agent(rec.get("agent"))
             store._replaying = True
             self._replaying = True
             try:
-                args = dict(rec.get("args") or {})
-                if "inp" in args:
-                    args["inp"] = MemoryInput(**args["inp"])
-                res = getattr(store, rec["op"])(**args)
+                res = store.call(rec["op"], rec.get("args") or {}, trusted=True)
             except DuplicateContent as e:
                 # Already stored (e.g. this record was applied just before a crash): the intent holds.
                 pending_writes.done(self.vault.state, rec, {"status": "already-stored", "note": e.message})
@@ -295,8 +294,36 @@ class MemoryStore:
                 pending_writes.done(self.vault.state, rec, res)
             finally:
                 self._replaying = False
-                if store is not self:
-                    store.catalog.close()
+                store._replaying = False
+
+    def for_agent(self, agent: str | None) -> MemoryStore:
+        """This store acting for ``agent`` (kept, so a server writing for several agents reuses each)."""
+        if agent == self.agent:
+            return self
+        store = self._agent_stores.get(agent)
+        if store is None:
+            store = MemoryStore(self.vault, replace(self.settings, agent_id=agent), publish=self.publish)
+            self._agent_stores[agent] = store
+        return store
+
+    def call(self, op: str, args: dict[str, Any], *, trusted: bool = False) -> dict:
+        """Run a write given as data: a pending record being replayed (``trusted``: written by this
+        code) or a request that came over the server's socket (checked like any caller input)."""
+        if op not in WRITE_OPS:
+            raise UsageError(f"unknown write {op!r}", hint="one of: " + ", ".join(WRITE_OPS))
+        if not isinstance(args, dict):
+            raise UsageError("write arguments must be a JSON object")
+        args = dict(args)
+        if "inp" in args:
+            # A caller's record never carries provenance (only Brain Review sets it); a replayed
+            # record may, since it was this store's own MemoryInput.
+            args["inp"] = MemoryInput(**args["inp"]) if trusted else MemoryInput.from_dict(args["inp"])
+        fn = getattr(self, op)
+        try:
+            inspect.signature(fn).bind(**args)
+        except TypeError as e:
+            raise UsageError(f"bad arguments for {op}: {e}") from None
+        return fn(**args)
 
     def _commit(self, txn: Transaction, *, publish: bool = True) -> None:
         txn.commit(self.publish if publish else None)

@@ -31,13 +31,21 @@ from ..store.lock import pid_alive
 
 SOCKET_NAME = "server.sock"
 INFO_NAME = "server.json"
+# Exists while a server is ready to answer: a starting server can hold the GIL for seconds (loading
+# the model), so a reader that connected then would wait out its whole deadline for nothing.
+READY_NAME = "server.ready"
 LOCK_NAME = "server.lock"
 LOG_NAME = "server.log"
 MAX_LINE = 64 * 1024 * 1024  # a recall with --detail full can be large; anything bigger is a broken peer
 
 
 class ServerUnavailable(HiveBrainError):
-    """No server answered in time; the caller should do the work in-process."""
+    """No server answered in time; the caller should do the work in-process.
+
+    ``sent`` is true when the request had reached the server before the answer failed: a read may
+    simply be asked again, a write may already have been applied."""
+
+    sent = False
 
     def __init__(self, message: str = "the hive-brain server is not running for this vault", *,
                  hint: str | None = "start it with `hive-brain serve --detach`") -> None:
@@ -46,6 +54,11 @@ class ServerUnavailable(HiveBrainError):
 
 class ServerNotReady(ServerUnavailable):
     """The server is up but still building its first index view."""
+
+
+class WritesRefused(ServerUnavailable):
+    """The server does not take writes (enforcement mode): the caller writes in-process, where its
+    identity is checked."""
 
 
 class ServerError(ServerUnavailable):
@@ -96,8 +109,9 @@ def _error_from(payload: Any) -> HiveBrainError:
     kind = str(payload.get("type") or "")
     message = str(payload.get("message") or "the server reported an error")
     hint = payload.get("hint")
-    if kind == "ServerNotReady":
-        return ServerNotReady(message, hint=hint)
+    if kind in ("ServerNotReady", "WritesRefused"):
+        # Refused before any work was done: in-process work is safe.
+        return (ServerNotReady if kind == "ServerNotReady" else WritesRefused)(message, hint=hint)
     cls = getattr(errors, kind, None)
     if isinstance(cls, type) and issubclass(cls, HiveBrainError):
         try:
@@ -105,7 +119,9 @@ def _error_from(payload: Any) -> HiveBrainError:
         except TypeError:  # a subclass with its own constructor (NoteError): keep the message, lose the type
             pass
     if kind and not (isinstance(cls, type) and issubclass(cls, HiveBrainError)):
-        return ServerError(f"server error ({kind}): {message}", hint=hint)
+        err = ServerError(f"server error ({kind}): {message}", hint=hint)
+        err.sent = True  # it failed while doing the work
+        return err
     return HiveBrainError(message, hint=hint)
 
 
@@ -120,12 +136,14 @@ def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, 
     except (TypeError, ValueError) as e:
         raise errors.UsageError(f"request arguments are not JSON-serialisable: {e}") from e
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sent = False
     try:
         chunks: list[bytes] = []
         try:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
             sock.connect(os.fspath(path))
             sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sent = True  # from here on the server may have the request, even if sendall fails part-way
             sock.sendall(request)
             size = 0
             while True:
@@ -143,22 +161,36 @@ def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, 
                 if size > MAX_LINE:
                     raise ConnectionResetError("response too large")
         except TimeoutError:
-            raise ServerUnavailable(f"the hive-brain server did not answer {op!r} within {timeout:g}s",
-                                    hint="it may be busy or hung; `hive-brain serve --stop` and start it again") from None
+            err = ServerUnavailable(f"the hive-brain server did not answer {op!r} within {timeout:g}s",
+                                    hint="it may be busy or hung; `hive-brain serve --stop` and start it again")
+            err.sent = sent
+            raise err from None
         except OSError as e:  # no socket file, nobody listening, connection reset
-            raise ServerUnavailable(hint=f"{type(e).__name__}: start it with `hive-brain serve --detach`") from None
+            err = ServerUnavailable(hint=f"{type(e).__name__}: start it with `hive-brain serve --detach`")
+            err.sent = sent
+            raise err from None
     finally:
         sock.close()
     line = b"".join(chunks).split(b"\n", 1)[0]
     try:
         resp = json.loads(line)
     except ValueError:
-        raise ServerError("the server sent a response that is not JSON") from None
+        err = ServerError("the server sent a response that is not JSON")
+        err.sent = True
+        raise err from None
     if not isinstance(resp, dict):
-        raise ServerError("the server sent a malformed response")
+        err = ServerError("the server sent a malformed response")
+        err.sent = True
+        raise err
     if resp.get("ok"):
         return resp.get("result")
     raise _error_from(resp.get("error"))
+
+
+def server_ready(state_dir: Path | str) -> bool:
+    """A ready server may be there (one stat; a stale marker of a killed server only costs a refused
+    connection): the test readers and writers make before they connect."""
+    return os.path.exists(os.path.join(os.fspath(state_dir), READY_NAME))
 
 
 def read_info(state_dir: Path | str) -> dict[str, Any] | None:
@@ -232,6 +264,45 @@ def spawn_server(vault_root: Path | str, state_dir: Path | str) -> Any:
         )
     finally:
         log.close()
+
+
+AUTOSTART_MARKER = "server.autostart"
+AUTOSTART_EVERY_S = 60.0
+
+
+def start_in_background(vault_root: Path | str, state_dir: Path | str) -> bool:
+    """Start the vault's server detached unless one is ready or starting; never waits for it. At most
+    once a minute per vault, so a server that cannot start is not respawned on every command (its
+    reason is in server.log). True if a server was started."""
+    if server_ready(state_dir):
+        return False
+    info = read_info(state_dir)
+    if info and pid_alive(info.get("pid") if isinstance(info.get("pid"), int) else None):
+        return False  # starting: server.json is written as soon as it listens
+    marker = Path(state_dir) / AUTOSTART_MARKER
+    try:
+        if time.time() - marker.stat().st_mtime < AUTOSTART_EVERY_S:
+            return False
+    except OSError:
+        pass
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+        spawn_server(vault_root, state_dir)
+    except OSError:
+        return False
+    return True
+
+
+def autostart(settings: Any) -> bool:
+    """:func:`start_in_background` for the vault of ``settings``, unless the user turned it off
+    (``autostart = false`` / ``HIVE_BRAIN_AUTOSTART=0``) or does not use a server at all."""
+    if not (settings.autostart and settings.use_server):
+        return False
+    from ..store.vault import open_vault
+
+    v = open_vault(settings)
+    return start_in_background(v.root, v.state)
 
 
 def ensure_server(settings_or_state_dir: Any, vault_root: Path | str | None = None, timeout: float = 30.0) -> dict[str, Any]:

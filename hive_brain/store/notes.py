@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import secrets
 import time
 import unicodedata
 from dataclasses import dataclass, field
@@ -91,7 +90,7 @@ _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
 def new_ulid() -> str:
-    n = (int(time.time() * 1000) << 80) | int.from_bytes(secrets.token_bytes(10), "big")
+    n = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
     out = []
     for _ in range(26):
         out.append(_CROCKFORD[n & 31])

@@ -1,0 +1,61 @@
+"""The one write policy: hand a memory write to the vault's warm server, else do it in-process.
+
+The server already holds the catalog, the index writer and every module a write needs, so a write it
+does costs the calling process little more than the interpreter and the CLI's own imports. Writes it
+cannot take (no server, an older server, one still building its first view) are done in-process,
+exactly as without a server. A write whose request reached the server but got no answer is not done
+again here: it may have been applied, and the caller is told so instead (``WriteUnconfirmed``).
+
+In enforcement mode (``HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS``) writes always stay in-process, where the
+caller's identity is checked; the server refuses them too.
+
+Import-light, like :mod:`hive_brain.reader`: the write commands import this before deciding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .errors import WriteUnconfirmed
+
+if TYPE_CHECKING:
+    from .config import Settings
+    from .memory.store import MemoryStore
+
+__all__ = ["write"]
+
+
+def write(settings: Settings, op: str, args: dict[str, Any], *, local: Callable[[], MemoryStore]) -> dict:
+    """Run the memory write ``op`` (a :data:`~hive_brain.memory.store.WRITE_OPS` name) with ``args``
+    given as data (a MemoryInput as a dict under ``inp``); ``local()`` opens the in-process store."""
+    if settings.use_server and not settings.scoped_permissions:
+        res = _via_server(settings, op, args)
+        if res is not None:
+            return res
+    res = local().call(op, args)
+    return {**res, "via": "local"}
+
+
+def _via_server(settings: Settings, op: str, args: dict[str, Any]) -> dict | None:
+    from .errors import UsageError
+    from .rpc import client
+    from .store.vault import open_vault
+
+    state = open_vault(settings).state
+    if not client.server_ready(state):
+        return None
+    try:
+        return client.call(state, "write", {"op": op, "args": args, "agent": settings.agent_id},
+                           timeout=settings.lock_timeout + 10.0)
+    except client.ServerUnavailable as e:
+        if not e.sent:
+            return None
+        raise WriteUnconfirmed(
+            f"the server took this {op} but did not confirm it ({e.message}); it may have been applied",
+            hint="check with `hive-brain recall` or `hive-brain status` before writing it again",
+        ) from None
+    except UsageError as e:
+        if e.message.startswith("unknown op"):
+            return None  # a server from before writes went through it
+        raise

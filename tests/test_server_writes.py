@@ -1,0 +1,204 @@
+"""Writes through the running server (`hive_brain.writer`): real server processes, real sockets.
+
+A write the server takes is the same write as in-process (same checks, same errors, same note);
+anything the server cannot take is done in-process; a write the server took but never confirmed is
+not done twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from hive_brain.config import resolve
+from hive_brain.errors import WriteUnconfirmed
+from hive_brain.rpc import client
+from hive_brain.store.vault import open_vault
+from hive_brain.writer import write
+
+from .helpers import cli_as, run
+from .test_server import START_TIMEOUT, _paths, _serve, _stop
+
+
+@pytest.fixture
+def served(vault_path, tmp_path):
+    state = open_vault(resolve()).state
+    proc = _serve(tmp_path)
+    try:
+        client.wait_ready(state, START_TIMEOUT, proc=proc)
+        yield state
+    finally:
+        _stop(proc)
+
+
+def _notes(vault: Path) -> list[str]:
+    return sorted(str(p.relative_to(vault)) for p in (vault / "Memory").rglob("*.md"))
+
+
+def test_remember_and_evolve_go_through_the_server(served, vault_path):
+    res = run("remember", "--type", "decision", "--title", "Hosting", "--content", "The web app runs on quokkahost.")
+    assert res["via"] == "server" and res["status"] == "created"
+    assert (vault_path / res["path"]).read_text().count("quokkahost") == 1
+    # Readers see it as soon as the writer hears back: no waiting for the watcher.
+    assert _paths(served, "quokkahost") == [res["path"]]
+    ev = run("evolve", "--memory-id", res["id"], "--content", "The web app moved to wombatcloud.")
+    assert ev["via"] == "server" and ev["supersedes"] == res["id"]
+    assert _paths(served, "wombatcloud") == [ev["path"]]
+    got = run("get", "--memory-id", res["id"])
+    assert got["meta"]["status"] == "superseded"
+
+
+def test_the_server_refuses_what_in_process_refuses(served, vault_path):
+    run("remember", "--type", "fact", "--title", "Port", "--content", "The api listens on 8443.")
+    before = _notes(vault_path)
+    dup = run("remember", "--type", "fact", "--title", "Port", "--content", "The api listens on 9443.", ok=False)
+    assert dup["_exit"] == 1 and dup["error"] == "DuplicateKey" and "evolve" in dup["hint"]
+    secret = run("remember", "--type", "fact", "--title", "Key", "--content",
+                 "deploy key AKIAIOSFODNN7EXAMPLE", ok=False)
+    assert secret["error"] == "SecretDetected" and "AKIAIOSFODNN7EXAMPLE" not in json.dumps(secret)
+    bad = run("remember", "--type", "fact", "--title", "C", "--content", "x", "--confidence", "7", ok=False)
+    assert bad["_exit"] == 2
+    assert _notes(vault_path) == before
+
+
+def test_an_agent_write_through_the_server_stays_that_agents(served, vault_path):
+    res = cli_as("remember", "--type", "lesson", "--title", "Flaky test", "--content", "Retry the narwhal suite once.",
+                 agent="bob")
+    assert res["via"] == "server" and res["layer"] == "private" and res["path"].startswith("Agents/bob/")
+    assert _paths(served, "narwhal") == []
+    assert _paths(served, "narwhal", agent="bob") == [res["path"]]
+
+
+def test_enforcement_mode_writes_stay_in_process(served, vault_path):
+    res = cli_as("remember", "--type", "lesson", "--title", "Own", "--content", "Kept by the ocelot agent.",
+                 agent="ocelot", enforce=True)
+    assert res["via"] == "local" and res["path"].startswith("Agents/ocelot/")
+
+
+def test_a_server_in_enforcement_mode_takes_no_writes(vault_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS", "1")
+    state = open_vault(resolve()).state
+    before = _notes(vault_path)
+    proc = _serve(tmp_path)
+    try:
+        client.wait_ready(state, START_TIMEOUT, proc=proc)
+        with pytest.raises(client.WritesRefused):
+            client.call(state, "write", {"op": "remember", "agent": "mallory",
+                                         "args": {"inp": {"type": "fact", "title": "t", "content": "c"}}}, timeout=10)
+    finally:
+        _stop(proc)
+    assert _notes(vault_path) == before
+
+
+class _FakeServer:
+    """A socket at the vault's server address that answers every request with `reply` (None: read
+    the request, then hang up without answering)."""
+
+    def __init__(self, state: Path, reply: dict | None) -> None:
+        self.path = client.socket_path(state)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(str(self.path))
+        self.sock.listen(4)
+        self.reply = reply
+        state.mkdir(parents=True, exist_ok=True)
+        self.ready = state / client.READY_NAME
+        self.ready.touch()
+        self.requests: list[dict] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                self.requests.append(json.loads(conn.makefile("rb").readline()))
+                if self.reply is not None:
+                    conn.sendall(json.dumps(self.reply).encode() + b"\n")
+
+    def close(self) -> None:
+        self.sock.close()
+        os.unlink(self.path)
+        self.ready.unlink()
+
+
+def _remember_args(title: str) -> dict:
+    return {"inp": {"type": "fact", "title": title, "content": f"{title} is a fact about pangolins."}}
+
+
+def test_an_older_server_without_writes_means_in_process(vault_path):
+    settings = resolve()
+    fake = _FakeServer(open_vault(settings).state,
+                       {"ok": False, "error": {"type": "UsageError", "message": "unknown op 'write'", "hint": None}})
+    try:
+        res = write(settings, "remember", _remember_args("Old server"), local=lambda: _local(settings))
+    finally:
+        fake.close()
+    assert res["via"] == "local" and res["status"] == "created" and len(fake.requests) == 1
+
+
+def test_a_write_the_server_took_but_never_confirmed_is_not_done_twice(vault_path):
+    settings = resolve()
+    before = _notes(vault_path)
+    fake = _FakeServer(open_vault(settings).state, None)
+    try:
+        with pytest.raises(WriteUnconfirmed, match="may have been applied"):
+            write(settings, "remember", _remember_args("Lost answer"), local=lambda: _local(settings))
+    finally:
+        fake.close()
+    assert fake.requests[0]["op"] == "write" and _notes(vault_path) == before
+
+
+def test_a_stale_socket_means_in_process(vault_path):
+    settings = resolve()
+    state = open_vault(settings).state
+    path = client.socket_path(state)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state.mkdir(parents=True, exist_ok=True)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    s.close()  # the file stays; nobody listens (a server killed with -9)
+    (state / client.READY_NAME).touch()  # and so does its ready marker
+    res = write(settings, "remember", _remember_args("Stale socket"), local=lambda: _local(settings))
+    assert res["via"] == "local" and res["status"] == "created"
+
+
+def _local(settings):
+    from hive_brain.engine import Engine
+
+    return Engine.from_settings(settings).memory
+
+
+def test_a_write_through_the_server_loads_no_memory_layer(served):
+    """The point of writing through the server: this process imports neither YAML nor the index."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom hive_brain.cli.app import main\n"
+            "try:\n    main(['remember', '--type', 'fact', '--title', 'Light', '--content', 'Light as a feather.', '--json'])\n"
+            "except SystemExit:\n    pass\n"
+            "heavy = ('yaml', 'tantivy', 'hive_brain.engine', 'hive_brain.memory.store', 'hive_brain.index.indexer')\n"
+            "print(','.join(m for m in heavy if m in sys.modules), file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), timeout=60)
+    assert json.loads(p.stdout)["via"] == "server"
+    assert p.stderr.strip() == ""
+
+
+def test_update_and_delete_go_through_the_server(served, vault_path):
+    res = run("remember", "--type", "fact", "--title", "Editor", "--content", "The team edits in axolotl-vim.")
+    up = run("update", "--memory-id", res["id"], "--tags", "editor,tools")
+    assert up["via"] == "server"
+    assert "editor" in (vault_path / res["path"]).read_text()
+    refused = run("delete", "--memory-id", res["id"], ok=False)
+    assert refused["error"] == "NotConfirmed" and (vault_path / res["path"]).exists()
+    gone = run("delete", "--memory-id", res["id"], "--confirm")
+    assert gone["via"] == "server" and not (vault_path / res["path"]).exists()
+    assert _paths(served, "axolotl") == []

@@ -1,0 +1,93 @@
+"""Warm by default: the server starts itself where a user would otherwise meet cold, lexical recall.
+
+Real server processes started the way a user's commands start them (detached), stopped at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hive_brain.config import resolve
+from hive_brain.rpc import client
+from hive_brain.store.vault import open_vault
+
+from .helpers import remember, run
+
+READY_WITHIN = 60.0
+
+
+@pytest.fixture
+def autostart(vault_path, monkeypatch):
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "1")
+    state = open_vault(resolve()).state
+    yield state
+    subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--stop"], capture_output=True, timeout=60,
+                   env=dict(os.environ))
+
+
+def _wait_ready(state: Path) -> None:
+    t0 = time.monotonic()
+    while not client.server_ready(state):
+        assert time.monotonic() - t0 < READY_WITHIN, "the server did not become ready"
+        time.sleep(0.1)
+
+
+def test_a_cold_recall_starts_the_server_and_the_next_one_is_warm(autostart, vault_path):
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
+    first = run("recall", "which package manager do we use?")
+    assert first.get("via") != "server" and first["serverStarted"] is True
+    _wait_ready(autostart)
+    second = run("recall", "which package manager do we use?")
+    assert second["via"] == "server" and "serverStarted" not in second
+    assert second["hits"][0]["title"] == "Package manager"
+
+
+def test_autostart_off_starts_nothing(vault_path):
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
+    res = run("recall", "which package manager do we use?")
+    assert "serverStarted" not in res
+    assert not client.server_ready(open_vault(resolve()).state)
+    assert client.read_info(open_vault(resolve()).state) is None
+
+
+def test_a_server_that_cannot_start_is_not_respawned_on_every_command(autostart, vault_path):
+    assert client.start_in_background(vault_path, autostart) is True
+    # Within the minute, whatever happened to that one, no second start.
+    assert client.start_in_background(vault_path, autostart) is False
+    _wait_ready(autostart)
+
+
+def test_session_start_starts_the_server_and_prompts_keep_their_memory_while_it_loads(autostart, vault_path,
+                                                                                    with_model):
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
+    hook = [sys.executable, "-m", "hive_brain", "hook"]
+    env = dict(os.environ)
+    p = subprocess.run([*hook, "session-start"], input=json.dumps({"session_id": "s1"}), capture_output=True,
+                       text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    # A second start right after the first (another session, `serve --detach` by hand) changes nothing.
+    subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--detach"], capture_output=True, env=env, timeout=120)
+    # From the first prompt on, while the server loads and after: every prompt gets its memory in time.
+    deadline = float(resolve().hook_deadline)
+    modes = []
+    t_end = time.monotonic() + 8.0
+    while time.monotonic() < t_end or not client.server_ready(autostart):
+        t0 = time.monotonic()
+        p = subprocess.run([*hook, "prompt"], input=json.dumps({"prompt": "which package manager should I use?"}),
+                           capture_output=True, text=True, env=env, timeout=60)
+        took = time.monotonic() - t0
+        assert p.returncode == 0, p.stderr
+        ctx = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"] if p.stdout.strip() else ""
+        assert "pnpm" in ctx, (took, p.stdout, p.stderr)
+        modes.append(ctx.splitlines()[0])
+        assert time.monotonic() - t_end < READY_WITHIN
+    # The last prompts came from the server (lexically: this test vault has no embedding pack).
+    assert "server not running" not in modes[-1] and "server" in modes[-1], modes
+    assert took < deadline + 2.0
