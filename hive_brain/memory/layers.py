@@ -68,9 +68,10 @@ def visible_from(e: Entry, layer: str, agent: str) -> bool:
 
 
 def may_open(e: Entry, agent: str | None) -> bool:
-    """May ``agent`` open ``e`` by its id (get/update/delete)? The owner opens any note of the vault;
-    an agent what its searches would return."""
-    return not agent or matches(visibility(agent), {"layer": e.layer, "agent": e.agent})
+    """May ``agent`` open ``e`` by its id (get/update/delete)? Exactly what its searches would return:
+    a missing id never widens a read, so the owner (no id) opens the shared layer; to act on an agent's
+    own memory the owner names that agent (``--agent``, which enforcement mode checks)."""
+    return matches(visibility(agent), {"layer": e.layer, "agent": e.agent})
 
 
 def origin_of(e: Entry) -> str:
