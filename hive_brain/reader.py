@@ -70,7 +70,9 @@ class ServerSource(Source):
         now = args.get("now")
         if now is not None and not isinstance(now, str):
             args["now"] = now.isoformat()  # a datetime; the server parses it back
-        res = client.call(self._r.state, op, {**args, "agent": self._r.agent}, timeout=timeout)
+        # The caller's identity and, in enforcement mode, its proof (store/identity.py): the server checks it.
+        res = client.call(self._r.state, op, {**args, "agent": self._r.agent, **({"auth": self._r.auth} if self._r.auth else {})},
+                          timeout=timeout)
         if not isinstance(res, dict) or (op == "recall" and not isinstance(res.get("hits"), list)):
             raise client.ServerError(f"the server's {op} answer is malformed")
         return res
@@ -133,9 +135,11 @@ class Reader:
     must not cost the user their memory); otherwise only an unavailable server does."""
 
     def __init__(self, state: Path | str, *, agent: str | None, local_view: Callable[[bool], Any],
-                 use_server: bool = True, timeout: float = 60.0, fallback_on_error: bool = False) -> None:
+                 use_server: bool = True, timeout: float = 60.0, fallback_on_error: bool = False,
+                 auth: dict[str, str] | None = None) -> None:
         self.state = state
         self.agent = agent
+        self.auth = auth or {}
         self.local_view = local_view
         self.use_server = use_server
         self.timeout = timeout

@@ -22,7 +22,9 @@ def _isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HIVE_BRAIN_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("HIVE_BRAIN_MODEL_DIR", str(tmp_path / "models"))
     for var in ("HIVE_BRAIN_VAULT", "HIVE_AGENT_ID", "HIVE_BRAIN_CONFIG", "HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS",
-                "HIVE_BRAIN_CRASH_AT", "HIVE_BRAIN_SEMANTIC"):
+                "HIVE_BRAIN_CRASH_AT", "HIVE_BRAIN_SEMANTIC", "HIVE_AGENT_CREDENTIAL", "HIVE_BRAIN_OWNER_KEY",
+                # an agent's own environment names that agent (store/identity.py)
+                "CLAUDECODE", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED"):
         monkeypatch.delenv(var, raising=False)
     yield
 

@@ -146,7 +146,10 @@ class MemoryStore:
         return e.layer == layer and e.agent == agent and (layer != "task" or e.task == task)
 
     def _may_change(self, e: Entry) -> None:
-        if not (self.agent and self.settings.scoped_permissions):
+        if not self.settings.scoped_permissions:
+            return
+        if not self.agent:
+            require_owner(self.settings, f"changing {e.id}")
             return
         if e.layer == "shared" or e.agent != self.agent:
             raise PermissionDenied(
