@@ -107,7 +107,7 @@ try:
     s.connect(sock)
     s.sendall(b'{"op": "recall", "args": {"query": "otterplan deploy", "agent": "a"}}\n')
     answered = s.recv(65536).decode() or None
-except OSError as e:
+except OSError:
     answered = None
 print(json.dumps({"opened": opened, "answered": answered}))
 """
@@ -137,7 +137,7 @@ def test_another_local_user_reads_nothing_and_cannot_hold_the_lock(loose_umask, 
         res = _as_nobody(paths, sock)
         assert res == {"opened": [], "answered": None}, res
         # Were the socket and every folder loosened by hand, the server still answers its own uid only.
-        for d in [state, *[p for p in state.rglob("*") if p.is_dir()]]:
+        for d in [state.parent, state, *[p for p in state.rglob("*") if p.is_dir()]]:
             d.chmod(0o755)
         sock.chmod(0o666)
         res = _as_nobody([], sock)
