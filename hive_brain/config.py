@@ -148,7 +148,7 @@ def validate_agent_id(agent_id: str | None) -> str:
 
     if agent_id is None or not str(agent_id).strip():
         raise InvalidAgentId(
-            "agent id is empty", hint="set HIVE_AGENT_ID to a name like 'claude-code', or unset it to act as the owner"
+            "agent id is empty", hint="set HIVE_AGENT_ID to a name like 'claude-code', or unset it"
         )
     a = str(agent_id).strip()
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", a) or ".." in a:

@@ -36,3 +36,65 @@ def test_browse_cache_is_per_reader(vault_path):
     # The cache holds nothing a later reader of another identity could pick up either.
     again = cli_as("browse", "--detail", "overview", agent="a")
     assert "Zebra" in again["summary"]
+
+
+def test_an_agents_shell_without_an_id_is_that_agent(vault_path, monkeypatch):
+    """Inside Claude Code's Bash tool (CLAUDECODE=1, no HIVE_AGENT_ID) a write is claude-code's, not the owner's."""
+    monkeypatch.setenv("CLAUDECODE", "1")
+    res = remember("Cache choice", "We cache sessions in Redis for claude.", "lesson")
+    assert res["layer"] == "private" and res["path"].startswith("Agents/claude-code/")
+    monkeypatch.delenv("CLAUDECODE")
+    monkeypatch.setenv("CODEX_SANDBOX", "seatbelt")
+    res = remember("Lint choice", "We lint with ruff for codex.", "lesson")
+    assert res["path"].startswith("Agents/codex/")
+    monkeypatch.delenv("CODEX_SANDBOX")
+    monkeypatch.setenv("CODEX_HOME", "/somewhere")  # users set this themselves: not a sign of Codex
+    assert remember("Deploy day", "We deploy on Tuesdays.", "fact")["layer"] == "shared"
+
+
+def test_enforcement_refuses_an_agent_shell_without_its_credential(vault_path, monkeypatch):
+    from tests.helpers import credentials
+
+    remember("Deploy day", "We deploy on Tuesdays.", "fact")
+    env = {"HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS": "1", "CLAUDECODE": "1"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    res = run("remember", "--type", "fact", "--title", "X", "--content", "Shared by claude?", ok=False)
+    assert res["error"] == "PermissionDenied" and "claude-code" in res["message"]
+    # With the credential `hooks install` issued, it is claude-code (a private write); with the owner
+    # key, the owner inside that shell.
+    for k, v in credentials("claude-code").items():
+        monkeypatch.setenv(k, v)
+    assert run("remember", "--type", "fact", "--title", "X", "--content", "Claude's own.")["layer"] == "private"
+    monkeypatch.delenv("HIVE_AGENT_CREDENTIAL")
+    for k, v in credentials(None).items():
+        monkeypatch.setenv(k, v)
+    assert run("remember", "--type", "fact", "--title", "Y", "--content", "The owner's.")["layer"] == "shared"
+
+
+def test_owner_key_rules(tmp_path):
+    import os
+
+    import pytest
+
+    from hive_brain.errors import PermissionDenied, UsageError
+    from hive_brain.store import identity
+
+    state = tmp_path / "state"
+    with pytest.raises(UsageError, match="outside the state dir"):
+        identity.init_owner(state, state / "owner.key")
+    key = tmp_path / "keys" / "owner.key"
+    assert identity.init_owner(state, key)["status"] == "created"
+    assert os.stat(key).st_mode & 0o777 == 0o600
+    assert identity.init_owner(state, key)["status"] == "exists"
+    with pytest.raises(PermissionDenied, match="already registered"):
+        identity.init_owner(state, tmp_path / "other.key")
+    key.chmod(0o644)
+    with pytest.raises(PermissionDenied, match="other users"):
+        identity.read_key(key, "the owner key")
+    key.chmod(0o600)
+    assert identity.is_owner(state, identity.read_key(key, "k")) and not identity.is_owner(state, "hbo_x")
+    cred = identity.issue_agent_credential(state, "a")
+    assert identity.issue_agent_credential(state, "a") == cred  # reinstalling keeps a valid credential
+    tok = identity.read_key(cred, "c")
+    assert identity.is_agent(state, "a", tok) and not identity.is_agent(state, "b", tok)

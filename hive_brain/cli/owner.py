@@ -62,8 +62,7 @@ def owner_issue_cmd(state: State, agent_id: str, as_json: bool) -> None:
     s = state.settings()
     require_owner(s, "issuing agent credentials")
     path = issue_agent_credential(s.state_dir, agent_id)
-    res: dict[str, Any] = {"agent": agent_id, "credentialFile": str(path),
-                           "env": {"HIVE_AGENT_ID": agent_id, "HIVE_AGENT_CREDENTIAL": str(path)}}
+    res: dict[str, Any] = {"agent": agent_id, "credentialFile": str(path)}
     out(as_json, res, lambda c: click.echo(f"HIVE_AGENT_ID={agent_id} HIVE_AGENT_CREDENTIAL={path}"))
 
 

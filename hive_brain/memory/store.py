@@ -278,8 +278,11 @@ class MemoryStore:
         """Apply writes that earlier commands left pending, oldest first (lock held). A refusal now
         (its key was taken meanwhile, its memory deleted) is kept as a failed record, never dropped."""
         for rec in pending_writes.queued(self.vault.state):
+            # A record without an agent was queued by the owner: in enforcement mode only a proved owner
+            # gets that far (store.identity.establish refuses anyone else up front), so it replays as one.
             store = self if rec.get("agent") == self.agent else MemoryStore(
-                self.vault, replace(self.settings, agent_id=rec.get("agent")), publish=self.publish)
+                self.vault, replace(self.settings, agent_id=rec.get("agent"), owner_verified=not rec.get("agent")),
+                publish=self.publish)
             store._replaying = True
             self._replaying = True
             try:

@@ -24,7 +24,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets as _secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -168,7 +167,9 @@ def init_owner(state_root: Path, key_file: Path | None = None) -> dict[str, Any]
     if path.exists():
         raise UsageError(f"{path} already exists and is not the registered owner key",
                          hint="choose another --key-file, or move that file away")
-    token = "hbo_" + _secrets.token_urlsafe(32)
+    import secrets  # only setup makes keys: the hook must not import `random`
+
+    token = "hbo_" + secrets.token_urlsafe(32)
     _write_private(path, token + "\n")
     reg["owner"] = {"sha256": _digest(token), "keyFile": str(path), "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
     _save_registry(state, reg)
@@ -187,7 +188,9 @@ def issue_agent_credential(state_root: Path, agent: str) -> Path:
                 return path
         except PermissionDenied:
             pass  # unreadable or loose: replace it
-    token = "hba_" + _secrets.token_urlsafe(32)
+    import secrets
+
+    token = "hba_" + secrets.token_urlsafe(32)
     _write_private(path, token + "\n")
     reg["agents"][agent] = {"sha256": _digest(token), "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
     _save_registry(state_root, reg)
