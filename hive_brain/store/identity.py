@@ -146,7 +146,8 @@ def default_owner_key_path() -> Path:
 
 
 def credential_path(state_root: Path, agent: str) -> Path:
-    return Path(state_root) / CREDENTIALS_DIR / f"{validate_agent_id(agent)}.key"
+    # Absolute: the path is written into agents' configs, which run from other folders.
+    return Path(state_root).expanduser().resolve() / CREDENTIALS_DIR / f"{validate_agent_id(agent)}.key"
 
 
 def init_owner(state_root: Path, key_file: Path | None = None) -> dict[str, Any]:
