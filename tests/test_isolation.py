@@ -187,3 +187,28 @@ def test_isolation_matrix_server_socket(seeded, vault_path, tmp_path):
     finally:
         proc.terminate()
         proc.wait(15)
+
+
+def test_installed_hook_proves_its_agent_and_a_spoof_gets_nothing(vault_path, tmp_path):
+    """`hooks install` (by the owner) issues claude-code's credential into the hook command; the hook then
+    reads claude-code's private memory. The same hook with only HIVE_AGENT_ID set injects nothing."""
+    owner = credentials(None)
+    code, out = _invoke(["hooks", "install", "--agent", "claude-code"], owner)
+    assert code == 0, out
+    settings = json.loads((Path(os.environ["HOME"]) / ".claude" / "settings.json").read_text())
+    cmd = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert "HIVE_AGENT_CREDENTIAL=" in cmd and settings["env"]["HIVE_AGENT_ID"] == "claude-code"
+    claude = {"HIVE_AGENT_ID": "claude-code", "HIVE_AGENT_CREDENTIAL": settings["env"]["HIVE_AGENT_CREDENTIAL"]}
+    code, out = _invoke(["remember", "--type", "lesson", "--title", "Aardvark plan",
+                         "--content", f"The {A_WORD} moves the cache to Redis."], claude)
+    assert code == 0 and json.loads(out)["layer"] == "private", out
+    prompt = json.dumps({"prompt": "where does the plan move the Redis cache?"})
+    env = {k: v for k, v in os.environ.items() if k != "HIVE_BRAIN_VAULT"}
+    env["HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS"] = "1"
+    p = subprocess.run(["/bin/sh", "-c", cmd], input=prompt, capture_output=True, text=True, env=env,
+                       cwd=tmp_path, timeout=60)
+    assert p.returncode == 0 and A_WORD in p.stdout, (p.stdout, p.stderr)
+    spoof = {**env, "HIVE_AGENT_ID": "claude-code", "HIVE_BRAIN_VAULT": str(vault_path)}
+    p = subprocess.run([sys.executable, "-m", "hive_brain", "hook", "prompt"], input=prompt, capture_output=True,
+                       text=True, env=spoof, cwd=tmp_path, timeout=60)
+    assert A_WORD not in p.stdout and "credential" in p.stdout, (p.stdout, p.stderr)
