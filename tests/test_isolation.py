@@ -212,3 +212,48 @@ def test_installed_hook_proves_its_agent_and_a_spoof_gets_nothing(vault_path, tm
     p = subprocess.run([sys.executable, "-m", "hive_brain", "hook", "prompt"], input=prompt, capture_output=True,
                        text=True, env=spoof, cwd=tmp_path, timeout=60)
     assert A_WORD not in p.stdout and "credential" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_mcp_in_enforcement_mode(seeded, vault_path):
+    """The MCP server proves its agent once at start, reads through the warm server with that proof,
+    opens no other agent's memory by id, and does not start for a caller that proves nothing."""
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    ids, callers = seeded
+    state = open_vault(resolve()).state
+    base = {**os.environ, "HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "hive_brain", "serve"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=base)
+    seen: dict = {}
+
+    async def session(env: dict) -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "hive_brain", "mcp"], env=env)
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            res = await s.call_tool("recall", {"query": "plan moves Redis Loki cache logs"})
+            seen["recall"] = "".join(c.text for c in res.content if getattr(c, "type", "") == "text")
+            res = await s.call_tool("get", {"memory_id": ids["b"]})
+            seen["get"] = (res.is_error, "".join(c.text for c in res.content if getattr(c, "type", "") == "text"))
+
+    try:
+        client.wait_ready(state, 30.0, proc=proc)
+        env_a = {**base, **{k: str(v) for k, v in callers["a"].items() if v is not None}}
+        before = client.call(state, "status", timeout=10)
+        asyncio.run(asyncio.wait_for(session(env_a), 60))
+        after = client.call(state, "status", timeout=10)
+        # Answered by the server (the MCP output is slim and does not say), which accepted its proof.
+        assert after["requests"] > before["requests"] + 1 and after["errors"] == before["errors"]
+        assert A_WORD in seen["recall"] and B_WORD not in seen["recall"], seen["recall"]
+        assert seen["get"][0] and B_WORD not in seen["get"][1]
+        for name in ("no id", "spoofed id", "id without credential"):
+            env = {**base, **{k: str(v) for k, v in callers[name].items() if v is not None}}
+            p = subprocess.run([sys.executable, "-m", "hive_brain", "mcp"], input="", capture_output=True,
+                               text=True, env=env, timeout=60)
+            assert p.returncode != 0 and "PermissionDenied" not in p.stdout and "credential" in (p.stderr + p.stdout).lower(), (
+                name, p.stdout[:300], p.stderr[:300])
+    finally:
+        proc.terminate()
+        proc.wait(15)
