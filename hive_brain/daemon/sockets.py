@@ -33,15 +33,17 @@ RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of
 def peer_uid(conn: socket.socket) -> int | None:
     """The uid of the process at the other end of a Unix socket; None where the OS does not say
     (then the socket's 0600 mode and its 0700 folder are the only guard)."""
-    opt = getattr(socket, "SO_PEERCRED", None)
-    if opt is None:
-        return None
     try:
-        raw = conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i"))
-    except OSError:
+        if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+            raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            return int(struct.unpack("3i", raw)[1])
+        if hasattr(socket, "LOCAL_PEERCRED"):  # macOS/BSD: struct xucred {version, uid, ngroups, groups[16]}
+            fmt = "IIh16I"
+            raw = conn.getsockopt(0, socket.LOCAL_PEERCRED, struct.calcsize(fmt))  # 0 = SOL_LOCAL
+            return int(struct.unpack(fmt, raw[: struct.calcsize(fmt)])[1])
+    except (OSError, struct.error):
         return None
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return uid
+    return None
 
 
 class SocketServer:
