@@ -101,7 +101,13 @@ class Engine:
         with self._lock("doctor") as recovered:
             self.catalog.refresh()
         kept = self.memory.apply_pending()
-        problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()]
+        from .memory.layers import path_readable
+
+        # An agent is told about the broken notes it may read (a private note's file name is its title);
+        # the owner, whose job fixing them is, about all (in enforcement mode only a proved owner has no id).
+        agent = self.settings.agent_id
+        problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()
+                    if not agent or path_readable(e.path, agent)]
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
                 "pendingWrites": self.own_pending(kept)}
 

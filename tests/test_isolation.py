@@ -56,6 +56,8 @@ def seeded(vault_path):
         code, out = _invoke(["remember", "--type", "lesson", "--title", title, "--content", content], env)
         assert code == 0, out
         ids[who] = json.loads(out)["id"]
+    # A note of b's that does not parse: doctor names broken notes, but only to those who may read them.
+    (vault_path / "Agents" / "b" / "Memory" / "bison-broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
     spoof_token = Path(b["HIVE_AGENT_CREDENTIAL"])  # b's credential, presented as a's
     callers: dict[str, dict[str, str | None]] = {
         "a": {"HIVE_AGENT_ID": "a", **a},
@@ -92,6 +94,9 @@ def test_isolation_matrix_reads(seeded, vault_path):
             cases += 1
             low = out.lower()
             for word, title in ((A_WORD, "aardvark"), (B_WORD, "bison")):
+                if name == "owner" and args == ["doctor"]:
+                    assert word not in low  # the owner's doctor names every broken note, and no content
+                    continue
                 if word not in allowed:
                     assert word not in low and title not in low, (name, args, out[:600])
             if name not in MAY_READ:  # proves nothing: refused before anything is read
