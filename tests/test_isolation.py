@@ -89,7 +89,12 @@ def test_isolation_matrix_reads(seeded, vault_path):
     cases = 0
     for name, env in callers.items():
         allowed = MAY_READ.get(name, set())
-        for args in [*READS, ["get", "--memory-id", ids["a"]], ["get", "--memory-id", ids["b"]]]:
+        # Naming another agent on the command line is a claim like any other (the owner alone may act as
+        # an agent it names: checked in test_owner_acts_as_an_agent_it_names).
+        # ("spoofed id" holds b's own credential: with --agent b it simply is b.)
+        as_other = [] if name in ("owner", "spoofed id") else [["--agent", "b", "core"],
+                                                               ["--agent", "b", "recall", "Loki logs"]]
+        for args in [*READS, ["get", "--memory-id", ids["a"]], ["get", "--memory-id", ids["b"]], *as_other]:
             code, out = _invoke(args, env)
             cases += 1
             low = out.lower()
@@ -101,10 +106,18 @@ def test_isolation_matrix_reads(seeded, vault_path):
                     assert word not in low and title not in low, (name, args, out[:600])
             if name not in MAY_READ:  # proves nothing: refused before anything is read
                 assert code != 0 and _refused(out), (name, args, out[:400])
+            if name == "b" and args[:2] == ["--agent", "b"]:
+                assert code == 0, out
         if allowed:  # and what it may read, it does read
             code, out = _invoke(["recall", {"a": "Redis cache", "b": "Loki logs"}[name]], env)
             assert code == 0 and next(iter(allowed)) in out, out
-    assert cases == len(callers) * (len(READS) + 2)
+    assert cases == len(callers) * (len(READS) + 4) - 4
+
+
+def test_owner_acts_as_an_agent_it_names(seeded):
+    _ids, callers = seeded
+    code, out = _invoke(["--agent", "b", "recall", "Loki logs"], callers["owner"])
+    assert code == 0 and B_WORD in out and A_WORD not in out
 
 
 def test_isolation_matrix_writes(seeded, vault_path):
