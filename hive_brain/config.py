@@ -57,7 +57,18 @@ class Settings:
     # recall had to work in-process: the warm server is what makes recall hybrid and fast.
     autostart: bool = True
     max_note_bytes: int = 5 * 1024 * 1024
+    # Proofs of identity (enforcement mode; store/identity.py): file paths, from the environment or a
+    # flag only, never the config file (which every process, agents included, reads).
+    agent_credential: Path | None = None
+    owner_key: Path | None = None
+    # Derived by store.identity.establish, never set by the user:
+    owner_verified: bool = False
+    auth: dict[str, str] = field(default_factory=dict)  # what a server request carries
     sources: dict[str, str] = field(default_factory=dict)
+
+
+# Not settable from the config file: proofs of identity and what is derived from them.
+_NOT_FROM_CONFIG = frozenset({"sources", "agent_credential", "owner_key", "owner_verified", "auth"})
 
 
 _ENV = {
@@ -73,6 +84,8 @@ _ENV = {
     "use_server": "HIVE_BRAIN_USE_SERVER",
     "autostart": "HIVE_BRAIN_AUTOSTART",
     "max_note_bytes": "HIVE_BRAIN_MAX_NOTE_BYTES",
+    "agent_credential": "HIVE_AGENT_CREDENTIAL",
+    "owner_key": "HIVE_BRAIN_OWNER_KEY",
 }
 
 
@@ -85,7 +98,7 @@ def _coerce(name: str, value: Any) -> Any:
     default = Settings.__dataclass_fields__[name]
     kind = default.type
     try:
-        if name in ("vault", "state_dir", "model_dir"):
+        if name in ("vault", "state_dir", "model_dir", "agent_credential", "owner_key"):
             return Path(os.path.expanduser(str(value))) if value not in (None, "") else None
         if "bool" in str(kind):
             if isinstance(value, bool):
@@ -113,7 +126,7 @@ def resolve(**flags: Any) -> Settings:
             raise UsageError(f"config file {path} is not valid TOML: {e}", hint="fix or remove it") from e
         for k, v in data.items():
             k = k.replace("-", "_")
-            if k in Settings.__dataclass_fields__ and k != "sources":
+            if k in Settings.__dataclass_fields__ and k not in _NOT_FROM_CONFIG:
                 setattr(s, k, _coerce(k, v))
                 s.sources[k] = f"config:{path}"
     for k, env in _ENV.items():
@@ -139,7 +152,7 @@ def validate_agent_id(agent_id: str | None) -> str:
 
     if agent_id is None or not str(agent_id).strip():
         raise InvalidAgentId(
-            "agent id is empty", hint="set HIVE_AGENT_ID to a name like 'claude-code', or unset it to act as the owner"
+            "agent id is empty", hint="set HIVE_AGENT_ID to a name like 'claude-code', or unset it"
         )
     a = str(agent_id).strip()
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", a) or ".." in a:

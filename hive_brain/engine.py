@@ -50,6 +50,10 @@ class Engine:
 
     # -- read side ------------------------------------------------------------------------------
     def rebuild(self, *, progress: bool = False, embed: bool = True) -> dict:
+        from .memory.layers import require_owner
+
+        # Reads every note of every layer and rewrites all state: the owner's in enforcement mode.
+        require_owner(self.settings, "rebuilding the index")
         return self.indexer.rebuild(progress=progress, embed=embed)
 
     def view(self, *, catch_up: bool = True, semantic: bool = True, embed_budget_s: float = 20.0,
@@ -83,7 +87,7 @@ class Engine:
         from .reader import Reader
 
         return Reader(self.vault.state, agent=self.settings.agent_id, use_server=self.settings.use_server,
-                      local_view=lambda semantic: self.view(semantic=semantic))
+                      local_view=lambda semantic: self.view(semantic=semantic), auth=self.settings.auth)
 
     def recall(self, query: str, *, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:
@@ -97,9 +101,21 @@ class Engine:
         with self._lock("doctor") as recovered:
             self.catalog.refresh()
         kept = self.memory.apply_pending()
-        problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()]
+        from .memory.layers import path_readable
+
+        # An agent is told about the broken notes it may read (a private note's file name is its title);
+        # the owner, whose job fixing them is, about all (in enforcement mode only a proved owner has no id).
+        agent = self.settings.agent_id
+        problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()
+                    if not agent or path_readable(e.path, agent)]
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
-                "pendingWrites": kept}
+                "pendingWrites": self.own_pending(kept)}
+
+    def own_pending(self, records: list[dict]) -> list[dict]:
+        """The caller's own pending writes: a record holds the write's arguments (a private memory's
+        content), so each caller sees those it made (the owner: those made without an agent id)."""
+        me = self.settings.agent_id or None
+        return [r for r in records if (r.get("agent") or None) == me]
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:
@@ -127,7 +143,11 @@ class Engine:
             cov = {"error": str(e)}
         if cov:  # coverage.json keeps its on-disk names; the listing speaks camelCase (docs/json.md)
             cov = {k.split("_")[0] + "".join(w.title() for w in k.split("_")[1:]): v for k, v in cov.items()}
-        return {"current": cur, "generations": gens.list(), "earliestReplayable": gens.earliest_replayable(),
+        from .memory.layers import redact_paths
+
+        listed = [{**g, "label": redact_paths(g["label"], self.settings.agent_id)} if isinstance(g.get("label"), str)
+                  else g for g in gens.list()]
+        return {"current": cur, "generations": listed, "earliestReplayable": gens.earliest_replayable(),
                 "policy": {"checkpointEvery": CHECKPOINT_EVERY, "pruneKeeps": 20}, "coverage": cov,
                 "warnings": gens.warnings}
 
@@ -155,6 +175,6 @@ class Engine:
                          "pendingPassages": idx.pending_count() if pack else None,
                          "howToEnable": None if pack else "run `hive-brain model install`"},
             "server": server_info(self.vault.state),
-            "pendingWrites": list_pending(self.vault.state),
+            "pendingWrites": self.own_pending(list_pending(self.vault.state)),
             "warnings": idx.gens.warnings,
         }

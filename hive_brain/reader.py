@@ -70,7 +70,9 @@ class ServerSource(Source):
         now = args.get("now")
         if now is not None and not isinstance(now, str):
             args["now"] = now.isoformat()  # a datetime; the server parses it back
-        res = client.call(self._r.state, op, {**args, "agent": self._r.agent}, timeout=timeout)
+        # The caller's identity and, in enforcement mode, its proof (store/identity.py): the server checks it.
+        res = client.call(self._r.state, op, {**args, "agent": self._r.agent, **({"auth": self._r.auth} if self._r.auth else {})},
+                          timeout=timeout)
         if not isinstance(res, dict) or (op == "recall" and not isinstance(res.get("hits"), list)):
             raise client.ServerError(f"the server's {op} answer is malformed")
         return res
@@ -134,12 +136,13 @@ class Reader:
 
     def __init__(self, state: Path | str, *, agent: str | None, local_view: Callable[[bool], Any],
                  use_server: bool = True, timeout: float = 60.0, fallback_on_error: bool = False,
-                 local_reserve: float = 0.0) -> None:
+                 local_reserve: float = 0.0, auth: dict[str, str] | None = None) -> None:
         self.state = state
         # Seconds of a read's deadline kept for the in-process answer: a server that hangs costs
         # the hook its server answer, not the prompt its memory.
         self.local_reserve = local_reserve
         self.agent = agent
+        self.auth = auth or {}
         self.local_view = local_view
         self.use_server = use_server
         self.timeout = timeout

@@ -32,11 +32,27 @@ def remember(title: str, content: str, type_: str = "preference", *extra: str, a
     return res
 
 
+def credentials(agent: str | None) -> dict[str, str]:
+    """The environment that proves ``agent`` (an issued credential) or, for None, the owner (its key)."""
+    import os
+    from pathlib import Path
+
+    from hive_brain.store import identity
+
+    state = Path(os.environ["HIVE_BRAIN_STATE_DIR"])
+    if agent is None:
+        key = Path(os.environ["HOME"]) / "owner.key"
+        identity.init_owner(state, key)
+        return {"HIVE_BRAIN_OWNER_KEY": str(key)}
+    return {"HIVE_AGENT_CREDENTIAL": str(identity.issue_agent_credential(state, agent))}
+
+
 def cli_as(*args: str, agent: str | None = None, enforce: bool = False, ok: bool = True) -> Any:
     """Run the CLI with --json as an agent (and optionally in enforcement mode); adds `_exit`."""
     env = {"HIVE_AGENT_ID": agent} if agent is not None else {}
     if enforce:
         env["HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS"] = "1"
+        env.update(credentials(agent))
     res = CliRunner().invoke(main, [*args, "--json"], env=env, catch_exceptions=False)
     if ok:
         assert res.exit_code == 0, res.output

@@ -144,6 +144,9 @@ def test_requests_carry_their_own_agent_and_bad_requests_do_not_hurt(server, vau
     assert _paths(state, "otterplan", agent="alice") == []
     with pytest.raises(InvalidAgentId):
         client.call(state, "recall", {"query": "otterplan", "agent": " "}, timeout=5)
+    for not_an_id in (123, True, ["bob"], {"id": "bob"}):  # a bare field of another type is no identity
+        with pytest.raises(UsageError, match="args.agent must be a string"):
+            client.call(state, "recall", {"query": "otterplan", "agent": not_an_id}, timeout=5)
     with pytest.raises(UsageError):
         client.call(state, "nonsense", timeout=5)
     with pytest.raises(UsageError):

@@ -159,6 +159,12 @@ def _settings(payload: dict, argv: list[str]):
     s = resolve(**flags)
     if s.agent_id is None:
         s.agent_id = validate_agent_id(derive_agent(payload))
+    if s.scoped_permissions:
+        # Enforcement mode: the hook proves its agent (the in-process fallback reads as it too); the
+        # server checks the same proof. Standard library only, and skipped otherwise.
+        from ..store.identity import establish
+
+        establish(s)
     return s
 
 
@@ -280,7 +286,7 @@ def hook_reader(vault: Any, settings: Any) -> Any:
             return None
 
     return Reader(vault.state, agent=settings.agent_id, use_server=settings.use_server, local_view=local_view,
-                  fallback_on_error=True, local_reserve=HOOK_LOCAL_RESERVE_S)
+                  fallback_on_error=True, local_reserve=HOOK_LOCAL_RESERVE_S, auth=settings.auth)
 
 
 REBUILD_RETRY_S = 600.0

@@ -84,8 +84,10 @@ def pinned_vault(settings: Any) -> str | None:
         return None
 
 
-def hook_command(event: str, agent: str, vault: str | None) -> str:
+def hook_command(event: str, agent: str, vault: str | None, credential: str | None = None) -> str:
     env = f"HIVE_AGENT_ID={shlex.quote(agent)}"
+    if credential:
+        env += f" HIVE_AGENT_CREDENTIAL={shlex.quote(credential)}"
     if vault:
         env += f" HIVE_BRAIN_VAULT={shlex.quote(vault)}"
     exe = " ".join(shlex.quote(x) for x in hive_brain_executable())
@@ -212,8 +214,14 @@ def merge_claude(data: dict, commands: dict[str, tuple[str, int]], path: Path) -
 
 
 def strip_claude(data: dict, path: Path) -> tuple[dict, int]:
-    """``data`` without our hook entries; (new data, number removed)."""
+    """``data`` without our hook entries (and the identity install put in ``env``); (new data, number removed)."""
     out = json.loads(json.dumps(data))
+    env = out.get("env")
+    if isinstance(env, dict) and "HIVE_AGENT_CREDENTIAL" in env:
+        for k in ("HIVE_AGENT_ID", "HIVE_AGENT_CREDENTIAL"):
+            env.pop(k, None)
+        if not env:
+            del out["env"]
     if "hooks" not in out:
         return out, 0
     hooks = _hooks_table(out, path)
@@ -250,8 +258,14 @@ def install_claude(
     path = claude_settings_path(project, cwd)
     data, raw = _read_json(path)
     vault = pinned_vault(settings)
-    commands = {ev: (hook_command(ours, "claude-code", vault), t) for ev, ours, t in CLAUDE_EVENTS}
+    cred = agent_credential(settings, "claude-code", dry_run)
+    commands = {ev: (hook_command(ours, "claude-code", vault, cred), t) for ev, ours, t in CLAUDE_EVENTS}
     new = merge_claude(data, commands, path)
+    env = new.get("env")
+    if env is None or isinstance(env, dict):
+        # Claude Code passes `env` to its tools too: a `hive-brain` the agent runs from its Bash tool
+        # is then claude-code with its credential, in enforcement mode as much as in the hooks.
+        new["env"] = {**(env or {}), "HIVE_AGENT_ID": "claude-code", "HIVE_AGENT_CREDENTIAL": cred}
     new_raw = raw if new == data and raw else _dump(new)
     res = _write(path, raw, new_raw, dry_run)
     res.update(
@@ -259,7 +273,9 @@ def install_claude(
         action="install",
         vault=vault,
         events={ev: c for ev, (c, _t) in commands.items()},
-        hint="for the MCP tools too, run: claude mcp add hive-brain -- "
+        credential=cred,
+        hint="for the MCP tools too, run: claude mcp add hive-brain -e HIVE_AGENT_ID=claude-code "
+        + f"-e HIVE_AGENT_CREDENTIAL={shlex.quote(cred)} -- "
         + " ".join(shlex.quote(x) for x in hive_brain_executable())
         + " mcp",
     )
@@ -301,9 +317,11 @@ def _toml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
-def codex_block(vault: str | None) -> str:
+def codex_block(vault: str | None, credential: str | None = None) -> str:
     exe = hive_brain_executable()
     env = {"HIVE_AGENT_ID": "codex"}
+    if credential:
+        env["HIVE_AGENT_CREDENTIAL"] = credential
     if vault:
         env["HIVE_BRAIN_VAULT"] = vault
     env_s = ", ".join(f"{k} = {_toml_str(v)}" for k, v in env.items())
@@ -367,7 +385,7 @@ def install_codex(settings: Any, *, dry_run: bool = False) -> dict:
             hint="remove that table (or keep it and skip this install)",
         )
     vault = pinned_vault(settings)
-    block = codex_block(vault)
+    block = codex_block(vault, agent_credential(settings, "codex", dry_run))
     if ours is not None:
         new = before + block + after
     else:
@@ -420,9 +438,22 @@ def codex_installed() -> dict:
 
 
 # ---------------------------------------------------------------------------------------------- front
+def agent_credential(settings: Any, agent: str, dry_run: bool) -> str:
+    """The path of ``agent``'s credential file, issued (or kept, when still valid) unless ``dry_run``."""
+    from ..store import identity
+
+    if dry_run:
+        return str(identity.credential_path(settings.state_dir, agent))
+    return str(identity.issue_agent_credential(settings.state_dir, agent))
+
+
 def install(
     settings: Any, *, agent: str = "claude-code", project: bool = False, dry_run: bool = False
 ) -> dict:
+    from ..memory.layers import require_owner
+
+    # Installing issues an agent credential: in enforcement mode only the proved owner hands them out.
+    require_owner(settings, "installing hooks (it issues agent credentials)")
     if agent == "claude-code":
         return install_claude(settings, project=project, dry_run=dry_run)
     if agent == "codex":

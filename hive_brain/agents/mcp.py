@@ -108,6 +108,7 @@ class Tools:
                 use_server=self.settings.use_server,
                 timeout=SERVER_TIMEOUT,
                 local_view=lambda s: eng.view(semantic=semantic and s, embed_budget_s=2.0),
+                auth=self.settings.auth,
             )
         return self._reader
 

@@ -129,7 +129,7 @@ def hooks_status_cmd(state: State, as_json: bool) -> None:
     """
     from ..agents import install as hooks_install
 
-    res = hooks_install.status(state.settings())
+    res = hooks_install.status(state.settings(identify=False))
 
     def human(c: Any) -> None:
         from rich.markup import escape
@@ -228,7 +228,7 @@ def core_cmd(state: State, agent_id: str | None, budget: int, as_json: bool) -> 
     """
     from ..memory.core import core_items, render
 
-    eng = State(state.vault_flag, agent_id or state.agent_flag).engine()
+    eng = State(state.vault_flag, agent_id or state.agent_flag, state.owner_key_flag).engine()
     agent = eng.settings.agent_id
     items = core_items(eng, agent, budget)
     text = render(items, agent)
@@ -332,7 +332,7 @@ def mcp_cmd(state: State, agent_id: str | None) -> None:
     """
     from ..agents.mcp import run
 
-    run(State(state.vault_flag, agent_id or state.agent_flag).settings())
+    run(State(state.vault_flag, agent_id or state.agent_flag, state.owner_key_flag).settings())
 
 
 COMMANDS: list[click.Command] = [hooks_group, hook_group, core_cmd, consolidate_cmd, mcp_cmd]

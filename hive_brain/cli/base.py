@@ -20,14 +20,22 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 
 
 class State:
-    def __init__(self, vault: str | None, agent: str | None) -> None:
+    def __init__(self, vault: str | None, agent: str | None, owner_key: str | None = None) -> None:
         self.vault_flag = vault
         self.agent_flag = agent
+        self.owner_key_flag = owner_key
 
-    def settings(self, **extra: Any):
+    def settings(self, *, identify: bool = True, **extra: Any):
+        """Resolved settings; ``identify`` establishes (in enforcement mode: proves) who is calling,
+        which every command that reads or writes memory needs (store/identity.py)."""
         from ..config import resolve
 
-        return resolve(vault=self.vault_flag, agent_id=self.agent_flag, **extra)
+        s = resolve(vault=self.vault_flag, agent_id=self.agent_flag, owner_key=self.owner_key_flag, **extra)
+        if identify:
+            from ..store.identity import establish
+
+            establish(s)
+        return s
 
     def engine(self, **extra: Any):
         from ..engine import Engine
@@ -140,9 +148,11 @@ def out(as_json: bool, data: Any, human: Callable[[Any], None], *, plain: bool =
 @click.group(context_settings=CONTEXT_SETTINGS)
 @click.option("--vault", envvar=None, default=None, metavar="PATH", help="Vault to use (default: $HIVE_BRAIN_VAULT or the nearest vault above the current folder).")
 @click.option("--agent", default=None, metavar="ID", help="Act as this agent (default: $HIVE_AGENT_ID; none = the vault owner).")
+@click.option("--owner-key", default=None, metavar="PATH",
+              help="Prove you are the vault owner (enforcement mode; default: $HIVE_BRAIN_OWNER_KEY). See docs/security.md.")
 @click.version_option(package_name="hive-brain")
 @click.pass_context
-def main(ctx: click.Context, vault: str | None, agent: str | None) -> None:
+def main(ctx: click.Context, vault: str | None, agent: str | None, owner_key: str | None) -> None:
     """hive-brain: local memory for AI coding agents, kept as Markdown notes in an Obsidian vault.
 
     \b
@@ -150,6 +160,6 @@ def main(ctx: click.Context, vault: str | None, agent: str | None) -> None:
     Write:   hive-brain remember --type preference --title "Package manager" --content "Use pnpm, not npm."
     Read:    hive-brain recall "which package manager do we use?"
     """
-    ctx.obj = State(vault, agent)
+    ctx.obj = State(vault, agent, owner_key)
 
 

@@ -70,7 +70,7 @@ def demo_cmd(state: State, path: Path | None, lexical: bool, as_json: bool) -> N
       hive-brain demo ./demo-vault
     """
     target = path or Path.cwd() / "hive-brain-demo"
-    res = run_demo(target, state.settings(), semantic=not lexical)
+    res = run_demo(target, state.settings(identify=False), semantic=not lexical)
 
     def human(c: Any) -> None:
         from rich.markup import escape

@@ -25,7 +25,7 @@ def init_cmd(state: State, path: Path | None, as_json: bool) -> None:
     from ..store.vault import init_vault
 
     target = path or (Path(state.vault_flag) if state.vault_flag else Path.cwd())
-    vault, created = init_vault(target, state.settings())
+    vault, created = init_vault(target, state.settings(identify=False))
     data = {"vault": str(vault.root), "vaultId": vault.vault_id, "stateDir": str(vault.state), "created": created}
     out(as_json, data, lambda c: c.print(
         f"{'Created' if created else 'Already a vault:'} [bold]{vault.root}[/] (id {vault.vault_id})\n"

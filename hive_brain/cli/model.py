@@ -32,7 +32,7 @@ def model_install_cmd(state: State, src: Path | None, force: bool, quiet: bool, 
     from ..embedding import install as pack_install
     from ..embedding import pack as modelpack
 
-    s = state.settings()
+    s = state.settings(identify=False)
     target = Path(s.model_dir)
     pack = pack_install.install_from(src, target) if src else pack_install.install_default(target, force=force)
     man = modelpack.read_manifest(pack)
@@ -51,7 +51,7 @@ def model_status_cmd(state: State, as_json: bool) -> None:
     """
     from ..embedding import pack as modelpack
 
-    s = state.settings()
+    s = state.settings(identify=False)
     pack = modelpack.find_pack(Path(s.model_dir))
     res: dict[str, Any] = {"modelDir": str(s.model_dir), "installed": pack is not None}
     if pack:

@@ -15,7 +15,7 @@ from .base import State, command, out
 def _state_dir(state: State) -> tuple[Any, Path]:
     from ..store.vault import open_vault
 
-    settings = state.settings()
+    settings = state.settings(identify=False)  # the server checks each request's own identity
     return settings, open_vault(settings).state
 
 

@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import os
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,30 @@ WORKERS = 16
 IDLE_CONNECTION_S = 60.0
 RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of", "include_operational", "detail",
                             "mode", "abstain", "drop_ratio", "pool", "now"})
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket; None where the OS does not say
+    (then the socket's 0600 mode and its 0700 folder are the only guard)."""
+    try:
+        if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+            raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            return int(struct.unpack("3i", raw)[1])
+        if hasattr(socket, "LOCAL_PEERCRED"):  # macOS/BSD: struct xucred {version, uid, ngroups, groups[16]}
+            fmt = "IIh16I"
+            raw = conn.getsockopt(0, socket.LOCAL_PEERCRED, struct.calcsize(fmt))  # 0 = SOL_LOCAL
+            return int(struct.unpack(fmt, raw[: struct.calcsize(fmt)])[1])
+    except (OSError, struct.error):
+        return None
+    return None
+
+
+def _agent_arg(args: dict) -> str | None:
+    """The caller's own agent id, never the server's: an absent id means the shared layer only."""
+    agent = args.get("agent")
+    if agent is not None and not isinstance(agent, str):
+        raise UsageError("args.agent must be a string (an agent id) or absent")
+    return validate_agent_id(agent) if agent is not None else None
 
 
 class SocketServer:
@@ -89,6 +114,13 @@ class SocketServer:
                 break
 
     def _serve_connection(self, conn: socket.socket) -> None:
+        uid = peer_uid(conn)
+        if uid is not None and uid != os.getuid():
+            # The socket is 0600 in a 0700 dir; this is the check that holds if either is loosened.
+            self.server.log.warning("refused a connection from uid %s (the server answers uid %s only)",
+                                    uid, os.getuid())
+            conn.close()
+            return
         with self._conns_lock:
             self._conns.add(conn)
         try:
@@ -206,9 +238,9 @@ class SocketServer:
         op, call = args.get("op"), args.get("args")
         if not isinstance(op, str) or not isinstance(call, dict):
             raise UsageError("a write needs args.op (a string) and args.args (an object)")
-        agent = args.get("agent")
-        agent = validate_agent_id(agent) if agent is not None else None
-        res = self.loop.submit_write(lambda eng: eng.memory.for_agent(agent).call(op, call),
+        agent = _agent_arg(args)
+        # Outside enforcement mode (the only mode that gets here) no id means the owner, as in-process.
+        res = self.loop.submit_write(lambda eng: eng.memory.for_agent(agent, owner_verified=not agent).call(op, call),
                                      timeout=settings.lock_timeout + 5.0)
         return {**res, "via": "server"}
 
@@ -233,18 +265,21 @@ class SocketServer:
                         vectors=snap.vectors, embedder=snap.embedder, off_reason=snap.semantic_off,
                         pending=snap.pending, warnings=snap.warnings)
 
-    @staticmethod
-    def read_args(args: dict, extra: frozenset[str] = frozenset()) -> tuple[str, str | None, bool, dict]:
+    def read_args(self, args: dict, extra: frozenset[str] = frozenset()) -> tuple[str, str | None, bool, dict]:
         query = args.get("query")
         if not isinstance(query, str):
             raise UsageError("args.query must be a string")
-        unknown = set(args) - RECALL_OPTIONS - {"query", "agent", "semantic"} - extra
+        unknown = set(args) - RECALL_OPTIONS - {"query", "agent", "auth", "semantic"} - extra
         if unknown:
             raise UsageError(f"unknown recall option(s): {', '.join(sorted(unknown))}",
                              hint="one of: " + ", ".join(sorted(RECALL_OPTIONS | {'agent', 'semantic'})))
-        agent = args.get("agent")
-        # The caller's own agent id, never the server's: an absent id means the owner (shared layer).
-        agent = validate_agent_id(agent) if agent is not None else None
+        agent = _agent_arg(args)
+        settings = self.server.settings
+        if settings.scoped_permissions:
+            # Enforcement mode: the id is a claim; the credential (or the owner key) is the proof.
+            from ..store.identity import check_request
+
+            check_request(settings.state_dir, agent, args.get("auth"))
         opts = {k: v for k, v in args.items() if k in RECALL_OPTIONS and v is not None}
         if "now" in opts:
             # The caller's clock for relative dates ("last Saturday"), sent as ISO 8601.

@@ -5,7 +5,8 @@ of one agent). Recall reads shared plus the caller's own private/task layers; th
 predicate inside the BM25 query and the vector prefilter (:func:`visibility`, stated once here). This module holds
 the rules that sit on top of it:
 
-* ``require_owner``: maintenance and Brain Review decisions are the owner's (no agent id) alone;
+* ``require_owner``: maintenance and Brain Review decisions are the owner's (no agent id; in
+  enforcement mode, proved by the owner key: ``store.identity``) alone;
 * overrides: a private memory may name a shared one in ``overrides`` and then replaces it in that
   agent's recall only, never for anyone else, and never when the shared memory is an instruction,
   preference or decision the user stated (that is a conflict, reported instead of applied);
@@ -43,8 +44,14 @@ def require_owner(settings: Settings, action: str, *, always: bool = False) -> N
     if agent and (always or settings.scoped_permissions):
         raise PermissionDenied(
             f"{action} is the vault owner's alone; agent {agent!r} may not do it",
-            hint="run it without HIVE_AGENT_ID (as the owner)",
+            hint="run it without HIVE_AGENT_ID (as the owner)"
+            + (", with --owner-key PATH" if settings.scoped_permissions else ""),
         )
+    if settings.scoped_permissions and not settings.owner_verified:
+        # In enforcement mode a missing id proves nothing (store.identity.establish refuses such a
+        # caller up front; this holds for code that builds its own settings).
+        raise PermissionDenied(f"{action} is the vault owner's alone, and this caller has not proved it is the owner",
+                               hint="pass --owner-key PATH (the file `hive-brain owner init` created)")
 
 
 # -- who reads what: the one statement of the rule -------------------------------------------------
@@ -68,9 +75,31 @@ def visible_from(e: Entry, layer: str, agent: str) -> bool:
 
 
 def may_open(e: Entry, agent: str | None) -> bool:
-    """May ``agent`` open ``e`` by its id (get/update/delete)? The owner opens any note of the vault;
-    an agent what its searches would return."""
-    return not agent or matches(visibility(agent), {"layer": e.layer, "agent": e.agent})
+    """May ``agent`` open ``e`` by its id (get/update/delete)? Exactly what its searches would return:
+    a missing id never widens a read, so the owner (no id) opens the shared layer; to act on an agent's
+    own memory the owner names that agent (``--agent``, which enforcement mode checks)."""
+    return matches(visibility(agent), {"layer": e.layer, "agent": e.agent})
+
+
+def path_readable(path: str, agent: str | None) -> bool:
+    """May ``agent`` see that a note at ``path`` exists? Judged by where it lives (``Agents/<id>/`` is
+    that agent's), for paths that may no longer be in the catalog (generations, manifests)."""
+    from ..store.catalog import classify
+
+    _kind, layer, owner, _task = classify(path, {})
+    return matches(visibility(agent), {"layer": layer, "agent": owner})
+
+
+def redact_paths(label: str, agent: str | None) -> str:
+    """A generation label ("write: a.md, b.md ...") with the paths ``agent`` may not read replaced by
+    "(a private note)"."""
+    head, sep, rest = label.partition(": ")
+    if not sep:
+        return label
+    more = rest.endswith(" ...")
+    items = rest[: -len(" ...")] if more else rest
+    shown = [p if not p.endswith(".md") or path_readable(p, agent) else "(a private note)" for p in items.split(", ")]
+    return head + sep + ", ".join(shown) + (" ..." if more else "")
 
 
 def origin_of(e: Entry) -> str:
@@ -275,14 +304,14 @@ def conflicts(catalog: Catalog, agent: str | None = None) -> list[dict]:
 def layer_counts(
     catalog: Catalog, agent: str | None = None, *, settings: Settings | None = None
 ) -> dict[str, Any]:
-    """Active memories per layer (private and task per agent). An agent in enforcement mode sees its own
-    breakdown and a total for the others: it has no business knowing who else keeps what."""
+    """Active memories per layer (private and task per agent). An agent sees its own breakdown and a
+    total for the others: it has no business knowing who else keeps what (the owner sees all counts)."""
     rows = catalog.db.execute(
         "SELECT layer, agent, COUNT(*) FROM notes WHERE kind = 'memory' AND status = 'active' "
         "GROUP BY layer, agent"
     ).fetchall()
     counts: dict[str, Any] = {SHARED: 0, PRIVATE: {}, TASK: {}}
-    hide_others = bool(settings is not None and enforced(settings))
+    hide_others = bool(agent)
     for layer, who, n in rows:
         if layer == SHARED:
             counts[SHARED] += n

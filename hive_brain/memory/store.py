@@ -102,7 +102,7 @@ class MemoryStore:
         self.catalog = Catalog(vault, max_note_bytes=settings.max_note_bytes)
         self.publish_error: str | None = None
         self._replaying = False
-        self._agent_stores: dict[str | None, MemoryStore] = {}
+        self._agent_stores: dict[tuple[str | None, bool], MemoryStore] = {}
 
     # -- identity and layers -------------------------------------------------------------------
     @property
@@ -149,7 +149,10 @@ class MemoryStore:
         return e.layer == layer and e.agent == agent and (layer != "task" or e.task == task)
 
     def _may_change(self, e: Entry) -> None:
-        if not (self.agent and self.settings.scoped_permissions):
+        if not self.settings.scoped_permissions:
+            return
+        if not self.agent:
+            require_owner(self.settings, f"changing {e.id}")
             return
         if e.layer == "shared" or e.agent != self.agent:
             raise PermissionDenied(
@@ -278,7 +281,9 @@ class MemoryStore:
         """Apply writes that earlier commands left pending, oldest first (lock held). A refusal now
         (its key was taken meanwhile, its memory deleted) is kept as a failed record, never dropped."""
         for rec in pending_writes.queued(self.vault.state):
-            store = self.for_agent(rec.get("agent"))
+            # A record without an agent was queued by the owner: in enforcement mode only a proved owner
+            # gets that far (store.identity.establish refuses anyone else up front), so it replays as one.
+            store = self.for_agent(rec.get("agent"), owner_verified=not rec.get("agent"))
             store._replaying = True
             self._replaying = True
             try:
@@ -296,14 +301,16 @@ class MemoryStore:
                 self._replaying = False
                 store._replaying = False
 
-    def for_agent(self, agent: str | None) -> MemoryStore:
-        """This store acting for ``agent`` (kept, so a server writing for several agents reuses each)."""
-        if agent == self.agent:
+    def for_agent(self, agent: str | None, *, owner_verified: bool = False) -> MemoryStore:
+        """This store acting for ``agent`` (kept, so a server writing for several agents reuses each).
+        ``owner_verified`` only for a caller that proved it is the owner (see store.identity)."""
+        if agent == self.agent and owner_verified == self.settings.owner_verified:
             return self
-        store = self._agent_stores.get(agent)
+        store = self._agent_stores.get((agent, owner_verified))
         if store is None:
-            store = MemoryStore(self.vault, replace(self.settings, agent_id=agent), publish=self.publish)
-            self._agent_stores[agent] = store
+            store = MemoryStore(self.vault, replace(self.settings, agent_id=agent, owner_verified=owner_verified),
+                                publish=self.publish)
+            self._agent_stores[(agent, owner_verified)] = store
         return store
 
     def call(self, op: str, args: dict[str, Any], *, trusted: bool = False) -> dict:

@@ -255,6 +255,9 @@ def spawn_server(vault_root: Path | str, state_dir: Path | str) -> Any:
     # The server serves every agent (each request names its own); an odd agent id in the spawner's
     # environment must not stop it from starting.
     env.pop("HIVE_AGENT_ID", None)
+    # Nor does it hold anyone's proof of identity: it checks each request's own (store/identity.py).
+    for proof in ("HIVE_AGENT_CREDENTIAL", "HIVE_BRAIN_OWNER_KEY"):
+        env.pop(proof, None)
     log = open(state / LOG_NAME, "ab")  # noqa: SIM115 - handed to the child, closed right after
     try:
         return subprocess.Popen(

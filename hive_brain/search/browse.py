@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from ..errors import NotFound, UsageError
+from ..memory.layers import may_open
 from ..memory.ports import EngineLike
 from ..store.fsutil import atomic_write_text
 from ..store.notes import read_note
@@ -50,7 +51,12 @@ def summarize(engine: EngineLike, path: str, detail: str = "overview") -> dict[s
     if folder and not (engine.vault.root / folder).is_dir():
         raise NotFound(f"no folder {folder!r} in the vault", hint="list folders with `hive-brain browse`")
     view_gen = engine.indexer.gens.current_id()
-    cache = engine.vault.state / "index" / "browse" / f"{view_gen}-{detail}-{re.sub(r'[^A-Za-z0-9]+', '_', folder) or 'root'}.json"
+    agent = engine.settings.agent_id
+    # Keyed by who reads: a summary quotes titles and first sentences of every note its reader may see,
+    # so one reader's summary must never be served to another (agent ids are path-safe: validated).
+    reader = f"agent-{agent}" if agent else "shared"
+    name = f"{view_gen}-{reader}-{detail}-{re.sub(r'[^A-Za-z0-9]+', '_', folder) or 'root'}.json"
+    cache = engine.vault.state / "index" / "browse" / name
     if cache.exists():
         try:
             return json.loads(cache.read_text(encoding="utf-8"))
@@ -60,8 +66,7 @@ def summarize(engine: EngineLike, path: str, detail: str = "overview") -> dict[s
     prefix = f"{folder}/" if folder else ""
     entries = [e for e in engine.catalog.all() if e.path.startswith(prefix) and e.kind not in ("broken", "proposal")
                and e.status not in ("superseded", "archived")
-               and not (engine.settings.agent_id is None and e.layer != "shared")
-               and not (engine.settings.agent_id and e.layer != "shared" and e.agent != engine.settings.agent_id)]
+               and may_open(e, agent)]
     sub: Counter[str] = Counter()
     direct = []
     for e in entries:

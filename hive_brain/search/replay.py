@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GenerationCorrupt
+from ..memory.layers import path_readable
 from ..store.catalog import Catalog, classify
 from ..store.fsutil import atomic_write_text
 from ..store.notes import parse_bytes
@@ -84,6 +85,10 @@ def compare(engine: Any, query: str, a: int, b: int | None, **opts: Any) -> dict
         if b is None:
             raise GenerationCorrupt("there is no current generation", hint="run `hive-brain rebuild-index`")
     ma, mb = gens.manifest(a), gens.manifest(b)
+    agent = engine.settings.agent_id
+    # Only paths the caller may read: a private note's file name is its title.
+    ma = {p: s for p, s in ma.items() if path_readable(p, agent)}
+    mb = {p: s for p, s in mb.items() if path_readable(p, agent)}
     added = sorted(p for p in mb if p not in ma)
     removed = sorted(p for p in ma if p not in mb)
     changed = sorted(p for p in mb if p in ma and ma[p] != mb[p])

@@ -66,6 +66,11 @@ class FileLock:
             raise RuntimeError(f"{self.path} is already held by this object")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         first = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        # flock works on a read-only handle: a lock file others can open is one they can hold, and
+        # block every write. One made 0644 by an older version is tightened on first use.
+        with suppress(OSError):
+            if os.fstat(first).st_mode & 0o077:
+                os.fchmod(first, 0o600)
         if _try(first):
             fd = first
         else:

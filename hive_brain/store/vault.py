@@ -71,6 +71,39 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+PRIVATE_UMASK = 0o077  # state is the owner's alone: new dirs 0700, new files 0600
+
+
+def secure_state(state: Path) -> None:
+    """Make a vault's state dir the owner's alone: the one place state permissions are set.
+
+    Every front end (CLI, server, hook, MCP) finds the state dir through :func:`open_vault`, which
+    calls this before anything below ``state`` is created. The process umask becomes 0o077, so what
+    SQLite, tantivy, LanceDB and our own writers create next is 0600/0700 without each being told;
+    the state dir is created (or, made by an older version, tightened) to 0700, so files made before
+    are unreachable to other users too. A parent the user chose (``HIVE_BRAIN_STATE_DIR``) is created
+    0700 when missing and otherwise left alone: it may be a folder with other uses. (Lives here, not
+    in ``fsutil``: the prompt hook imports this module and must not pay for tempfile/sqlite3.)
+    """
+    os.umask(PRIVATE_UMASK)
+    try:
+        st = os.stat(state)
+    except FileNotFoundError:
+        state.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            os.mkdir(state, 0o700)
+        except FileExistsError:
+            pass
+        return
+    except OSError:
+        return  # reported by whoever needs the dir
+    if st.st_uid == os.getuid() and st.st_mode & 0o077:
+        try:
+            os.chmod(state, 0o700)
+        except OSError:
+            pass
+
+
 def open_vault(settings: Settings, *, cwd: Path | None = None) -> Vault:
     if settings.vault is not None:
         root = Path(settings.vault).expanduser().resolve()
@@ -86,6 +119,7 @@ def open_vault(settings: Settings, *, cwd: Path | None = None) -> Vault:
     vid = _read_marker(root)
     assert vid is not None
     state = Path(settings.state_dir).expanduser().resolve() / vid
+    secure_state(state)
     return Vault(root=root, vault_id=vid, state=state)
 
 

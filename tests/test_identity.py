@@ -1,0 +1,100 @@
+"""Identity outside and inside enforcement mode: who may open what by id, and what browse shows."""
+
+from __future__ import annotations
+
+from tests.helpers import cli_as, remember, run
+
+
+def _private(agent: str, title: str, content: str) -> dict:
+    return remember(title, content, "lesson", agent=agent)
+
+
+def test_get_by_id_without_agent_never_opens_private_memory(vault_path):
+    """docs/architecture.md: reading other agents' private memory is never implied by a missing id."""
+    mine = _private("a", "Deploy secret place", "Agent a keeps the deploy notes in the red folder.")
+    res = run("get", "--memory-id", mine["id"], ok=False)
+    assert res["_exit"] != 0 and res["error"] == "NotFound", res
+    assert "red folder" not in str(res)
+    # The agent itself still opens it; another agent does not.
+    assert "red folder" in cli_as("get", "--memory-id", mine["id"], agent="a")["content"]
+    assert cli_as("get", "--memory-id", mine["id"], agent="b", ok=False)["error"] == "NotFound"
+    # Nor may the owner change it by id.
+    res = run("update", "--memory-id", mine["id"], "--tags", "x", ok=False)
+    assert res["error"] == "NotFound"
+
+
+def test_browse_cache_is_per_reader(vault_path):
+    """After agent a browses, agent b and the owner must not see a's private paths or titles."""
+    _private("a", "Zebra migration plan", "Agent a alone plans the zebra migration for Friday.")
+    remember("Shared deploy day", "We deploy on Tuesdays.", "fact")
+    a_view = cli_as("browse", "--detail", "overview", agent="a")
+    assert "Zebra" in a_view["summary"]
+    for who in ("b", None):
+        other = cli_as("browse", "--detail", "overview", agent=who)
+        assert "Zebra" not in str(other) and "zebra" not in str(other), (who, other)
+        assert "Shared deploy day" in other["summary"]
+    # The cache holds nothing a later reader of another identity could pick up either.
+    again = cli_as("browse", "--detail", "overview", agent="a")
+    assert "Zebra" in again["summary"]
+
+
+def test_an_agents_shell_without_an_id_is_that_agent(vault_path, monkeypatch):
+    """Inside Claude Code's Bash tool (CLAUDECODE=1, no HIVE_AGENT_ID) a write is claude-code's, not the owner's."""
+    monkeypatch.setenv("CLAUDECODE", "1")
+    res = remember("Cache choice", "We cache sessions in Redis for claude.", "lesson")
+    assert res["layer"] == "private" and res["path"].startswith("Agents/claude-code/")
+    monkeypatch.delenv("CLAUDECODE")
+    monkeypatch.setenv("CODEX_SANDBOX", "seatbelt")
+    res = remember("Lint choice", "We lint with ruff for codex.", "lesson")
+    assert res["path"].startswith("Agents/codex/")
+    monkeypatch.delenv("CODEX_SANDBOX")
+    monkeypatch.setenv("CODEX_HOME", "/somewhere")  # users set this themselves: not a sign of Codex
+    assert remember("Deploy day", "We deploy on Tuesdays.", "fact")["layer"] == "shared"
+
+
+def test_enforcement_refuses_an_agent_shell_without_its_credential(vault_path, monkeypatch):
+    from tests.helpers import credentials
+
+    remember("Deploy day", "We deploy on Tuesdays.", "fact")
+    env = {"HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS": "1", "CLAUDECODE": "1"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    res = run("remember", "--type", "fact", "--title", "X", "--content", "Shared by claude?", ok=False)
+    assert res["error"] == "PermissionDenied" and "claude-code" in res["message"]
+    # With the credential `hooks install` issued, it is claude-code (a private write); with the owner
+    # key, the owner inside that shell.
+    for k, v in credentials("claude-code").items():
+        monkeypatch.setenv(k, v)
+    assert run("remember", "--type", "fact", "--title", "X", "--content", "Claude's own.")["layer"] == "private"
+    monkeypatch.delenv("HIVE_AGENT_CREDENTIAL")
+    for k, v in credentials(None).items():
+        monkeypatch.setenv(k, v)
+    assert run("remember", "--type", "fact", "--title", "Y", "--content", "The owner's.")["layer"] == "shared"
+
+
+def test_owner_key_rules(tmp_path):
+    import os
+
+    import pytest
+
+    from hive_brain.errors import PermissionDenied, UsageError
+    from hive_brain.store import identity
+
+    state = tmp_path / "state"
+    with pytest.raises(UsageError, match="outside the state dir"):
+        identity.init_owner(state, state / "owner.key")
+    key = tmp_path / "keys" / "owner.key"
+    assert identity.init_owner(state, key)["status"] == "created"
+    assert os.stat(key).st_mode & 0o777 == 0o600
+    assert identity.init_owner(state, key)["status"] == "exists"
+    with pytest.raises(PermissionDenied, match="already registered"):
+        identity.init_owner(state, tmp_path / "other.key")
+    key.chmod(0o644)
+    with pytest.raises(PermissionDenied, match="other users"):
+        identity.read_key(key, "the owner key")
+    key.chmod(0o600)
+    assert identity.is_owner(state, identity.read_key(key, "k")) and not identity.is_owner(state, "hbo_x")
+    cred = identity.issue_agent_credential(state, "a")
+    assert identity.issue_agent_credential(state, "a") == cred  # reinstalling keeps a valid credential
+    tok = identity.read_key(cred, "c")
+    assert identity.is_agent(state, "a", tok) and not identity.is_agent(state, "b", tok)
