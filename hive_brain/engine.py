@@ -112,7 +112,11 @@ class Engine:
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:
-            return self.reader.answer(query, budget=budget, semantic=semantic, **opts)
+            pack = self.reader.answer(query, budget=budget, semantic=semantic, **opts)
+            from .memory.operations import log_retrieved
+
+            log_retrieved(self.vault.state, pack.get("items") or [], agent=self.settings.agent_id)
+            return pack
         from .search.answer import answer_view
 
         return answer_view(view, query, agent=self.settings.agent_id, semantic=semantic, budget=budget, **opts)

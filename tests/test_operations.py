@@ -245,3 +245,18 @@ def test_record_usage(vault_path):
     assert bad["_exit"] == 2 and "not a memory id" in bad["message"]
     with pytest.raises(UsageError, match="--kind retrieved"):
         record_usage(state, ["mem-a"], "seen")
+
+
+def test_answer_logs_the_memories_it_packed_as_retrieved(vault_path):
+    from hive_brain.config import resolve
+    from hive_brain.memory.operations import usage_counts, usage_log
+    from hive_brain.store.vault import open_vault
+
+    mem = remember("Release steps", "To release, bump the version, tag it and publish the package.")
+    pack = run("answer", "how do we release the package?", "--lexical")
+    assert not pack["abstained"] and mem["id"] in [i["id"] for i in pack["items"]]
+    state = open_vault(resolve(vault=str(vault_path))).state
+    assert usage_counts(state)[mem["id"]] == {"retrieved": 1, "final-answer": 0}
+    assert [r.get("query") for r in usage_log(state).read()] == [None]  # the question is not kept
+    run("answer", "favourite pizza topping?", "--lexical")  # abstains: nothing logged
+    assert len(list(usage_log(state).read())) == 1

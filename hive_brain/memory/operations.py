@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import validate_agent_id
-from ..errors import UsageError
+from ..errors import HiveBrainError, UsageError
 from ..store.notes import new_ulid, now_iso
 from ..store.oplog import EventLog
-from .store import check_secret
 
 OPERATIONS_FILE = "operational-events.jsonl"
 USAGE_FILE = "usage-events.jsonl"
@@ -79,6 +78,8 @@ def record_operation(state: Path, *, title: str, content: str, operation_key: st
     if len(task) > MAX_KEY:
         raise UsageError(f"task id is over {MAX_KEY} characters")
     who = validate_agent_id(agent) if agent is not None else None
+    from .store import check_secret  # here, not at import: automatic usage logging needs none of it
+
     content = content or ""
     for text, what in ((title, "the title"), (content, "content"), (op_key or "", "the operation key"),
                        (fail_key or "", "the failure key"), (task, "the task id")):
@@ -144,6 +145,8 @@ def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | 
     who = validate_agent_id(agent) if agent is not None else None
     q = " ".join((query or "").split())[:500] or None
     if q:
+        from .store import check_secret
+
         check_secret(q, "the query")
     rec = {"id": "use-" + new_ulid().lower(), "ts": now_iso(), "kind": kind, "memory_ids": ids, "agent": who,
            "query": q}
@@ -151,6 +154,19 @@ def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | 
     log.append(rec)
     return {"status": "recorded", "id": rec["id"], "kind": kind, "memoryIds": ids, "agent": who,
             "log": str(log.path)}
+
+
+def log_retrieved(state: Path, items: list[dict[str, Any]], *, agent: str | None) -> None:
+    """What ``answer`` packed, logged as ``retrieved`` usage (memories only, no query: a question may hold
+    what a secret check would refuse). Never fails the answer: a full disk or a busy log loses this one
+    signal, nothing else."""
+    ids = [str(it["id"]) for it in items if it.get("kind") == "memory" and it.get("id")]
+    if not ids:
+        return
+    try:
+        record_usage(state, ids[:MAX_USAGE_IDS], "retrieved", agent=agent)
+    except (OSError, HiveBrainError):
+        pass
 
 
 def usage_counts(state: Path) -> dict[str, dict[str, int]]:
