@@ -32,7 +32,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from ..errors import UsageError
-from ..store.notes import now_iso, render
+from ..store.notes import render
 from .layers import require_owner
 from .proposals import build_proposal, proposal_entries
 from .store import MemoryStore
@@ -129,13 +129,17 @@ def mine(events: list[dict[str, Any]], *, since: str | None = None, min_tasks: i
     for e in work:
         if e.get("outcome") == "failure":
             failures[str(e.get("failure_key") or e.get("operation_key"))].append(e)
+    successes: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)  # (task, operation) -> in order
+    for e in work:
+        if e.get("outcome") == "success":
+            successes[(str(e.get("task_id")), str(e.get("operation_key")))].append(e)
     for key, evs in sorted(failures.items()):
         fixes: Counter[str] = Counter()
-        failed_tasks = {(str(e.get("task_id")), str(e.get("operation_key"))): str(e.get("id")) for e in evs}
-        for e in work:
-            t = (str(e.get("task_id")), str(e.get("operation_key")))
-            if e.get("outcome") == "success" and t in failed_tasks and str(e.get("id")) > failed_tasks[t]:
-                fixes[str(e.get("content") or e.get("title"))] += 1
+        last_failure = {(str(e.get("task_id")), str(e.get("operation_key"))): str(e.get("id")) for e in evs}
+        for t, failed_at in last_failure.items():
+            fix = next((e for e in successes.get(t, ()) if str(e.get("id")) > failed_at), None)
+            if fix is not None:
+                fixes[str(fix.get("content") or fix.get("title"))] += 1
         ops = sorted({str(e.get("operation_key")) for e in evs})
         judge("failure", key, evs, {"operations": ops,
                                      "resolutions": [{"text": t, "tasks": n} for t, n in fixes.most_common(3)]})
@@ -179,9 +183,8 @@ def mine(events: list[dict[str, Any]], *, since: str | None = None, min_tasks: i
     # Routines: successful operations repeated across tasks, beyond the workflows they are steps of
     # and the failures they are the fix of.
     routines: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in work:
-        if e.get("outcome") == "success":
-            routines[str(e.get("operation_key"))].append(e)
+    for (_task, op), evs in successes.items():
+        routines[op] += evs
     for key, evs in sorted(routines.items()):
         tasks = {str(e.get("task_id")) for e in evs}
         if key in explained and len(tasks) >= min_tasks and len(tasks - explained[key]) < min_tasks:
@@ -250,8 +253,7 @@ def enqueue(store: MemoryStore, report: dict[str, Any]) -> dict[str, Any]:
                                                reason=reason, sources=p["evidence"]["eventIds"],
                                                source_agents=p["evidence"]["agents"], taken=taken,
                                                exists=lambda q: store.vault.abs(q).exists())
-            meta["pattern"] = pid
-            meta["updated"] = meta.get("updated") or now_iso()
+            meta["pattern"] = pid  # what makes the next run skip it
             tx.write(path, render(meta, content), expect_old="")
             proposed.append({"pattern": pid, "proposal": meta["id"], "path": path, "type": fields["type"],
                              "title": fields["title"]})

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import LockTimeout, UsageError
 from .lock import FileLock
 
 MAX_BYTES = 8 * 1024 * 1024  # rotation limit of each file (tests lower it)
@@ -58,8 +58,6 @@ class EventLog:
         line = self.encode(record)
         lock = FileLock(self.lock_path)
         if not lock.acquire(LOCK_TIMEOUT, command=f"append {self.path.name}"):
-            from ..errors import LockTimeout
-
             raise LockTimeout(f"{self.path.name} is locked by {lock.describe_holder()}; waited {LOCK_TIMEOUT:g}s",
                               hint="try again")
         try:
