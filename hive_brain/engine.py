@@ -91,10 +91,19 @@ class Engine:
 
     def recall(self, query: str, *, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:
-            return self.reader.recall(query, semantic=semantic, **opts)
-        from .search.recall import search
+            res = self.reader.recall(query, semantic=semantic, **opts)
+        else:
+            from .search.recall import search
 
-        return search(view, query, agent=self.settings.agent_id, semantic=semantic, **opts)
+            res = search(view, query, agent=self.settings.agent_id, semantic=semantic, **opts)
+        if opts.get("include_operational") and view is None:
+            # Operational events live in a per-device journal, not the index: a list of their own,
+            # beside the ranked hits (docs/operations.md). A replayed generation has none.
+            from .memory.operations import search_operations
+
+            res["operational"] = search_operations(self.vault.state, query, agent=self.settings.agent_id,
+                                                   limit=int(opts.get("limit") or 10))
+        return res
 
     # -- maintenance ----------------------------------------------------------------------------
     def doctor(self) -> dict:
@@ -119,7 +128,11 @@ class Engine:
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:
-            return self.reader.answer(query, budget=budget, semantic=semantic, **opts)
+            pack = self.reader.answer(query, budget=budget, semantic=semantic, **opts)
+            from .memory.operations import log_retrieved
+
+            log_retrieved(self.vault.state, pack.get("items") or [], agent=self.settings.agent_id)
+            return pack
         from .search.answer import answer_view
 
         return answer_view(view, query, agent=self.settings.agent_id, semantic=semantic, budget=budget, **opts)

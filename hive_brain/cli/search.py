@@ -20,7 +20,8 @@ def recall_options(fn: Callable) -> Callable:
         click.option("--project", default=None),
         click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True),
         click.option("--as-of", default=None, metavar="YYYY-MM-DD", help="Recall as things stood on that day."),
-        click.option("--include-operational", is_flag=True, help="Also search Operations/ notes."),
+        click.option("--include-operational", is_flag=True,
+                     help="Also search Operations/ notes, and list matching operational events apart (recall)."),
         click.option("--detail", type=click.Choice(["abstract", "overview", "full"]), default="overview", show_default=True,
                      help="How much of each hit to return (never changes ranking)."),
         click.option("--mode", type=click.Choice(["flat", "hierarchical"]), default="flat", show_default=True,
@@ -92,7 +93,14 @@ def recall_cmd(state: State, question: str, scope: str, types, tags, project, li
     if rerank:
         res.setdefault("warnings", []).append("no reranker is installed; --rerank changed nothing")
     _warm_next(eng.settings, res)
-    out(as_json, res, lambda c: _print_hits(c, res))
+
+    def human(c: Any) -> None:
+        _print_hits(c, res)
+        for ev in res.get("operational") or []:  # the journal's events, never ranked among the hits
+            c.print(f"operational {ev['ts']} {ev['outcome']} {ev['operationKey']} ({ev['taskId']}): "
+                    f"{ev['title']}", markup=False)
+
+    out(as_json, res, human)
 
 
 @command("answer")

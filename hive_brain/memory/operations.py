@@ -1,0 +1,182 @@
+"""Operational events and usage signals: receipts of what agents did, kept beside memory, never in it.
+
+``record-operation`` (and its compatibility alias ``remember-action``) appends one event to
+``<state>/operational-events.jsonl``; ``record-usage`` appends which memories a recall retrieved or
+an answer used to ``<state>/usage-events.jsonl``. Both are per-device bounded logs outside the vault
+(:mod:`..store.oplog`): they never sync, never crowd durable recall, and age out after two files.
+Secrets are refused with the same check as ``remember``. Mining them for patterns is :mod:`.patterns`.
+
+Who reads what: the owner (no agent id) sees every event; an agent sees its own and those recorded
+without an agent, the same rule as private memory.
+
+On disk an event is snake_case (``id``, ``ts``, ``title``, ``content``, ``operation_key``,
+``failure_key``, ``outcome``, ``task_id``, ``agent``); :func:`event_json` gives the camelCase form
+the CLI prints.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ..config import validate_agent_id
+from ..errors import HiveBrainError, UsageError
+from ..store.notes import new_ulid, now_iso
+from ..store.oplog import EventLog
+
+OPERATIONS_FILE = "operational-events.jsonl"
+USAGE_FILE = "usage-events.jsonl"
+OUTCOMES = ("success", "failure")
+USAGE_KINDS = ("retrieved", "final-answer")
+MAX_TITLE = 300
+MAX_KEY = 200
+MAX_USAGE_IDS = 100
+_KEY_OK = re.compile(r"[a-z0-9][a-z0-9._:/+#@-]*")
+_ID_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,119}")
+
+
+def operation_log(state: Path) -> EventLog:
+    return EventLog(Path(state) / OPERATIONS_FILE)
+
+
+def usage_log(state: Path) -> EventLog:
+    return EventLog(Path(state) / USAGE_FILE)
+
+
+def clean_key(value: str | None, what: str, *, required: bool) -> str | None:
+    """Keys group events: lowercased, inner spaces turned into '-', a small alphabet."""
+    key = "-".join((value or "").strip().lower().split())
+    if not key:
+        if required:
+            raise UsageError(f"{what} is empty", hint="name the operation, e.g. 'deploy.web' or 'ci.flaky-test'")
+        return None
+    if len(key) > MAX_KEY:
+        raise UsageError(f"{what} is over {MAX_KEY} characters", hint="keys name a kind of operation, not its detail")
+    if not _KEY_OK.fullmatch(key):
+        raise UsageError(f"{what} {key!r} has characters a key may not hold",
+                         hint="use letters, digits and . _ : / + # @ -, e.g. 'deploy.web'")
+    return key
+
+
+def record_operation(state: Path, *, title: str, content: str, operation_key: str, outcome: str, task_id: str,
+                     failure_key: str | None = None, agent: str | None = None) -> dict[str, Any]:
+    """Validate, refuse secrets, append one event; returns it (camelCase) with where it went."""
+    title = " ".join((title or "").split())
+    if not title:
+        raise UsageError("title is empty", hint="say what was done, e.g. 'Deployed the web app'")
+    if len(title) > MAX_TITLE:
+        raise UsageError(f"title is over {MAX_TITLE} characters", hint="put detail in --content")
+    outcome = (outcome or "").strip().lower()
+    if outcome not in OUTCOMES:
+        raise UsageError(f"outcome {outcome!r} is neither success nor failure", hint="pass --outcome success|failure")
+    op_key = clean_key(operation_key, "the operation key", required=True)
+    fail_key = clean_key(failure_key, "the failure key", required=False)
+    task = (task_id or "").strip()
+    if not task:
+        raise UsageError("task id is empty", hint="pass the id of the task this was part of (--task-id)")
+    if len(task) > MAX_KEY:
+        raise UsageError(f"task id is over {MAX_KEY} characters")
+    who = validate_agent_id(agent) if agent is not None else None
+    from .store import check_secret  # here, not at import: automatic usage logging needs none of it
+
+    content = content or ""
+    for text, what in ((title, "the title"), (content, "content"), (op_key or "", "the operation key"),
+                       (fail_key or "", "the failure key"), (task, "the task id")):
+        check_secret(text, what)
+    event = {"id": "op-" + new_ulid().lower(), "ts": now_iso(), "title": title, "content": content,
+             "operation_key": op_key, "failure_key": fail_key, "outcome": outcome, "task_id": task, "agent": who}
+    log = operation_log(state)
+    log.append(event)
+    return {"status": "recorded", "id": event["id"], "event": event_json(event), "journal": str(log.path),
+            "durableMemoryWritten": False}
+
+
+def event_json(ev: dict[str, Any]) -> dict[str, Any]:
+    return {"id": ev.get("id"), "kind": "operational", "ts": ev.get("ts"), "title": ev.get("title"),
+            "content": ev.get("content"), "operationKey": ev.get("operation_key"),
+            "failureKey": ev.get("failure_key"), "outcome": ev.get("outcome"), "taskId": ev.get("task_id"),
+            "agent": ev.get("agent")}
+
+
+def visible_events(state: Path, agent: str | None) -> list[dict[str, Any]]:
+    """Every readable event, oldest first (owner: all; an agent: its own and agentless ones)."""
+    evs = [e for e in operation_log(state).read() if e.get("id") and e.get("operation_key")]
+    if agent:
+        evs = [e for e in evs if not e.get("agent") or e.get("agent") == agent]
+    return evs
+
+
+def search_operations(state: Path, query: str, *, agent: str | None, limit: int = 10) -> list[dict[str, Any]]:
+    """Events that match ``query`` for recall's ``--include-operational``: kept apart from the ranked
+    hits (a separate list, so no ranking weight changes), best covered first, then newest. An event
+    must contain at least half of the question's content words, the bar recall's lexical abstention
+    sets for a note."""
+    from ..index.textproc import content_words
+
+    words = set(content_words(query))
+    if not words:
+        return []
+    scored: list[tuple[float, str, dict[str, Any]]] = []
+    for ev in visible_events(state, agent):
+        text = " ".join(str(ev.get(k) or "") for k in ("title", "content", "operation_key", "failure_key", "task_id"))
+        have = words & set(content_words(text.replace(".", " ").replace("/", " ")) + content_words(text))
+        cover = len(have) / len(words)
+        if cover >= 0.5:
+            scored.append((cover, str(ev.get("id")), ev))
+    scored.sort(key=lambda t: (t[0], t[1]), reverse=True)  # ULIDs sort by time: newest first on ties
+    return [{**event_json(ev), "coverage": round(cover, 3)} for cover, _id, ev in scored[:limit]]
+
+
+def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | None = None,
+                 query: str | None = None) -> dict[str, Any]:
+    """One usage record: which memories a recall retrieved, or an answer ended up using."""
+    kind = (kind or "").strip().lower()
+    if kind not in USAGE_KINDS:
+        raise UsageError(f"usage kind {kind!r} is unknown", hint="pass --kind retrieved or --kind final-answer")
+    ids = list(dict.fromkeys(i.strip() for raw in memory_ids for i in str(raw).split(",") if i.strip()))
+    if not ids:
+        raise UsageError("no memory ids given", hint="pass --memory-ids mem-a,mem-b")
+    if len(ids) > MAX_USAGE_IDS:
+        raise UsageError(f"at most {MAX_USAGE_IDS} memory ids per record, got {len(ids)}", hint="record them in parts")
+    bad = [i for i in ids if not _ID_OK.fullmatch(i)]
+    if bad:
+        raise UsageError(f"{bad[0]!r} is not a memory id", hint="ids look like mem-01j...; find them with `recall --json`")
+    who = validate_agent_id(agent) if agent is not None else None
+    q = " ".join((query or "").split())[:500] or None
+    if q:
+        from .store import check_secret
+
+        check_secret(q, "the query")
+    rec = {"id": "use-" + new_ulid().lower(), "ts": now_iso(), "kind": kind, "memory_ids": ids, "agent": who,
+           "query": q}
+    log = usage_log(state)
+    log.append(rec)
+    return {"status": "recorded", "id": rec["id"], "kind": kind, "memoryIds": ids, "agent": who,
+            "log": str(log.path)}
+
+
+def log_retrieved(state: Path, items: list[dict[str, Any]], *, agent: str | None) -> None:
+    """What ``answer`` packed, logged as ``retrieved`` usage (memories only, no query: a question may hold
+    what a secret check would refuse). Never fails the answer: a full disk or a busy log loses this one
+    signal, nothing else."""
+    ids = [str(it["id"]) for it in items if it.get("kind") == "memory" and it.get("id")]
+    if not ids:
+        return
+    try:
+        record_usage(state, ids[:MAX_USAGE_IDS], "retrieved", agent=agent)
+    except (OSError, HiveBrainError):
+        pass
+
+
+def usage_counts(state: Path) -> dict[str, dict[str, int]]:
+    """memory id -> {"retrieved": n, "final-answer": n} over what the usage log still holds."""
+    counts: dict[str, dict[str, int]] = {}
+    for rec in usage_log(state).read():
+        kind = rec.get("kind")
+        if kind not in USAGE_KINDS:
+            continue
+        for mid in rec.get("memory_ids") or []:
+            c = counts.setdefault(str(mid), dict.fromkeys(USAGE_KINDS, 0))
+            c[kind] += 1
+    return counts
