@@ -98,8 +98,10 @@ class Engine:
             self.catalog.refresh()
         kept = self.memory.apply_pending()
         problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()]
+        # Where a secret sits (line and kind, never the value): the index holds it redacted.
+        secrets = [{"path": p, "line": n, "kind": k} for p, n, k in self.catalog.secrets()]
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
-                "pendingWrites": kept}
+                "pendingWrites": kept, "secrets": secrets}
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:
