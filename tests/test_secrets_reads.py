@@ -273,3 +273,28 @@ def test_conversation_capture_redacts_the_new_formats():
     assert n == 6
     for v in ("abcd1234efgh5678", "Zq9-x7Lm", "hunter2-Xy9!kLm", "Rz9pw0rd", "CcCcCcCc", "IOSFODNN7EXAMPLE"):
         assert v not in red
+
+
+def test_an_index_from_before_scrubbing_is_cleaned_by_the_full_pass(vault_path, tmp_path):
+    """Older versions stored note bytes as they were: the full pass an upgrade triggers replaces them."""
+    import sqlite3
+
+    from hive_brain.store.fsutil import sha256_bytes
+
+    value = b"sk_live_51UpgradeLeftoverKeyAbCd"
+    note = vault_path / "Projects" / "upgrade.md"
+    note.write_bytes(b"# Upgrade\n\nThe ferret billing key is " + value + b".\n")
+    run("rebuild-index", "--quiet", "--lexical-only")
+    state = next((tmp_path / "state").glob("*/generations"))
+    sha = sha256_bytes(note.read_bytes())
+    db = sqlite3.connect(state / "objects.sqlite")
+    with db:  # what an older version left: the raw bytes under their hash
+        db.execute("UPDATE objects SET data = ? WHERE sha = ?", (note.read_bytes(), sha))
+    db.close()
+    assert any(value in f.read_bytes() for f in state.glob("objects.sqlite*"))
+    run("rebuild-index", "--quiet", "--lexical-only")
+    for f in (tmp_path / "state").rglob("*"):
+        if f.is_file():
+            assert value not in f.read_bytes() and value.lower() not in f.read_bytes(), f
+    hits = run("recall", "ferret billing key", "--scope", "full-vault")
+    assert hits["hits"] and value.decode() not in json.dumps(hits)

@@ -324,6 +324,11 @@ class Indexer:
                     progress(i + 1, len(todo))
         self.gens.put_objects(objects)
         self.catalog.parsed = {}
+        if full:
+            # A full pass may have replaced unscrubbed rows (an index built before secrets were
+            # scrubbed): leave no copy of them in either WAL.
+            self.gens.truncate_wal()
+            self.catalog.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         if queue:
             self._queue_rows(pend_rows)
             if full:

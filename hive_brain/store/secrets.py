@@ -14,6 +14,7 @@ docs/security.md ("## Secrets"). Everything here is the standard library: the ho
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -53,74 +54,82 @@ class _Rule:
     token: bool = True
 
 
-# A pattern with a group named "v" redacts only that group (the key name stays).
-# Ordered from most to least specific; overlapping later findings are dropped.
-_PATTERNS: list[_Rule] = [
-    _Rule("private key", re.compile(
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
-        r"|PuTTY-User-Key-File-\d[\s\S]*?Private-MAC: [0-9a-f]+"), ("-----begin", "putty-user-key"), token=False),
-    # The body of a key pasted without its BEGIN line: lines of base64 (checked for randomness below).
-    _Rule("private key", re.compile(
-        rf"(?m)(?:^[ \t]*[{_B64}]{{40,}}={{0,2}}[ \t]*(?:\r?\n|\Z)){{2,}}(?:[ \t]*-----END [A-Z0-9 ]*-----)?"
-        r"|(?:^[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+[ \t]*-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")),
-    _Rule("AWS access key", re.compile(
-        r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[0-9A-Z]{16}(?![A-Za-z0-9])"), _AKIA),
-    _Rule("AWS secret access key", re.compile(
-        rf"(?i)aws.{{0,20}}?(?:secret|key|pwd|pw|password|pass|token).{{0,20}}?(?<![{_B64}])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"),
-        ("aws",)),
-    _Rule("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9_]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"),
-          ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
-    _Rule("GitLab token", re.compile(
-        r"\b(?:(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,}|GR1348941[A-Za-z0-9_-]{20,})"),
-        ("gl", "gr1348941")),
-    _Rule("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), ("sk-ant-",)),
-    _Rule("OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), ("sk-",)),
-    _Rule("Slack webhook", re.compile(r"https://hooks\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{12,}"),
-          ("hooks.slack",)),
-    _Rule("Slack token", re.compile(r"\b(?:xox[abposre]-|xapp-)[A-Za-z0-9-]{10,}"), ("xox", "xapp-")),
-    _Rule("Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}"), ("sk_", "rk_", "whsec_")),
-    _Rule("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), ("aiza",)),
-    _Rule("Google OAuth token", re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}"), ("ya29.",)),
-    _Rule("Azure storage key", re.compile(r"(?i)\b(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/=]{40,})"),
-          ("accountkey=", "sharedaccesskey=")),
-    _Rule("Azure client secret", re.compile(
-        r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"), ("q~",)),
-    _Rule("Azure SAS signature", re.compile(r"[?&]sig=(?P<v>[A-Za-z0-9%+/=]{30,})"), ("sig=",)),
-    _Rule("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), ("npm_",)),
-    _Rule("PyPI token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"), ("pypi-",)),
-    _Rule("Hugging Face token", re.compile(r"\bhf_[A-Za-z]{34}\b"), ("hf_",)),
-    _Rule("SendGrid key", re.compile(r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"), ("sg.",)),
-    _Rule("Twilio key", re.compile(r"\bSK[0-9a-f]{32}\b")),
-    _Rule("Mailchimp key", re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"), ("-us",)),
-    _Rule("Telegram bot token", re.compile(r"\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b"), (":aa",)),
-    _Rule("DigitalOcean token", re.compile(r"\bdo[por]_v1_[a-f0-9]{64}\b"), ("_v1_",)),
-    _Rule("JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), ("eyj",)),
-    # user:password@host; the user may be empty (redis://:pw@host) and the password may hold '/'.
-    _Rule("connection string password", re.compile(
-        r"\b[a-z][a-z0-9+.-]*://[^\s:@/]*:(?P<v>[^\s@]+?)@[A-Za-z0-9\[_-]", re.I), ("://",), lines=True, token=False),
-    _Rule("bearer token", re.compile(r"\b(?:[Bb]earer|Basic)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"), ("bearer", "basic"), token=False),
-    _Rule(ASSIGNMENT, re.compile(
-        rf"""(?x)(?<![A-Za-z0-9])(?P<k>{_KEY_NAME})["'\]]{{0,2}}\s*(?::=|=>|[:=])\s*["'`]?(?P<v>[^\s"'`,;]{{4,}})""", re.I),
-        _WORDS, lines=True, token=False),
-    # "the prod db password is hunter2-Xy9!kLm", "admin pw: ..." in prose.
-    _Rule("password in text", re.compile(
-        r"(?i)\b(?:password|passwd|passphrase|pass ?code|pwd|pw|pin|secret|token|api key)(?:\s+(?!is\b|was\b)[\w@./-]+){0,5}?"
-        r"\s*(?:\bis|\bwas|\bare|=|:)\s+"
-        r"(?:now\s+|still\s+|set to\s+)?(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{4,})"), _WORDS, lines=True, token=False),
-    # An AWS secret access key without a label: 40 characters of base64, random (checked below).
-    _Rule("AWS secret access key", re.compile(rf"(?<![{_B64}=-])(?P<v>[{_B64}]{{40}})(?![{_B64}=])")),
-]
+@functools.cache
+def _rules() -> list[_Rule]:
+    """Compiled on first use, not at import: ~30 patterns cost 10-20 ms, and the prompt hook imports
+    this module (through the catalog) without scanning anything when no note changed.
 
-_PLACEHOLDER = re.compile(
+    A pattern with a group named "v" redacts only that group (the key name stays). Ordered from most
+    to least specific; a later finding overlapping an earlier one is dropped."""
+    return [
+        _Rule("private key", re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+            r"|PuTTY-User-Key-File-\d[\s\S]*?Private-MAC: [0-9a-f]+"), ("-----begin", "putty-user-key"), token=False),
+        # The body of a key pasted without its BEGIN line: lines of base64 (checked for randomness below).
+        _Rule("private key", re.compile(
+            rf"(?m)(?:^[ \t]*[{_B64}]{{40,}}={{0,2}}[ \t]*(?:\r?\n|\Z)){{2,}}(?:[ \t]*-----END [A-Z0-9 ]*-----)?"
+            r"|(?:^[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+[ \t]*-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")),
+        _Rule("AWS access key", re.compile(
+            r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[0-9A-Z]{16}(?![A-Za-z0-9])"), _AKIA),
+        _Rule("AWS secret access key", re.compile(
+            rf"(?i)aws.{{0,20}}?(?:secret|key|pwd|pw|password|pass|token).{{0,20}}?(?<![{_B64}])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"),
+            ("aws",)),
+        _Rule("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9_]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"),
+              ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+        _Rule("GitLab token", re.compile(
+            r"\b(?:(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,}|GR1348941[A-Za-z0-9_-]{20,})"),
+            ("gl", "gr1348941")),
+        _Rule("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), ("sk-ant-",)),
+        _Rule("OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), ("sk-",)),
+        _Rule("Slack webhook", re.compile(r"https://hooks\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{12,}"),
+              ("hooks.slack",)),
+        _Rule("Slack token", re.compile(r"\b(?:xox[abposre]-|xapp-)[A-Za-z0-9-]{10,}"), ("xox", "xapp-")),
+        _Rule("Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}"), ("sk_", "rk_", "whsec_")),
+        _Rule("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), ("aiza",)),
+        _Rule("Google OAuth token", re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}"), ("ya29.",)),
+        _Rule("Azure storage key", re.compile(r"(?i)\b(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/=]{40,})"),
+              ("accountkey=", "sharedaccesskey=")),
+        _Rule("Azure client secret", re.compile(
+            r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"), ("q~",)),
+        _Rule("Azure SAS signature", re.compile(r"[?&]sig=(?P<v>[A-Za-z0-9%+/=]{30,})"), ("sig=",)),
+        _Rule("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), ("npm_",)),
+        _Rule("PyPI token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"), ("pypi-",)),
+        _Rule("Hugging Face token", re.compile(r"\bhf_[A-Za-z]{34}\b"), ("hf_",)),
+        _Rule("SendGrid key", re.compile(r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"), ("sg.",)),
+        _Rule("Twilio key", re.compile(r"\bSK[0-9a-f]{32}\b")),
+        _Rule("Mailchimp key", re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"), ("-us",)),
+        _Rule("Telegram bot token", re.compile(r"\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b"), (":aa",)),
+        _Rule("DigitalOcean token", re.compile(r"\bdo[por]_v1_[a-f0-9]{64}\b"), ("_v1_",)),
+        _Rule("JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), ("eyj",)),
+        # user:password@host; the user may be empty (redis://:pw@host) and the password may hold '/'.
+        _Rule("connection string password", re.compile(
+            r"\b[a-z][a-z0-9+.-]*://[^\s:@/]*:(?P<v>[^\s@]+?)@[A-Za-z0-9\[_-]", re.I), ("://",), lines=True, token=False),
+        _Rule("bearer token", re.compile(r"\b(?:[Bb]earer|Basic)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"), ("bearer", "basic"), token=False),
+        _Rule(ASSIGNMENT, re.compile(
+            rf"""(?x)(?<![A-Za-z0-9])(?P<k>{_KEY_NAME})["'\]]{{0,2}}\s*(?::=|=>|[:=])\s*["'`]?(?P<v>[^\s"'`,;]{{4,}})""", re.I),
+            _WORDS, lines=True, token=False),
+        # "the prod db password is hunter2-Xy9!kLm", "admin pw: ..." in prose.
+        _Rule("password in text", re.compile(
+            r"(?i)\b(?:password|passwd|passphrase|pass ?code|pwd|pw|pin|secret|token|api key)(?:\s+(?!is\b|was\b)[\w@./-]+){0,5}?"
+            r"\s*(?:\bis|\bwas|\bare|=|:)\s+"
+            r"(?:now\s+|still\s+|set to\s+)?(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{4,})"), _WORDS, lines=True, token=False),
+        # An AWS secret access key without a label: 40 characters of base64, random (checked below).
+        _Rule("AWS secret access key", re.compile(rf"(?<![{_B64}=-])(?P<v>[{_B64}]{{40}})(?![{_B64}=])")),
+    ]
+
+_PLACEHOLDER = (
     r"^(?:<[^>]*>?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?[A-Za-z_]+\)?s?|x{3,}|\*{3,}|\.{3,}|changeme|example\w*|"
     r"your[_-].*|redacted\]?|\[redacted.*|none|null|nil|true|false|env|environment|required|optional|string|str|"
-    r"secret|password|token|undefined|placeholder|dummy|test|sample|\w+\(.*|os\.environ.*|process\.env.*)$", re.I)
+    r"secret|password|token|undefined|placeholder|dummy|test|sample|\w+\(.*|os\.environ.*|process\.env.*)$")
 # Names that say the value is about a secret, not the secret: secret_name, token_url, password_file.
-_NOT_SECRET_KEY = re.compile(
+_NOT_SECRET_KEY = (
     r"(?i)[_.-](?:name|id|file|path|ref|arn|length|len|type|version|count|env|url|uri|dir|endpoint|expiry|expires|ttl|policy|"
     r"rotation|hint|prompt|field|label)$")
-_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-_REDACTED = re.compile(r"\[redacted [^\]]*\]")
+# Zero-width spaces and joiners, soft hyphens, direction marks, BOMs: invisible, and ignored by matching.
+_INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062"
+                       "\u2063\u2064\u2066\u2067\u2068\u2069\ufeff")
+# Module-level patterns stay strings (re caches them on first use): compiling at import would cost
+# the prompt hook several milliseconds for nothing.
 
 
 @dataclass(frozen=True)
@@ -148,7 +157,7 @@ def _random_b64(s: str) -> bool:
 
 def _keep(kind: str, m: re.Match[str], text: str) -> bool:
     v = m.group("v") if "v" in m.re.groupindex else m.group(0)
-    if _REDACTED.fullmatch(v) or v.startswith("[redacted"):
+    if v.startswith("[redacted"):
         return False
     if kind == "private key" and not m.group(0).lstrip().startswith("-----BEGIN") and "PuTTY" not in m.group(0)[:6]:
         body = re.sub(r"\s+|-----END[^\n]*-----", "", m.group(0))
@@ -157,20 +166,20 @@ def _keep(kind: str, m: re.Match[str], text: str) -> bool:
         return _random_b64(v)
     if kind == "connection string password":
         # https://host:8080/path@x is a port and a path, not a password.
-        return not re.match(r"\d+(?:/|$)", v) and not _PLACEHOLDER.match(v) and v not in ("[redacted", "****")
+        return not re.match(r"\d+(?:/|$)", v) and not re.match(_PLACEHOLDER, v, re.I) and v not in ("[redacted", "****")
     if kind == ASSIGNMENT:
         v = v.rstrip(".)]}")
-        if _NOT_SECRET_KEY.search(m.group("k")) or v.startswith(("/", "~", "./", "../", "http://", "https://")):
+        if re.search(_NOT_SECRET_KEY, m.group("k")) or v.startswith(("/", "~", "./", "../", "http://", "https://")):
             return False
         # Names of keys ("api_key: see 1Password"), placeholders, numbers and words are fine.
-        if _PLACEHOLDER.match(v) or v.isdigit() or len(v) < 6 and _classes(v) < 3:
+        if re.match(_PLACEHOLDER, v, re.I) or v.isdigit() or len(v) < 6 and _classes(v) < 3:
             return False
         if v.isalpha() and v.islower() and len(v) < 12:
             return False
         return not (len(v) < 12 and _entropy(v) < 2.5)
     if kind == "password in text":
         v = v.rstrip(".,;:!?)]}")
-        if _PLACEHOLDER.match(v) or len(v) < 4:
+        if re.match(_PLACEHOLDER, v, re.I) or len(v) < 4:
             return False
         # Prose goes on with words ("the password is stored in 1Password"): a value is quoted, or
         # mixes letters with digits or symbols.
@@ -206,7 +215,7 @@ def _find(text: str) -> list[Finding]:
     low = text.lower()
     # Every token rule needs 16+ characters without a space: most prose has no such run at all.
     long_token = any(len(w) >= 16 for w in text.split())
-    for rule in _PATTERNS:
+    for rule in _rules():
         kind, pat = rule.kind, rule.pattern
         for m in _matches(rule, text, low, long_token):
             if not _keep(kind, m, text):
@@ -232,9 +241,9 @@ def find_secrets(text: str) -> list[Finding]:
     soft hyphens, direction marks) are ignored while matching, so ``AKIA<ZWSP>...`` is still a key."""
     if not text:
         return []
-    if not _INVISIBLE.search(text):
+    if not any(ch in text for ch in _INVISIBLE):
         return _find(text)
-    keep = [i for i, ch in enumerate(text) if not _INVISIBLE.match(ch)]
+    keep = [i for i, ch in enumerate(text) if ch not in _INVISIBLE]
     clean = "".join(text[i] for i in keep)
     return [Finding(f.kind, keep[f.start], keep[f.end - 1] + 1) for f in _find(clean) if f.end > f.start]
 
@@ -258,7 +267,7 @@ def _replace(text: str, findings: list[Finding]) -> str:
     return "".join(parts)
 
 
-_PRIVATE = re.compile(r"<private>[\s\S]*?(?:</private>|\Z)", re.I)
+_PRIVATE = r"(?i)<private>[\s\S]*?(?:</private>|\Z)"
 
 
 def redact(text: str) -> tuple[str, int]:
@@ -270,7 +279,7 @@ def redact(text: str) -> tuple[str, int]:
         n += 1
         return "[private]"
 
-    text = _PRIVATE.sub(_priv, text)
+    text = re.sub(_PRIVATE, _priv, text)
     findings = find_secrets(text)
     return (_replace(text, findings), n + len(findings)) if findings else (text, n)
 
@@ -279,7 +288,7 @@ def redact(text: str) -> tuple[str, int]:
 SECURE_PREFIX = "Operations/Secure/"
 # Any "NAME: value" / "NAME=value" line: in a Secure note every value that is one token is redacted,
 # whatever it looks like (prose after the name, "rotated 2026-10, in 1Password", stays).
-_SECURE_VALUE = re.compile(
+_SECURE_VALUE = (
     r"(?m)^(?P<pre>[ \t>*+-]*(?:export\s+)?`?[A-Za-z_][A-Za-z0-9_.-]*`?\**[ \t]*(?::=|=|:)[ \t]*[\"'`]?)(?P<v>[^\s\"'`|]{6,})[\"'`]?[ \t]*$")
 
 
@@ -299,7 +308,7 @@ def scrub_report(text: str, *, path: str = "") -> tuple[str, list[tuple[int, str
     if path.startswith(SECURE_PREFIX):
         # The body only: frontmatter values (title, dates) are not secrets and must still parse.
         at = text.find("\n---", 3) + 4 if text.startswith("---") else 0
-        body = _SECURE_VALUE.sub(_secure_value, text[at:])
+        body = re.sub(_SECURE_VALUE, _secure_value, text[at:])
         if body != text[at:]:
             text = text[:at] + body
     return text, lines
