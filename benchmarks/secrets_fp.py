@@ -1,11 +1,12 @@
 """The secret detector on ordinary text: false positives and speed.
 
-Every LoCoMo session note (272 notes, 5,882 turns of everyday conversation, written by people and
-holding no secret) is split into passages exactly as the indexer splits them; each passage goes
-through ``store.secrets.find_secrets`` (what the indexer runs on every note and writes run on every
-field). A finding on this text is a false positive: the table lists each one (kind and a short
-excerpt). Timed over the whole corpus, best of N rounds: passages/s and MB/s of ``scrub`` (the
-index-time call). A positive control runs the 20+ sample secrets of ``SAMPLES`` through the same
+Two corpora that hold no secret, split into passages exactly as the indexer splits them: every
+LoCoMo session note (272 notes, 5,882 turns of everyday conversation, written by people) and the
+synthetic engineering vault of ``fixtures.py`` (typed memories, long notes, conversations about
+made-up services: full of "key", "token" and URLs). Each passage goes through
+``store.secrets.find_secrets`` (what the indexer runs on every note and writes run on every field).
+A finding on this text is a false positive: the table lists each one (kind and a short excerpt).
+Timed per corpus, best of N rounds: passages/s and MB/s of ``scrub`` (the index-time call). A positive control runs the 20+ sample secrets of ``SAMPLES`` through the same
 detector (each must be found).
 
 With ``detect-secrets`` importable (it is not a dependency: docs/security.md), its regex plugins
@@ -25,6 +26,7 @@ from .common import BenchConfig, log, print_table, standalone_main, summary_row,
 
 NAME = "secrets_fp"
 DEFAULT_ROUNDS = 3
+SYNTHETIC_NOTES = {"quick": 1000, "full": 5000}
 
 # One sample of each kind the docs promise (values made up; shapes real).
 SAMPLES: dict[str, str] = {
@@ -56,22 +58,32 @@ SAMPLES: dict[str, str] = {
 }
 
 
-def _passages(data_dir: Path) -> tuple[list[str], int]:
-    """(passage texts, note count) of the converted LoCoMo sessions, split as the indexer splits."""
+def _split(notes: list[Path]) -> list[str]:
     from hive_brain.index.indexer import PASSAGE_WORDS
     from hive_brain.index.passages import split_passages
     from hive_brain.store.notes import parse_bytes
 
+    out: list[str] = []
+    for p in notes:
+        note = parse_bytes(p.name, p.read_bytes())
+        out += [x.text for x in split_passages(note.title, note.body, max_words=PASSAGE_WORDS)]
+    return out
+
+
+def _corpora(data_dir: Path, synthetic: int) -> dict[str, tuple[list[str], int]]:
+    """corpus name -> (passage texts, note count)."""
+    from .fixtures import generate
     from .locomo import convert
 
-    out: list[str] = []
+    out: dict[str, tuple[list[str], int]] = {}
     with temp_dir("hive-brain-secrets-fp-") as tmp:
         convert(data_dir / "locomo", tmp / "converted")
         notes = sorted((tmp / "converted" / "notes").rglob("*.md"))
-        for p in notes:
-            note = parse_bytes(p.name, p.read_bytes())
-            out += [x.text for x in split_passages(note.title, note.body, max_words=PASSAGE_WORDS)]
-    return out, len(notes)
+        out["LoCoMo"] = (_split(notes), len(notes))
+        generate(tmp / "vault", synthetic)
+        notes = sorted((tmp / "vault").rglob("*.md"))
+        out[f"synthetic vault ({synthetic} notes)"] = (_split(notes), len(notes))
+    return out
 
 
 def _detect_secrets_hits(passages: list[str]) -> dict[str, Any]:
@@ -93,53 +105,59 @@ def _detect_secrets_hits(passages: list[str]) -> dict[str, Any]:
                 hits[s.type] += 1
         secs = time.perf_counter() - t1
     return {"plugins": len(names), "lines": len(lines), "falsePositives": sum(hits.values()), "byKind": dict(hits),
-            "linesPerSecond": round(len(lines) / secs), "setupSeconds": round(t1 - t0, 3)}
+            "linesPerSecond": round(len(lines) / secs), "mbPerSecond": round(sum(map(len, lines)) / secs / 1e6, 2),
+            "setupSeconds": round(t1 - t0, 3)}
 
 
-def run(cfg: BenchConfig, rounds: int | None = None) -> dict[str, Any]:
+def _measure(passages: list[str], rounds: int) -> dict[str, Any]:
     from hive_brain.store.secrets import find_secrets, scrub
 
-    passages, n_notes = _passages(cfg.bench_data)
-    chars = sum(len(p) for p in passages)
-    log(f"secrets_fp: {len(passages)} passages of {n_notes} notes, {chars:,} characters")
     hits: list[dict[str, Any]] = []
     for i, p in enumerate(passages):
         for f in find_secrets(p):
             hits.append({"passage": i, "kind": f.kind, "excerpt": p[max(0, f.start - 30):f.end + 30]})
     best = float("inf")
-    for _ in range(rounds or DEFAULT_ROUNDS):
+    for _ in range(rounds):
         t0 = time.perf_counter()
         for p in passages:
             scrub(p)
         best = min(best, time.perf_counter() - t0)
+    chars = sum(len(p) for p in passages)
+    flagged = len({h["passage"] for h in hits})
+    return {"passages": len(passages), "characters": chars, "falsePositives": len(hits),
+            "falsePositivePassages": flagged, "falsePositiveRate": round(flagged / max(1, len(passages)), 5),
+            "byKind": dict(Counter(h["kind"] for h in hits)), "hits": hits, "scrubSeconds": round(best, 4),
+            "passagesPerSecond": round(len(passages) / best), "mbPerSecond": round(chars / best / 1e6, 2)}
+
+
+def run(cfg: BenchConfig, rounds: int | None = None, synthetic: int | None = None) -> dict[str, Any]:
+    from hive_brain.store.secrets import find_secrets
+
+    corpora = _corpora(cfg.bench_data, synthetic or SYNTHETIC_NOTES[cfg.mode])
+    res: dict[str, Any] = {"corpora": {}}
+    for name, (passages, n_notes) in corpora.items():
+        log(f"secrets_fp: {name}: {len(passages)} passages of {n_notes} notes")
+        res["corpora"][name] = {"notes": n_notes, **_measure(passages, rounds or DEFAULT_ROUNDS)}
+    loco = res["corpora"]["LoCoMo"]
     found = {name: bool(find_secrets(f"note:\n{text}\nend")) for name, text in SAMPLES.items()}
-    return {
-        "notes": n_notes, "passages": len(passages), "characters": chars,
-        "falsePositives": len(hits), "falsePositivePassages": len({h["passage"] for h in hits}),
-        "falsePositiveRate": round(len({h["passage"] for h in hits}) / max(1, len(passages)), 5),
-        "byKind": dict(Counter(h["kind"] for h in hits)), "hits": hits,
-        "scrubSeconds": round(best, 4), "passagesPerSecond": round(len(passages) / best),
-        "mbPerSecond": round(chars / best / 1e6, 2),
-        "samplesFound": sum(found.values()), "samples": len(found), "missed": [k for k, v in found.items() if not v],
-        "detectSecrets": _detect_secrets_hits(passages),
-    }
+    return {**res, "falsePositives": sum(c["falsePositives"] for c in res["corpora"].values()),
+            "falsePositiveRate": loco["falsePositiveRate"], "hits": [h for c in res["corpora"].values() for h in c["hits"]],
+            "samplesFound": sum(found.values()), "samples": len(found), "missed": [k for k, v in found.items() if not v],
+            "detectSecrets": _detect_secrets_hits(corpora["LoCoMo"][0])}
 
 
 def report(result: dict[str, Any], console: Any) -> None:
+    rows: list[list[Any]] = [
+        [f"hive-brain on {name}", c["notes"], c["passages"], c["falsePositives"], c["falsePositiveRate"],
+         c["passagesPerSecond"], c["mbPerSecond"]] for name, c in result["corpora"].items()]
     ds = result["detectSecrets"]
-    rows: list[list[Any]] = [["hive-brain", result["passages"], result["falsePositives"], result["falsePositiveRate"],
-                              result["passagesPerSecond"], f"{result['samplesFound']}/{result['samples']}"]]
     if "unavailable" not in ds:
-        rows.append([f"detect-secrets ({ds['plugins']} regex plugins, per line)", ds["lines"], ds["falsePositives"], None,
-                     None, None])
-    print_table(f"Secret detector on LoCoMo ({result['notes']} notes, {result['characters']:,} characters)",
-                ["detector", "passages", "false positives", "FP rate (passages)", "passages/s", "samples found"],
-                rows, console)
-    if "unavailable" not in ds:
-        console.print(f"detect-secrets: {ds['linesPerSecond']:,} lines/s; hive-brain "
-                      f"{result['mbPerSecond']} MB/s")
-    else:
-        console.print(f"detect-secrets: {ds['unavailable']}")
+        rows.append([f"detect-secrets 1.5 ({ds['plugins']} regex plugins, per line) on LoCoMo", None, ds["lines"],
+                     ds["falsePositives"], None, None, ds["mbPerSecond"]])
+    print_table("Secret detector on text holding no secret", ["detector / corpus", "notes", "passages",
+                "false positives", "FP rate (passages)", "passages/s", "MB/s"], rows, console)
+    console.print(f"samples found: {result['samplesFound']}/{result['samples']}"
+                  + (f"; detect-secrets: {ds['unavailable']}" if "unavailable" in ds else ""))
     if result["hits"]:
         print_table("False positives", ["kind", "excerpt"], [[h["kind"], h["excerpt"]] for h in result["hits"][:30]], console)
     if result["missed"]:
@@ -150,13 +168,17 @@ def summary_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         summary_row(NAME, "hive-brain", "false positives on LoCoMo", result["falsePositives"], target="~0",
                     status="ok" if result["falsePositiveRate"] < 0.001 else "missed"),
-        summary_row(NAME, "hive-brain", "scrub passages/s", result["passagesPerSecond"]),
+        *[summary_row(NAME, "hive-brain", f"scrub passages/s ({name})", c["passagesPerSecond"])
+          for name, c in result["corpora"].items()],
     ]
 
 
 def _extra(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--rounds", type=int, default=None, help=f"timed rounds (default {DEFAULT_ROUNDS})")
+    ap.add_argument("--synthetic", type=int, default=None,
+                    help=f"notes in the synthetic vault (default {SYNTHETIC_NOTES['quick']}; --full {SYNTHETIC_NOTES['full']})")
 
 
 if __name__ == "__main__":
-    sys.exit(standalone_main(sys.modules[__name__], extra_args=_extra, kwargs_from_args=lambda a: {"rounds": a.rounds}))
+    sys.exit(standalone_main(sys.modules[__name__], extra_args=_extra,
+                             kwargs_from_args=lambda a: {"rounds": a.rounds, "synthetic": a.synthetic}))

@@ -107,3 +107,16 @@ def test_secure_notes_keep_key_names_only():
     assert "STRIPE_ACCOUNT: [redacted value]" in out and "STRIPE_SECRET_KEY: [redacted Stripe key]" in out
     assert "updated: 2026-11-30" in out and "every 90 days, in 1Password" in out
     assert scrub(text, path="Projects/Stripe.md").count("acct9Quagga77") == 1  # elsewhere only detected secrets go
+
+
+def test_no_false_positive_on_locomo(tmp_path):
+    """The detector on 272 sessions of everyday conversation (benchmarks/secrets_fp.py): none."""
+    from benchmarks import common, secrets_fp
+
+    if not (common.bench_data_path() / "locomo" / "locomo10.json").is_file():
+        pytest.skip("no LoCoMo data")
+    res = secrets_fp.run(common.BenchConfig(mode="quick", bench_data=common.bench_data_path(), results_dir=tmp_path),
+                         rounds=1, synthetic=300)
+    assert res["falsePositives"] == 0, res["hits"][:5]
+    assert res["samplesFound"] == res["samples"], res["missed"]
+    assert secrets_fp.summary_rows(res)[0]["status"] == "ok"
