@@ -288,13 +288,19 @@ def test_an_index_from_before_scrubbing_is_cleaned_by_the_full_pass(vault_path, 
     state = next((tmp_path / "state").glob("*/generations"))
     sha = sha256_bytes(note.read_bytes())
     db = sqlite3.connect(state / "objects.sqlite")
-    with db:  # what an older version left: the raw bytes under their hash
+    old = b"# Upgrade\n\nAn older version of the note: key " + value + b" then.\n"
+    with db:  # what an older version left: the raw bytes under their hash, and an old generation's note
         db.execute("UPDATE objects SET data = ? WHERE sha = ?", (note.read_bytes(), sha))
+        db.execute("INSERT INTO objects VALUES (?, ?)", (sha256_bytes(old), old))
+        db.execute("PRAGMA user_version = 0")
     db.close()
     assert any(value in f.read_bytes() for f in state.glob("objects.sqlite*"))
     run("rebuild-index", "--quiet", "--lexical-only")
     for f in (tmp_path / "state").rglob("*"):
         if f.is_file():
             assert value not in f.read_bytes() and value.lower() not in f.read_bytes(), f
+    from hive_brain.index.generations import GenerationStore
+
+    assert b"[redacted Stripe key]" in GenerationStore(state.parent).get_object(sha256_bytes(old))  # still verifies
     hits = run("recall", "ferret billing key", "--scope", "full-vault")
     assert hits["hits"] and value.decode() not in json.dumps(hits)

@@ -116,6 +116,24 @@ class GenerationStore:
                 self._db.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", plain)
                 self._db.executemany("INSERT OR REPLACE INTO objects VALUES (?, ?)", scrubbed)
 
+    def scrub_stored(self) -> int | None:
+        """Once per detector version (``store.secrets.RULES_VERSION``): scrub every object stored
+        before it, those of older generations included, so replaying history never reads a secret
+        either. Returns how many objects were rewritten. (Objects carry no path, so the Secure-notes
+        rule, which needs one, applies from the next index of each note.) None: already done."""
+        from ..store.secrets import RULES_VERSION, scrub_bytes
+
+        if self._db.execute("PRAGMA user_version").fetchone()[0] == RULES_VERSION:
+            return None
+        out: dict[str, bytes] = {}
+        for sha, data in self._db.execute("SELECT sha, data FROM objects"):
+            data = bytes(data)
+            if not data.startswith(REDACTED_MAGIC) and (clean := scrub_bytes(data)) is not data:
+                out[sha] = self.redacted_object(clean)
+        self.put_objects(out)
+        self._db.execute(f"PRAGMA user_version = {int(RULES_VERSION)}")
+        return len(out)
+
     def truncate_wal(self) -> None:
         """Fold the WAL into the store and empty it: after a full pass that replaced unscrubbed objects
         (an index from before secrets were scrubbed), no old page stays behind in the WAL file.

@@ -12,6 +12,7 @@ next, before its upserts: a write never even imports LanceDB (9 s of a loaded on
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import sys
 import time
@@ -327,6 +328,9 @@ class Indexer:
         if full:
             # A full pass may have replaced unscrubbed rows (an index built before secrets were
             # scrubbed): leave no copy of them in either WAL.
+            if self.gens.scrub_stored() is not None:
+                # Replay caches were built from objects as they were then: rebuilt on demand.
+                shutil.rmtree(self.vault.state / "replay", ignore_errors=True)
             self.gens.truncate_wal()
             self.catalog.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         if queue:

@@ -91,7 +91,7 @@ def check_secrets(**fields: Any) -> None:
         what = "; ".join(f"--{name} ({', '.join(kinds)})" for name, kinds in found)
         raise SecretDetected(
             f"a secret was found in {what}; nothing was stored",
-            hint="store where the secret lives (e.g. 'in 1Password: Deploy key'), never its value",
+            hint="store where the secret lives, like 'in 1Password: Deploy key', never its value",
         )
 
 
