@@ -60,6 +60,7 @@ class _Rule:
     anchors: tuple[str, ...] | None = None
     scope: str = "words"
     min_token: int = 15
+    random: bool = False  # the value must look random (a bare key has no other sign of being one)
 
 
 @functools.cache
@@ -124,15 +125,18 @@ def _rules() -> list[_Rule]:
             r"\s*(?:\bis|\bwas|\bare|=|:)\s+"
             r"(?:now\s+|still\s+|set to\s+)?(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{4,})"), _PROSE_WORDS, scope="at", min_token=0),
         # An AWS secret access key without a label: 40 characters of base64, random (checked below).
-        _Rule("AWS secret access key", re.compile(rf"(?<![{_B64}=-])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"), min_token=40),
+        _Rule("AWS secret access key", re.compile(rf"(?<![{_B64}=-])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"), min_token=40,
+              random=True),
     ]
 
+# Module-level patterns stay strings (re caches them on first use): compiling at import would cost
+# the prompt hook several milliseconds for nothing.
 _PLACEHOLDER = (
     r"^(?:<[^>]*>?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?[A-Za-z_]+\)?s?|x{3,}|\*{3,}|\.{3,}|changeme|example\w*|"
     r"your[_-].*|redacted\]?|\[redacted.*|none|null|nil|true|false|env|environment|required|optional|string|str|"
     r"secret|password|token|undefined|placeholder|dummy|test|sample|[\w.]+\(.*|os\.environ.*|process\.env.*|"
     # code, not a value: page_token=page_token, token=self.token, secret=(...), key={...}
-    r"[a-z_]+(?:[_.][a-z_]+)+\)*|[(\[{$%@<].*)$")
+    r"(?-i:[a-z_]+(?:[_.][a-z_]+)+)\)*|[(\[{$%@<].*)$")
 # Names that say the value is about a secret, not the secret: secret_name, token_url, password_file.
 _NOT_SECRET_KEY = (
     r"(?i)[_.-](?:name|id|ids|file|path|ref|arn|length|len|type|version|count|env|url|uri|dir|endpoint|expiry|expires|ttl|policy|"
@@ -140,8 +144,6 @@ _NOT_SECRET_KEY = (
 # Zero-width spaces and joiners, soft hyphens, direction marks, BOMs: invisible, and ignored by matching.
 _INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062"
                        "\u2063\u2064\u2066\u2067\u2068\u2069\ufeff")
-# Module-level patterns stay strings (re caches them on first use): compiling at import would cost
-# the prompt hook several milliseconds for nothing.
 
 
 @dataclass(frozen=True)
@@ -167,14 +169,15 @@ def _random_b64(s: str) -> bool:
     return _classes(s.replace("/", "").replace("+", "")) >= 3 and _entropy(s) >= 4.5
 
 
-def _keep(kind: str, m: re.Match[str], text: str) -> bool:
+def _keep(rule: _Rule, m: re.Match[str]) -> bool:
+    kind = rule.kind
     v = m.group("v") if "v" in m.re.groupindex else m.group(0)
     if v.startswith("[redacted"):
         return False
     if kind == "private key" and not m.group(0).lstrip().startswith("-----BEGIN") and "PuTTY" not in m.group(0)[:6]:
         body = re.sub(r"\s+|-----END[^\n]*-----", "", m.group(0))
         return "-----END" in m.group(0) or _entropy(body) >= 5.0
-    if kind == "AWS secret access key" and m.re.pattern.startswith("(?<!"):
+    if rule.random:
         return _random_b64(v)
     if kind == "connection string password":
         # https://host:8080/path@x is a port and a path, not a password.
@@ -250,7 +253,7 @@ def _find(text: str) -> list[Finding]:
     for rule in _rules():
         kind, pat = rule.kind, rule.pattern
         for m in _matches(rule, text, low, longest, longs, longs_low):
-            if not _keep(kind, m, text):
+            if not _keep(rule, m):
                 continue
             if "v" in pat.groupindex:
                 end = m.end("v")
