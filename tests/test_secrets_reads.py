@@ -304,3 +304,37 @@ def test_an_index_from_before_scrubbing_is_cleaned_by_the_full_pass(vault_path, 
     assert b"[redacted Stripe key]" in GenerationStore(state.parent).get_object(sha256_bytes(old))  # still verifies
     hits = run("recall", "ferret billing key", "--scope", "full-vault")
     assert hits["hits"] and value.decode() not in json.dumps(hits)
+
+
+def test_the_warm_server_and_the_hook_through_it_never_see_the_value(vault_path, tmp_path):
+    """A note saved while the server runs: its watcher indexes it; recall, answer and the prompt hook
+    (answered by the server) show it redacted."""
+    from hive_brain.rpc import client
+    from tests.test_server import START_TIMEOUT, _save_like_an_editor, _serve, _state, _stop, _wait_for
+
+    state = _state()
+    proc = _serve(tmp_path)
+    try:
+        client.wait_ready(state, START_TIMEOUT, proc=proc)
+        value = "xoxb-556677889900-112233445566-JackalServerBotTok"
+        _save_like_an_editor(vault_path / "Projects" / "jackal.md", f"# Jackal\n\nJackal alerts post with {value} daily.\n")
+
+        def found() -> bool:
+            res = client.call(state, "recall", {"query": "jackal alerts", "scope": "full-vault"}, timeout=5)
+            return any(h["path"] == "Projects/jackal.md" for h in res["hits"])
+
+        _wait_for(found, 10)
+        outs = [json.dumps(client.call(state, "recall", {"query": "jackal alerts post", "scope": "full-vault"}, timeout=5)),
+                json.dumps(client.call(state, "answer", {"query": "how do jackal alerts post?"}, timeout=5))]
+        hook_out = subprocess.run([sys.executable, "-m", "hive_brain", "hook", "prompt"], capture_output=True, text=True,
+                                  input=json.dumps({"prompt": "how do jackal alerts post?"}), env=dict(os.environ),
+                                  timeout=60)
+        outs.append(hook_out.stdout)
+        assert "Jackal" in hook_out.stdout and "[redacted Slack token]" in hook_out.stdout
+        for out in outs:
+            assert value not in out and "JackalServerBotTok".lower() not in out.lower()
+        for f in state.rglob("*"):
+            if f.is_file() and not f.is_socket():
+                assert b"JackalServerBotTok" not in f.read_bytes() and b"jackalserverbottok" not in f.read_bytes(), f
+    finally:
+        _stop(proc)
