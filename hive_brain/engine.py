@@ -117,8 +117,11 @@ class Engine:
         agent = self.settings.agent_id
         problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()
                     if not agent or path_readable(e.path, agent)]
+        # Where a secret sits (line and kind, never the value): the index holds it redacted.
+        secrets = [{"path": p, "line": n, "kind": k} for p, n, k in self.catalog.secrets()
+                   if not agent or path_readable(p, agent)]
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
-                "pendingWrites": self.own_pending(kept)}
+                "pendingWrites": self.own_pending(kept), "secrets": secrets}
 
     def own_pending(self, records: list[dict]) -> list[dict]:
         """The caller's own pending writes: a record holds the write's arguments (a private memory's

@@ -44,3 +44,79 @@ def test_harmless_text_passes(text):
 def test_private_spans_removed():
     red, n = redact("keep <private>my home address</private> this")
     assert "home address" not in red and "keep" in red and n == 1
+
+
+# -- the formats found missing by the red-team pass (issue 12) and one sample per provider ---------
+from benchmarks.secrets_fp import SAMPLES  # noqa: E402
+from hive_brain.store.secrets import find_secrets, scrub  # noqa: E402
+
+NEW_FORMATS = {
+    "DB_PASSWORD=Zq9-x7Lm-4": "Zq9-x7Lm-4",
+    "export GITHUB_TOKEN=abcd1234efgh5678": "abcd1234efgh5678",
+    "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY": "wJalrXUtnFEMI/K7MDENG",
+    "the bare one: wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8PLEKEY1 ok": "wJalrXUtnFEMI/K7MDENG",
+    "redis://:Rz9pw0rdx@cache:6379": "Rz9pw0rdx",
+    "mysql://root:pa/ss9w0rd@db:3306": "pa/ss9w0rd",
+    "the admin password is Tr0ub4dor&3": "Tr0ub4dor&3",
+    "prod db password is hunter2-Xy9!kLm": "hunter2-Xy9!kLm",
+    "The prod db password for the dingo cluster is hunter2-Xy9!kLm (rotate)": "hunter2-Xy9!kLm",
+    "key:\nMIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+    "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----": "VTLw7onLRnrq0",
+    "id AKIA\u200bIOSFODNN7EXAMPLE here": "IOSFODNN7EXAMPLE",
+    "hook https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX": "XXXXXXXXXXXX",
+}
+MORE_HARMLESS = [
+    "max_tokens=8000", "tokenizer=sentencepiece", "the password is stored in 1Password", "secret_name: prod-db-creds",
+    "commit 3f786850e387550fdab836ed7e6dc881de23001b fixed it", "see https://example.com:8080/path@v2",
+    "credentials: ~/.aws/credentials", "token_url: https://oauth.example.com/token", "git@github.com:org/repo.git",
+    "ssh://git@github.com/org/repo", "the secret is to be patient", "PASSWORD=changeme",
+    "src/components/ButtonGroupWithDropdown/index.tsx", "password = os.environ['DB_PASSWORD']",
+    "the password for the wifi is on the fridge", "my pin for the bike lock is in the drawer",
+    "I'll pass: the key is to rest", "[redacted GitHub token] was rotated",
+]
+
+
+@pytest.mark.parametrize("text", list(NEW_FORMATS))
+def test_new_formats_are_found_and_their_value_removed(text):
+    assert find_secrets(text)
+    assert NEW_FORMATS[text] not in redact(text)[0] and NEW_FORMATS[text] not in scrub(text)
+
+
+@pytest.mark.parametrize("name", list(SAMPLES))
+def test_every_sample_kind_is_found(name):
+    assert find_secrets(f"note:\n{SAMPLES[name]}\nend"), name
+
+
+@pytest.mark.parametrize("text", MORE_HARMLESS)
+def test_more_harmless_text_passes(text):
+    assert find_secrets(text) == []
+
+
+def test_positions_skip_invisible_characters():
+    text = "a AKIA\u200bIOSFODNN7EXAMPLE b"
+    (f,) = find_secrets(text)
+    assert text[f.start:f.end] == "AKIA\u200bIOSFODNN7EXAMPLE"
+    assert scrub(text) == "a [redacted AWS access key] b"
+
+
+def test_secure_notes_keep_key_names_only():
+    text = ("---\ntitle: Stripe\nupdated: 2026-11-30\n---\nSTRIPE_SECRET_KEY: sk_live_4eC39HqLyjWDarjtT1zdp7dc\n"
+            "STRIPE_ACCOUNT: acct9Quagga77\nRotation: every 90 days, in 1Password.\n")
+    out = scrub(text, path="Operations/Secure/Stripe.md")
+    assert "acct9Quagga77" not in out and "sk_live" not in out
+    assert "STRIPE_ACCOUNT: [redacted value]" in out and "STRIPE_SECRET_KEY: [redacted Stripe key]" in out
+    assert "updated: 2026-11-30" in out and "every 90 days, in 1Password" in out
+    assert scrub(text, path="Projects/Stripe.md").count("acct9Quagga77") == 1  # elsewhere only detected secrets go
+
+
+def test_no_false_positive_on_locomo(tmp_path):
+    """The detector on 272 sessions of everyday conversation (benchmarks/secrets_fp.py): none."""
+    from benchmarks import common, secrets_fp
+
+    if not (common.bench_data_path() / "locomo" / "locomo10.json").is_file():
+        pytest.skip("no LoCoMo data")
+    res = secrets_fp.run(common.BenchConfig(mode="quick", bench_data=common.bench_data_path(), results_dir=tmp_path),
+                         rounds=1, synthetic=300)
+    assert res["falsePositives"] == 0, res["hits"][:5]
+    assert res["samplesFound"] == res["samples"], res["missed"]
+    assert secrets_fp.summary_rows(res)[0]["status"] == "ok"

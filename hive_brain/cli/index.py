@@ -15,6 +15,8 @@ def doctor_cmd(state: State, as_json: bool) -> None:
     """List notes hive-brain cannot read (broken YAML, binary, not UTF-8, too large) and repair state.
 
     Broken notes are reported, never rewritten. Unfinished transactions are rolled forward or back.
+    Notes holding a secret are listed by path, line and kind (never the value): the index and every
+    read show it redacted; move the value to a password manager and name it instead.
 
     \b
     Example:
@@ -29,6 +31,9 @@ def doctor_cmd(state: State, as_json: bool) -> None:
             c.print(f"All {res['notes']} notes are readable.")
         for p in res["problems"]:
             c.print(f"[yellow]{p['path']}[/]: {p['problem']}", markup=True)
+        for s in res["secrets"]:
+            c.print(f"[red]{s['path']}:{s['line']}[/]: holds a secret ({s['kind']}); reads show it redacted - "
+                    "move it to a password manager", markup=True, highlight=False)
         print_pending_writes(c, res["pendingWrites"])
 
     out(as_json, res, human)

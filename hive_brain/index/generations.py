@@ -24,6 +24,9 @@ from typing import Any
 from ..errors import GenerationCorrupt, NotFound
 from ..store.fsutil import atomic_write_bytes, atomic_write_text, fsync_dir, sha256_bytes, sqlite_tx
 
+# A note with a secret is stored scrubbed (store.secrets), under the hash of the bytes on disk (the
+# manifest's): the object then starts with this line, which carries the hash of what follows.
+REDACTED_MAGIC = b"hive-brain redacted object sha256="
 CHECKPOINT_EVERY = 50  # deltas between checkpoints: bounds the cost of materialising a manifest
 FORMAT = 1
 
@@ -94,20 +97,58 @@ class GenerationStore:
             self.root.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.root / "objects.sqlite", timeout=30, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA secure_delete=ON")  # a raw object replaced by its scrubbed one is gone
             self._conn.execute("CREATE TABLE IF NOT EXISTS objects (sha TEXT PRIMARY KEY, data BLOB)")
         return self._conn
 
+    @staticmethod
+    def redacted_object(clean: bytes) -> bytes:
+        """The stored form of a note whose secrets were scrubbed (``clean``), verifiable on read."""
+        return REDACTED_MAGIC + sha256_bytes(clean).encode("ascii") + b"\n" + clean
+
     def put_objects(self, items: dict[str, bytes]) -> None:
-        """Store note bodies by sha256 (idempotent). One transaction: a rebuild writes thousands."""
+        """Store note bodies by sha256 (idempotent). One transaction: a rebuild writes thousands.
+        A scrubbed object replaces what is stored under its hash (an unscrubbed copy from before)."""
         if items:
             with sqlite_tx(self._db):
-                self._db.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", list(items.items()))
+                plain = [(k, v) for k, v in items.items() if not v.startswith(REDACTED_MAGIC)]
+                scrubbed = [(k, v) for k, v in items.items() if v.startswith(REDACTED_MAGIC)]
+                self._db.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", plain)
+                self._db.executemany("INSERT OR REPLACE INTO objects VALUES (?, ?)", scrubbed)
+
+    def scrub_stored(self) -> int | None:
+        """Once per detector version (``store.secrets.RULES_VERSION``): scrub every object stored
+        before it, those of older generations included, so replaying history never reads a secret
+        either. Returns how many objects were rewritten. (Objects carry no path, so the Secure-notes
+        rule, which needs one, applies from the next index of each note.) None: already done."""
+        from ..store.secrets import RULES_VERSION, scrub_bytes
+
+        if self._db.execute("PRAGMA user_version").fetchone()[0] == RULES_VERSION:
+            return None
+        out: dict[str, bytes] = {}
+        for sha, data in self._db.execute("SELECT sha, data FROM objects"):
+            data = bytes(data)
+            if not data.startswith(REDACTED_MAGIC) and (clean := scrub_bytes(data)) is not data:
+                out[sha] = self.redacted_object(clean)
+        self.put_objects(out)
+        self._db.execute(f"PRAGMA user_version = {int(RULES_VERSION)}")
+        return len(out)
+
+    def truncate_wal(self) -> None:
+        """Fold the WAL into the store and empty it: after a full pass that replaced unscrubbed objects
+        (an index from before secrets were scrubbed), no old page stays behind in the WAL file.
+        Best effort: a reader holding a snapshot makes SQLite skip it (the next full pass retries)."""
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def get_object(self, sha: str) -> bytes:
         row = self._db.execute("SELECT data FROM objects WHERE sha = ?", (sha,)).fetchone()
         if row is None:
             raise GenerationCorrupt(f"object {sha[:12]} is missing from the store", hint="run `hive-brain rebuild-index`")
         data = bytes(row[0])
+        if data.startswith(REDACTED_MAGIC):
+            receipt, _, clean = data[len(REDACTED_MAGIC):].partition(b"\n")
+            if sha256_bytes(clean).encode("ascii") == receipt:
+                return clean
         if sha256_bytes(data) != sha:
             raise GenerationCorrupt(f"object {sha[:12]} is damaged", hint="run `hive-brain rebuild-index`")
         return data

@@ -12,6 +12,7 @@ next, before its upserts: a write never even imports LanceDB (9 s of a loaded on
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import sys
 import time
@@ -21,17 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..errors import LockTimeout
+from ..errors import LockTimeout, NoteError
 from ..store.catalog import Catalog
 from ..store.fsutil import sha256_bytes, sqlite_tx
 from ..store.lock import vault_lock
 from ..store.notes import Note, date_of, parse_bytes, to_text_list
+from ..store.secrets import RULES_VERSION, scrub_bytes
 from ..store.vault import Vault
 from .generations import GenerationStore
 
 PASSAGE_WORDS = 200
 # Bump when passage splitting or the indexed document changes: the next catch-up rebuilds in full.
-PASSAGES_VERSION = 4
+# 5: secrets are scrubbed from everything indexed (the detector's own version is part of the key too).
+PASSAGES_VERSION = 5
 WINDOW_TURNS = 3  # conversation turns per vector-only window
 WINDOW_STRIDE = 2
 FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
@@ -56,7 +59,9 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
     """(lexical docs, vector rows without vectors) for one note (its bytes, or already parsed)."""
     from .passages import embed_text, split_passages
 
-    note = data if isinstance(data, Note) else parse_bytes(path, data)
+    # Everything below derives from the scrubbed note: no secret reaches tantivy, LanceDB rows or the
+    # embedding queue (a Note from the catalog was scrubbed when it was read).
+    note = data if isinstance(data, Note) else parse_bytes(path, data, scrub=True)
     meta = note.meta
     title = note.title
     ts = note_date(meta, mtime_ns)
@@ -206,7 +211,8 @@ class Indexer:
     def index_info(self) -> dict:
         from .textproc import analyzer_fingerprint
 
-        return {"analyzer": analyzer_fingerprint(), "passages": f"{PASSAGES_VERSION}/{PASSAGE_WORDS}", "pack": self.pack_key}
+        return {"analyzer": analyzer_fingerprint(), "passages": f"{PASSAGES_VERSION}/{PASSAGE_WORDS}/s{RULES_VERSION}",
+                "pack": self.pack_key}
 
     # -- state ---------------------------------------------------------------------------------
     def current_manifest(self) -> tuple[int | None, dict[str, str]]:
@@ -283,7 +289,15 @@ class Indexer:
                 if sha != e.sha:  # edited since the catalog looked: index what is on disk now
                     manifest[p] = sha
                     parsed = None
-                objects[sha] = data
+                if parsed is None or parsed.raw_sha256 != sha:
+                    try:
+                        parsed = parse_bytes(p, data, scrub=True)
+                    except NoteError:
+                        parsed = None
+                # The object store keeps note bytes for replay: scrubbed ones when the note holds a
+                # secret (the scrubbing parse says whether it does: one scan of a clean note).
+                clean = scrub_bytes(data, path=p) if parsed is None or parsed.extra.get("scrubbed") else data
+                objects[sha] = data if clean is data else self.gens.redacted_object(clean)
                 object_bytes += len(data)
                 if object_bytes > FLUSH_BYTES:
                     # Streamed out instead of held: a 100k rebuild held every note's bytes twice.
@@ -294,7 +308,7 @@ class Indexer:
                 if not full:
                     w.delete_note(p)
                 try:
-                    docs, rows = build_docs(p, parsed if parsed is not None and parsed.raw_sha256 == sha else data, kind=e.kind if e.kind != "broken" else "note", layer=e.layer,
+                    docs, rows = build_docs(p, parsed if parsed is not None else data, kind=e.kind if e.kind != "broken" else "note", layer=e.layer,
                                             agent=e.agent, task=e.task, mtime_ns=e.mtime_ns)
                 except Exception:  # noqa: BLE001 - one odd note must not stop the index; doctor reports it
                     manifest.pop(p, None)
@@ -311,6 +325,14 @@ class Indexer:
                     progress(i + 1, len(todo))
         self.gens.put_objects(objects)
         self.catalog.parsed = {}
+        if full:
+            # A full pass may have replaced unscrubbed rows (an index built before secrets were
+            # scrubbed): leave no copy of them in either WAL.
+            if self.gens.scrub_stored() is not None:
+                # Replay caches were built from objects as they were then: rebuilt on demand.
+                shutil.rmtree(self.vault.state / "replay", ignore_errors=True)
+            self.gens.truncate_wal()
+            self.catalog.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         if queue:
             self._queue_rows(pend_rows)
             if full:

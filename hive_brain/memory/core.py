@@ -68,7 +68,7 @@ def _read_body(engine: EngineLike, rel: str) -> str | None:
     if not p.is_file():
         return None
     try:
-        note = read_note(p, rel, max_bytes=engine.settings.max_note_bytes)
+        note = read_note(p, rel, max_bytes=engine.settings.max_note_bytes, scrub=True)  # injected: never a secret
     except NoteError:
         return None
     if note.problem:

@@ -196,7 +196,7 @@ def _substitute(
             body = full_text(p.path).strip()
         else:
             body = read_note(
-                catalog.vault.root / p.path, p.path, max_bytes=catalog.max_note_bytes
+                catalog.vault.root / p.path, p.path, max_bytes=catalog.max_note_bytes, scrub=True
             ).body.strip()
     except Exception:  # noqa: BLE001 - an unreadable override is reported by doctor; the hit still names it
         body = ""

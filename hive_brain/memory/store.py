@@ -43,7 +43,7 @@ from ..store.notes import (
     render,
     to_text_list,
 )
-from ..store.secrets import secret_kinds
+from ..store.secrets import fields_with_secrets, scrub
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
 from .layers import check_override, enforced, may_open, require_owner, visible_from
 from .model import MemoryInput, clean_confidence
@@ -85,13 +85,21 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
     return deco
 
 
-def check_secret(text: str, what: str = "content") -> None:
-    kinds = secret_kinds(text)
-    if kinds:
+def check_secrets(**fields: Any) -> None:
+    """Refuse a secret in any caller-supplied field (strings, or lists of them), naming the field and
+    the kind of secret, never the value. Every write path calls this one check on all its fields."""
+    found = fields_with_secrets((name.replace("_", "-"), v) for name, v in fields.items() if v is not None)
+    if found:
+        what = "; ".join(f"--{name} ({', '.join(kinds)})" for name, kinds in found)
         raise SecretDetected(
-            f"{what} looks like it contains a secret ({', '.join(kinds)}); nothing was stored",
-            hint="store where the secret lives (e.g. 'in 1Password: Deploy key'), never its value",
+            f"a secret was found in {what}; nothing was stored",
+            hint="store where the secret lives, like 'in 1Password: Deploy key', never its value",
         )
+
+
+def check_input_secrets(inp: MemoryInput) -> None:
+    check_secrets(title=inp.title, content=inp.content, tags=inp.tags, aliases=inp.aliases, project=inp.project,
+                  memory_key=inp.memory_key, task=inp.task, overrides=inp.overrides, type=inp.type)
 
 
 class MemoryStore:
@@ -175,8 +183,7 @@ class MemoryStore:
         if len(inp.content) > MAX_CONTENT_CHARS:
             raise UsageError(f"content is over {MAX_CONTENT_CHARS:,} characters", hint="split it into several memories")
         inp.confidence = clean_confidence(inp.confidence)
-        check_secret(inp.title, "the title")
-        check_secret(inp.content)
+        check_input_secrets(inp)
 
     def _new_note(self, inp: MemoryInput, *, taken_paths: set[str], supersedes: str | None = None) -> tuple[str, dict, str]:
         layer, agent, task = self._target_layer(inp)
@@ -438,7 +445,9 @@ class MemoryStore:
         e = self._entry(memory_id)
         note = self.load(e)
         chain = self._chain(e)
-        return {"id": e.id, "path": e.path, "meta": {k: v for k, v in e.meta.items()}, "content": note.body.strip("\n"), "chain": chain}
+        # A read: secrets in a hand-edited note never leave (the catalog's meta is scrubbed already).
+        return {"id": e.id, "path": e.path, "meta": {k: v for k, v in e.meta.items()},
+                "content": scrub(note.body.strip("\n"), path=e.path), "chain": chain}
 
     def _chain(self, e: Entry) -> list[dict]:
         """The whole evolution chain, oldest first."""
@@ -452,6 +461,7 @@ class MemoryStore:
             raise UsageError("nothing to update", hint="pass --title, --content, --tags, --project, --confidence or --status")
         if status is not None and status not in ("active", "archived"):
             raise UsageError("update can set status to 'archived' (or back to 'active'); truth changes go through evolve")
+        check_secrets(title=title, content=content, tags=tags, project=project)
         with self.transaction("update") as tx:
             e = tx.entry(memory_id)
             self._may_change(e)
@@ -462,12 +472,10 @@ class MemoryStore:
                 title = " ".join(title.split())
                 if not title:
                     raise UsageError("title is empty")
-                check_secret(title, "the title")
                 meta["title"] = title
             if content is not None:
                 if not content.strip():
                     raise UsageError("content is empty")
-                check_secret(content)
                 meta["content_hash"] = content_hash(content)
                 for d in self.catalog.by_content_hash(meta["content_hash"]):
                     if d.id != e.id and d.status == "active" and visible_from(d, e.layer, e.agent):

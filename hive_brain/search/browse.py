@@ -80,7 +80,7 @@ def summarize(engine: EngineLike, path: str, detail: str = "overview") -> dict[s
     lines = []
     for e in sorted(entries, key=lambda e: str(e.meta.get("updated") or e.meta.get("date") or ""), reverse=True):
         try:
-            note = read_note(engine.vault.root / e.path, e.path, max_bytes=engine.settings.max_note_bytes)
+            note = read_note(engine.vault.root / e.path, e.path, max_bytes=engine.settings.max_note_bytes, scrub=True)
         except Exception:  # noqa: BLE001 - unreadable notes are doctor's business, not browse's
             continue
         words = _words(e.title + " " + note.body[:4000])

@@ -49,7 +49,7 @@ def replay_parts(vault: Any, idx: Any, gid: int, *, semantic: bool = True) -> di
         with lex.writer() as w:
             for path, sha in sorted(man.items()):
                 data = gens.get_object(sha)
-                note = parse_bytes(path, data)
+                note = parse_bytes(path, data, scrub=True)
                 cat.put_note(note, 0, len(data))
                 kind, layer, agent, task = classify(path, note.meta)
                 docs, rows = build_docs(path, data, kind=kind, layer=layer, agent=agent, task=task)

@@ -17,9 +17,10 @@ from typing import Any
 from ..errors import NoteError
 from .fsutil import sqlite_tx
 from .notes import Note, read_note
+from .secrets import RULES_VERSION, SECURE_PREFIX
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
-CATALOG_VERSION = 2
+CATALOG_VERSION = 3  # 3: rows hold notes with secrets redacted (and the detector's version, below)
 PARSED_KEEP_CHARS = 24 << 20  # note text kept parsed between the catalog refresh and the indexer
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
@@ -31,6 +32,8 @@ CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
 CREATE INDEX IF NOT EXISTS notes_key ON notes(memory_key);
 CREATE INDEX IF NOT EXISTS notes_hash ON notes(content_hash);
 CREATE INDEX IF NOT EXISTS notes_agent ON notes(agent, kind);
+CREATE TABLE IF NOT EXISTS secrets (path TEXT, line INTEGER, kind TEXT);
+CREATE INDEX IF NOT EXISTS secrets_path ON secrets(path);
 """
 
 
@@ -60,6 +63,8 @@ def classify(path: str, meta: dict[str, Any]) -> tuple[str, str, str, str]:
         kind = "core"
     elif path.startswith("Operations/Brain Review/"):
         kind = "proposal"  # review proposals may quote agents' private memory: no recall reads them
+    elif parts[0] == "Operations" and path.startswith(SECURE_PREFIX):
+        kind = "note"  # status notes naming keys (values scrubbed): full-vault recall finds them (DESIGN)
     elif parts[0] == "Operations":
         kind = "operational"
     elif path.startswith(CONVERSATIONS_DIR + "/"):
@@ -116,14 +121,18 @@ class Catalog:
         self.db.execute("PRAGMA journal_mode=WAL")
         # A derived cache: losing its last transactions in a power cut only costs a re-read.
         self.db.execute("PRAGMA synchronous=OFF")
+        self.db.execute("PRAGMA secure_delete=ON")  # a row replaced to redact a secret leaves no copy behind
         self.parsed: dict[str, Note] = {}
         self._parsed_chars = 0
+        self._found: list[tuple[str, int, str]] = []
         self.db.executescript(_SCHEMA)
         # Rows are derived from the notes by `classify`; when its rules change, forget them all.
-        if self.db.execute("PRAGMA user_version").fetchone()[0] != CATALOG_VERSION:
+        version = CATALOG_VERSION * 1000 + RULES_VERSION
+        if self.db.execute("PRAGMA user_version").fetchone()[0] != version:
             with sqlite_tx(self.db):
                 self.db.execute("DELETE FROM notes")
-            self.db.execute(f"PRAGMA user_version = {CATALOG_VERSION}")
+                self.db.execute("DELETE FROM secrets")
+            self.db.execute(f"PRAGMA user_version = {version}")
 
     def close(self) -> None:
         self.db.close()
@@ -148,6 +157,7 @@ class Catalog:
         changed: list[str] = []
         removed: list[str] = []
         rows = []
+        self._found = []
         self.parsed, self._parsed_chars = {}, 0
         for rel in sorted(candidates):
             st = seen.get(rel)
@@ -163,13 +173,17 @@ class Catalog:
             with sqlite_tx(self.db):
                 self.db.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
                 self.db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
+                self.db.executemany("DELETE FROM secrets WHERE path = ?", [(r[0],) for r in rows] + [(p,) for p in removed])
+                self.db.executemany("INSERT INTO secrets VALUES (?,?,?)", self._found)
         return {"added": added, "changed": changed, "removed": removed}
 
     def _row(self, rel: str, mtime_ns: int, size: int) -> tuple:
         try:
-            note = read_note(self.vault.root / rel, rel, max_bytes=self.max_note_bytes)
+            # Scrubbed: frontmatter values land in `meta` and parsed notes go to the indexer.
+            note = read_note(self.vault.root / rel, rel, max_bytes=self.max_note_bytes, scrub=True)
         except NoteError as e:
             return (rel, mtime_ns, size, "", "broken", "", "", "", "", "", "", "", "{}", e.problem)
+        self._found += [(rel, line, kind) for line, kind in note.extra.get("secrets", ())]
         # Kept for the indexer, which would otherwise parse the same bytes again right after; up to
         # a budget, past which it re-parses (a 100k rebuild held 215 MB of parsed notes here).
         if self._parsed_chars < PARSED_KEEP_CHARS:
@@ -227,3 +241,7 @@ class Catalog:
 
     def problems(self) -> list[Entry]:
         return self.select("problem IS NOT NULL")
+
+    def secrets(self) -> list[tuple[str, int, str]]:
+        """(path, line, kind) of every secret found in a note (the value is never stored)."""
+        return [(str(p), int(n), str(k)) for p, n, k in self.db.execute("SELECT path, line, kind FROM secrets ORDER BY path, line")]

@@ -108,8 +108,11 @@ def content_hash(text: str) -> str:
     return sha256_bytes(norm.encode("utf-8"))
 
 
-def parse_bytes(path: str, data: bytes, *, max_bytes: int | None = None) -> Note:
-    """Parse a note. Raises NoteError for content that is not a text note at all."""
+def parse_bytes(path: str, data: bytes, *, max_bytes: int | None = None, scrub: bool = False) -> Note:
+    """Parse a note. Raises NoteError for content that is not a text note at all.
+
+    ``scrub``: redact secrets before parsing (``store.secrets.scrub``) for anything derived from the
+    note (catalog, index); ``raw_sha256`` stays the hash of the bytes on disk."""
     if max_bytes is not None and len(data) > max_bytes:
         # Only max_bytes + 1 bytes are read of a large file, so say "over", not a size.
         raise NoteError(path, f"is over the {max_bytes:,}-byte limit for a note", hint="split the note")
@@ -121,7 +124,16 @@ def parse_bytes(path: str, data: bytes, *, max_bytes: int | None = None) -> Note
         raise NoteError(path, f"is not UTF-8 (byte {e.start})", hint="re-save it as UTF-8") from e
     if text.startswith("\ufeff"):
         text = text[1:]
-    return parse_text(path, text, sha256_bytes(data))
+    if not scrub:
+        return parse_text(path, text, sha256_bytes(data))
+    from .secrets import scrub_report
+
+    clean, found = scrub_report(text, path=path)
+    note = parse_text(path, clean, sha256_bytes(data))
+    # What doctor lists (line and kind, never the value), and whether the bytes differ from the note's.
+    note.extra["secrets"] = found
+    note.extra["scrubbed"] = clean is not text
+    return note
 
 
 def parse_text(path: str, text: str, raw_sha: str | None = None) -> Note:
@@ -200,13 +212,13 @@ def derive_memory_key(mem_type: str, title: str, project: str | None = None) -> 
     return "/".join(parts)
 
 
-def read_note(abs_path: str | os.PathLike, rel: str, *, max_bytes: int | None = None) -> Note:
+def read_note(abs_path: str | os.PathLike, rel: str, *, max_bytes: int | None = None, scrub: bool = False) -> Note:
     try:
         with open(abs_path, "rb") as f:
             data = f.read() if max_bytes is None else f.read(max_bytes + 1)
     except OSError as e:
         raise NoteError(rel, f"cannot be read: {e.strerror}") from e
-    return parse_bytes(rel, data, max_bytes=max_bytes)
+    return parse_bytes(rel, data, max_bytes=max_bytes, scrub=scrub)
 
 
 def date_of(v: Any) -> dt.datetime | None:

@@ -1,38 +1,149 @@
-"""Find things that look like secrets, so they are refused (memory) or removed (transcripts).
+"""Find things that look like secrets: refused on writes, redacted on every read.
 
-Detections name the *kind* of secret and never carry its value.
+One detector serves all three uses: writes refuse a secret in any caller-supplied field
+(:func:`secret_kinds`), conversation capture removes them (:func:`redact`), and the indexer scrubs
+every note before anything derived from it is stored (:func:`scrub`, :func:`scrub_bytes`), so recall,
+answer, the prompt hook, MCP and the state dir never hold the value; the note on disk is untouched.
+
+Detections name the *kind* of secret and never carry its value. The token rules follow the
+maintained rule sets of detect-secrets (Yelp, Apache-2.0) and gitleaks (MIT) for the providers they
+cover; the rest (natural-language passwords, bare AWS secret keys, PEM bodies without their BEGIN
+line, invisible characters inside a key) are ours. Why detect-secrets is not a dependency:
+docs/security.md ("## Secrets"). Everything here is the standard library: the hook path imports it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-# (kind, pattern). Ordered from most to least specific; the value is never returned.
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)")),
-    ("AWS access key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
-    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b")),
-    ("OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}\b")),
-    ("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}\b")),
-    ("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b")),
-    ("Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("connection string password", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:[^\s@/]{3,}@[^\s]+", re.I)),
-    ("bearer token", re.compile(r"\b[Bb]earer\s+[A-Za-z0-9._~+/-]{20,}=*")),
-    (
-        "password or secret assignment",
-        re.compile(
-            r"""(?ix)\b(?:password|passwd|pwd|secret|api[_-]?key|apikey|access[_-]?token|auth[_-]?token|token|client[_-]?secret|private[_-]?key)
-            \s*[:=]\s*["']?(?P<v>[^\s"'`,;]{6,})"""
-        ),
-    ),
-]
+# Bump when the rules change: the catalog and the index are then rebuilt, so notes indexed before
+# are scrubbed by the new rules too.
+RULES_VERSION = 1
+ASSIGNMENT = "password or secret assignment"
+_KEYWORDS = (
+    r"password|passwd|passphrase|pwd|pass|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key"
+    r"|secret[_-]?key|private[_-]?key|client[_-]?secret|credentials?"
+)
+# The end of a key name whose last segments are a secret word: DB_PASSWORD, GITHUB_TOKEN,
+# aws_secret_access_key, dbPassword, "private_key_id" - but not tokenizer, max_tokens, bypass or passage.
+# The word starts a segment (after a non-letter, or camelCase); the pattern starts at the word and
+# is tried only where one occurs (scope "at"), never at every letter of the text.
+_KEY_NAME = rf"(?:(?<![A-Za-z0-9])|(?<=[a-z0-9])(?=(?-i:[A-Z])))(?:{_KEYWORDS})(?:[_.-][A-Za-z0-9]+)*"
+_B64 = r"A-Za-z0-9+/"
 
-_PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\$\{?[A-Z_][A-Z0-9_]*\}?|x{3,}|\*{3,}|\.{3,}|changeme|example|your[_-].*|redacted|none|null|true|false)$", re.I)
+# Line anchors: every key name the assignment rule takes holds one of these; so does every prose phrase.
+_ASSIGN_WORDS = ("pass", "pwd", "secret", "token", "credential", "apikey", "api_key", "api-key", "authkey", "auth_key",
+                 "auth-key", "accesskey", "access_key", "access-key", "privatekey", "private_key", "private-key")
+_PROSE_WORDS = ("pass", "pwd", "pw", "secret", "token", "api key", "pin code", "pincode")
+_AKIA = ("a3t", "abia", "acca", "akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "apka")
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """How a rule is kept from scanning text it cannot match: a regex scan costs ~0.1 us per
+    character and rule, a substring test almost nothing, and every note is scanned on indexing.
+
+    ``anchors``: lowercase literals one of which must be present (``None`` = no such test).
+    ``min_token``: the rule needs a run of that many non-space characters somewhere.
+    ``scope``: ``words`` = the value is one long word: the rule first runs over the note's long words
+    only (most notes have few) and over the whole text only when that finds something; ``lines`` =
+    only the lines holding an anchor; ``at`` = the match starts at an anchor (tried there only);
+    ``text`` = the whole text."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    anchors: tuple[str, ...] | None = None
+    scope: str = "words"
+    min_token: int = 15
+    random: bool = False  # the value must look random (a bare key has no other sign of being one)
+
+
+@functools.cache
+def _rules() -> list[_Rule]:
+    """Compiled on first use, not at import: ~30 patterns cost 10-20 ms, and the prompt hook imports
+    this module (through the catalog) without scanning anything when no note changed.
+
+    A pattern with a group named "v" redacts only that group (the key name stays). Ordered from most
+    to least specific; a later finding overlapping an earlier one is dropped."""
+    return [
+        _Rule("private key", re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+            r"|PuTTY-User-Key-File-\d[\s\S]*?Private-MAC: [0-9a-f]+"), ("-----begin", "putty-user-key"), scope="text", min_token=0),
+        # The body of a key pasted without its BEGIN line: lines of base64 (checked for randomness below).
+        _Rule("private key", re.compile(
+            rf"(?m)(?:^[ \t]*[{_B64}]{{40,}}={{0,2}}[ \t]*(?:\r?\n|\Z)){{2,}}(?:[ \t]*-----END [A-Z0-9 ]*-----)?"), min_token=40),
+        _Rule("private key", re.compile(
+            r"(?m)(?:^[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+[ \t]*-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
+            ("-----end",), scope="text"),
+        _Rule("AWS access key", re.compile(
+            r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[0-9A-Z]{16}(?![A-Za-z0-9])"), _AKIA),
+        _Rule("AWS secret access key", re.compile(
+            rf"(?i)aws.{{0,20}}?(?:secret|key|pwd|pw|password|pass|token).{{0,20}}?(?<![{_B64}])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"),
+            ("aws",), scope="lines", min_token=40),
+        _Rule("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9_]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"),
+              ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+        _Rule("GitLab token", re.compile(
+            r"\b(?:(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,}|GR1348941[A-Za-z0-9_-]{20,})"),
+            ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-", "gr1348941")),
+        _Rule("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), ("sk-ant-",)),
+        _Rule("OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), ("sk-",)),
+        _Rule("Slack webhook", re.compile(r"https://hooks\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{12,}"),
+              ("hooks.slack",)),
+        _Rule("Slack token", re.compile(r"\b(?:xox[abposre]-|xapp-)[A-Za-z0-9-]{10,}"), ("xox", "xapp-")),
+        _Rule("Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}"), ("sk_", "rk_", "whsec_")),
+        _Rule("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), ("aiza",)),
+        _Rule("Google OAuth token", re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}"), ("ya29.",)),
+        _Rule("Azure storage key", re.compile(r"(?i)\b(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/=]{40,})"),
+              ("accountkey=", "sharedaccesskey=")),
+        _Rule("Azure client secret", re.compile(
+            r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"), ("q~",)),
+        _Rule("Azure SAS signature", re.compile(r"[?&]sig=(?P<v>[A-Za-z0-9%+/=]{30,})"), ("sig=",)),
+        _Rule("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), ("npm_",)),
+        _Rule("PyPI token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"), ("pypi-",)),
+        _Rule("Hugging Face token", re.compile(r"\bhf_[A-Za-z]{34}\b"), ("hf_",)),
+        _Rule("SendGrid key", re.compile(r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"), ("sg.",)),
+        _Rule("Twilio key", re.compile(r"\bSK[0-9a-f]{32}\b"), min_token=34),
+        _Rule("Mailchimp key", re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"), ("-us",)),
+        _Rule("Telegram bot token", re.compile(r"\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b"), (":aa",)),
+        _Rule("DigitalOcean token", re.compile(r"\bdo[por]_v1_[a-f0-9]{64}\b"), ("_v1_",)),
+        _Rule("JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), ("eyj",)),
+        # user:password@host; the user may be empty (redis://:pw@host) and the password may hold '/'.
+        _Rule("connection string password", re.compile(
+            r"\b[a-z][a-z0-9+.-]*://[^\s:@/]*:(?P<v>[^\s@]+?)@[A-Za-z0-9\[_-]", re.I), ("://",), scope="lines", min_token=0),
+        _Rule("bearer token", re.compile(r"\b(?:[Bb]earer|Basic)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"), ("bearer", "basic"), scope="lines", min_token=20),
+        _Rule(ASSIGNMENT, re.compile(
+            rf"""(?x)(?P<k>{_KEY_NAME})["'\]]{{0,2}}\s*(?::=|=>|[:=])\s*["'`]?(?P<v>[^\s"'`,;]{{4,}})""", re.I),
+            _ASSIGN_WORDS, scope="at", min_token=0),
+        # "the prod db password is hunter2-Xy9!kLm", "admin pw: ..." in prose.
+        _Rule("password in text", re.compile(
+            r"(?i)\b(?:password|passwd|passphrase|pass ?code|pwd|pw|pin ?code|secret|token|api key)(?:\s+(?!is\b|was\b)[\w@/-]+){0,5}?"
+            r"\s*(?:\bis|\bwas|\bare|=|:)\s+"
+            r"(?:now\s+|still\s+|set to\s+)?(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{4,})"), _PROSE_WORDS, scope="at", min_token=0),
+        # An AWS secret access key without a label: 40 characters of base64, random (checked below).
+        _Rule("AWS secret access key", re.compile(rf"(?<![{_B64}=-])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"), min_token=40,
+              random=True),
+    ]
+
+# Module-level patterns stay strings (re caches them on first use): compiling at import would cost
+# the prompt hook several milliseconds for nothing.
+_PLACEHOLDER = (
+    r"^(?:<[^>]*>?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?[A-Za-z_]+\)?s?|x{3,}|\*{3,}|\.{3,}|changeme|example\w*|"
+    r"your[_-].*|redacted\]?|\[redacted.*|none|null|nil|true|false|env|environment|required|optional|string|str|"
+    r"secret|password|token|undefined|placeholder|dummy|test|sample|[\w.]+\(.*|os\.environ.*|process\.env.*|"
+    # code, not a value: page_token=page_token, token=self.token, secret=(...), key={...}
+    r"(?-i:[a-z_]+(?:[_.][a-z_]+)+)\)*|[(\[{$%@<].*)$")
+# Names that say the value is about a secret, not the secret: secret_name, token_url, password_file.
+_NOT_SECRET_KEY = (
+    r"(?i)[_.-](?:name|id|ids|file|path|ref|arn|length|len|type|version|count|env|url|uri|dir|endpoint|expiry|expires|ttl|policy|"
+    r"rotation|hint|prompt|field|label)$")
+# Zero-width spaces and joiners, soft hyphens, direction marks, BOMs: invisible, and ignored by matching.
+_INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062"
+                       "\u2063\u2064\u2066\u2067\u2068\u2069\ufeff")
 
 
 @dataclass(frozen=True)
@@ -48,20 +159,128 @@ def _entropy(s: str) -> float:
     return -sum(v / n * math.log2(v / n) for v in c.values())
 
 
-def find_secrets(text: str) -> list[Finding]:
+def _classes(s: str) -> int:
+    return sum((any(ch.islower() for ch in s), any(ch.isupper() for ch in s), any(ch.isdigit() for ch in s),
+                any(not ch.isalnum() for ch in s)))
+
+
+def _random_b64(s: str) -> bool:
+    """Key material, not a word, a path or a hex digest (git shas are 40 hex characters)."""
+    return _classes(s.replace("/", "").replace("+", "")) >= 3 and _entropy(s) >= 4.5
+
+
+def _keep(rule: _Rule, m: re.Match[str]) -> bool:
+    kind = rule.kind
+    v = m.group("v") if "v" in m.re.groupindex else m.group(0)
+    if v.startswith("[redacted"):
+        return False
+    if kind == "private key" and not m.group(0).lstrip().startswith("-----BEGIN") and "PuTTY" not in m.group(0)[:6]:
+        body = re.sub(r"\s+|-----END[^\n]*-----", "", m.group(0))
+        return "-----END" in m.group(0) or _entropy(body) >= 5.0
+    if rule.random:
+        return _random_b64(v)
+    if kind == "connection string password":
+        # https://host:8080/path@x is a port and a path, not a password.
+        return not re.match(r"\d+(?:/|$)", v) and not re.match(_PLACEHOLDER, v, re.I) and v not in ("[redacted", "****")
+    if kind == ASSIGNMENT:
+        v = v.rstrip(".)]}")
+        if re.search(_NOT_SECRET_KEY, m.group("k")) or v.startswith(("/", "~", "./", "../", "http://", "https://")):
+            return False
+        # Names of keys ("api_key: see 1Password"), placeholders, numbers and words are fine.
+        if re.match(_PLACEHOLDER, v, re.I) or v.isdigit() or len(v) < 6 and _classes(v) < 3:
+            return False
+        if v.isalpha() and v.islower() and len(v) < 12:
+            return False
+        return not (len(v) < 12 and _entropy(v) < 2.5)
+    if kind == "password in text":
+        v = v.rstrip(".,;:!?)]}")
+        if re.match(_PLACEHOLDER, v, re.I) or len(v) < 4:
+            return False
+        # Prose goes on with words ("the password is stored in 1Password"): a value is quoted, or
+        # mixes letters with digits or symbols.
+        return bool(m.group("q")) or _classes(v) >= 2 and not v.isalpha()
+    return True
+
+
+def _anchor_positions(low: str, words: tuple[str, ...]) -> list[int]:
+    at: set[int] = set()
+    for w in words:
+        i = low.find(w)
+        while i != -1:
+            at.add(i)
+            i = low.find(w, i + 1)
+    return sorted(at)
+
+
+def _line_spans(low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
+    spans: set[tuple[int, int]] = set()
+    for w in words:
+        i = low.find(w)
+        while i != -1:
+            start = low.rfind("\n", 0, i) + 1
+            end = low.find("\n", i)
+            end = len(low) if end == -1 else end
+            spans.add((start, end))
+            i = low.find(w, end)
+    return sorted(spans)
+
+
+def _matches(rule: _Rule, text: str, low: str, longest: int, longs: str, longs_low: str) -> Iterable[re.Match[str]]:
+    if rule.min_token > longest:
+        return ()
+    if rule.scope == "words":
+        if rule.anchors is not None and not any(a in longs_low for a in rule.anchors):
+            return ()
+        if rule.pattern.search(longs) is None:
+            return ()
+        return rule.pattern.finditer(text)
+    if rule.anchors is not None and not any(a in low for a in rule.anchors):
+        return ()
+    if rule.scope == "lines" and rule.anchors and len(low) == len(text):  # lower() may lengthen a few letters (İ)
+        return (m for s, e in _line_spans(low, rule.anchors) for m in rule.pattern.finditer(text, s, e))
+    if rule.scope == "at" and rule.anchors and len(low) == len(text):
+        return (m for i in _anchor_positions(low, rule.anchors) if (m := rule.pattern.match(text, i)) is not None)
+    return rule.pattern.finditer(text)
+
+
+def _find(text: str) -> list[Finding]:
     out: list[Finding] = []
-    for kind, pat in _PATTERNS:
-        for m in pat.finditer(text):
-            if kind == "password or secret assignment":
-                v = m.group("v")
-                # Names of keys ("api_key: see 1Password") and placeholders are fine; values are not.
-                if _PLACEHOLDER.match(v) or (len(v) < 12 and _entropy(v) < 2.5) or v.lower() in ("env", "environment"):
-                    continue
-                out.append(Finding(kind, m.start("v"), m.end("v")))
+    low = text.lower()
+    words = [w for w in text.split() if len(w) >= 15]  # the shortest value a "words" rule takes (xoxb-...)
+    longest = max(map(len, words), default=0)
+    longs = "\n".join(words)  # what every "words" rule looks at first
+    longs_low = longs.lower()
+    for rule in _rules():
+        kind, pat = rule.kind, rule.pattern
+        for m in _matches(rule, text, low, longest, longs, longs_low):
+            if not _keep(rule, m):
+                continue
+            if "v" in pat.groupindex:
+                end = m.end("v")
+                if kind in (ASSIGNMENT, "password in text"):
+                    end = m.start("v") + len(m.group("v").rstrip(".,;:!?)]}"))
+                out.append(Finding(kind, m.start("v"), end))
             else:
                 out.append(Finding(kind, m.start(), m.end()))
-    out.sort(key=lambda f: f.start)
-    return out
+    out.sort(key=lambda f: (f.start, -f.end))
+    kept: list[Finding] = []
+    for f in out:
+        if kept and f.start < kept[-1].end:
+            continue  # inside an earlier finding (a key inside a connection string)
+        kept.append(f)
+    return kept
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """Secrets in ``text`` (positions in ``text`` itself). Invisible characters (zero-width spaces,
+    soft hyphens, direction marks) are ignored while matching, so ``AKIA<ZWSP>...`` is still a key."""
+    if not text:
+        return []
+    if not any(ch in text for ch in _INVISIBLE):
+        return _find(text)
+    keep = [i for i, ch in enumerate(text) if ch not in _INVISIBLE]
+    clean = "".join(text[i] for i in keep)
+    return [Finding(f.kind, keep[f.start], keep[f.end - 1] + 1) for f in _find(clean) if f.end > f.start]
 
 
 def secret_kinds(text: str) -> list[str]:
@@ -72,7 +291,18 @@ def secret_kinds(text: str) -> list[str]:
     return seen
 
 
-_PRIVATE = re.compile(r"<private>[\s\S]*?(?:</private>|\Z)", re.I)
+def _replace(text: str, findings: list[Finding]) -> str:
+    parts: list[str] = []
+    pos = 0
+    for f in findings:
+        parts.append(text[pos:f.start])
+        parts.append(f"[redacted {f.kind}]")
+        pos = f.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+_PRIVATE = r"(?i)<private>[\s\S]*?(?:</private>|\Z)"
 
 
 def redact(text: str) -> tuple[str, int]:
@@ -84,18 +314,68 @@ def redact(text: str) -> tuple[str, int]:
         n += 1
         return "[private]"
 
-    text = _PRIVATE.sub(_priv, text)
+    text = re.sub(_PRIVATE, _priv, text)
     findings = find_secrets(text)
-    if not findings:
-        return text, n
-    parts: list[str] = []
-    pos = 0
-    for f in findings:
-        if f.start < pos:
-            continue
-        parts.append(text[pos:f.start])
-        parts.append(f"[redacted {f.kind}]")
-        pos = f.end
-        n += 1
-    parts.append(text[pos:])
-    return "".join(parts), n
+    return (_replace(text, findings), n + len(findings)) if findings else (text, n)
+
+
+# -- Operations/Secure/ status notes: key names only -------------------------------------------
+SECURE_PREFIX = "Operations/Secure/"
+# Any "NAME: value" / "NAME=value" line: in a Secure note every value that is one token is redacted,
+# whatever it looks like (prose after the name, "rotated 2026-10, in 1Password", stays).
+_SECURE_VALUE = (
+    r"(?m)^(?P<pre>[ \t>*+-]*(?:export\s+)?`?[A-Za-z_][A-Za-z0-9_.-]*`?\**[ \t]*(?::=|=|:)[ \t]*[\"'`]?)(?P<v>[^\s\"'`|]{6,})[\"'`]?[ \t]*$")
+
+
+def scrub(text: str, *, path: str = "") -> str:
+    """``text`` with every detected secret replaced by ``[redacted <kind>]`` (the same object when
+    there is none: the common case costs one scan). Under ``Operations/Secure/`` the value of every
+    ``NAME: value`` line goes too: those notes name keys, never their values."""
+    return scrub_report(text, path=path)[0]
+
+
+def scrub_report(text: str, *, path: str = "") -> tuple[str, list[tuple[int, str]]]:
+    """(:func:`scrub` of ``text``, (1-based line, kind) of each secret found): one scan for both."""
+    findings = find_secrets(text)
+    lines = [(text.count("\n", 0, f.start) + 1, f.kind) for f in findings]
+    if findings:
+        text = _replace(text, findings)
+    if path.startswith(SECURE_PREFIX):
+        # The body only: frontmatter values (title, dates) are not secrets and must still parse.
+        at = text.find("\n---", 3) + 4 if text.startswith("---") else 0
+        body = re.sub(_SECURE_VALUE, _secure_value, text[at:])
+        if body != text[at:]:
+            text = text[:at] + body
+    return text, lines
+
+
+def _secure_value(m: re.Match[str]) -> str:
+    v = m.group("v")
+    if v.startswith("[redacted"):
+        return m.group(0)
+    return m.group(0)[:m.start("v") - m.start()] + "[redacted value]" + m.group(0)[m.end("v") - m.start():]
+
+
+def scrub_bytes(data: bytes, *, path: str = "") -> bytes:
+    """A note's bytes with secrets redacted; the same object when there is nothing to redact or the
+    bytes are not UTF-8 (such a note is not indexed at all)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    out = scrub(text, path=path)
+    return data if out is text or out == text else out.encode("utf-8")
+
+
+def fields_with_secrets(fields: Iterable[tuple[str, object]]) -> list[tuple[str, list[str]]]:
+    """(field name, kinds) for each caller-supplied field holding a secret; lists are checked item by item."""
+    out: list[tuple[str, list[str]]] = []
+    for name, value in fields:
+        items = value if isinstance(value, list | tuple | set) else [value]
+        kinds: list[str] = []
+        for item in items:
+            if isinstance(item, str):
+                kinds += [k for k in secret_kinds(item) if k not in kinds]
+        if kinds:
+            out.append((name, kinds))
+    return out
