@@ -97,9 +97,11 @@ class Engine:
         with self._lock("doctor") as recovered:
             self.catalog.refresh()
         kept = self.memory.apply_pending()
+        from .memory.conflicts import find
+
         problems = [{"path": e.path, "problem": e.problem} for e in self.catalog.problems()]
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
-                "pendingWrites": kept}
+                "pendingWrites": kept, "conflicts": find(self.catalog, self.settings.agent_id)}
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:

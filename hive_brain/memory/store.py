@@ -45,6 +45,7 @@ from ..store.notes import (
 )
 from ..store.secrets import secret_kinds
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
+from .conflicts import for_entry
 from .layers import check_override, enforced, may_open, require_owner, visible_from
 from .model import MemoryInput, clean_confidence
 from .proposals import stage_remember_proposal
@@ -334,7 +335,7 @@ class MemoryStore:
                       provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
         """Stage "``old`` is no longer true, ``content`` is" in ``txn`` (lock held, permissions checked)."""
         if old.status != "active":
-            head = old.meta.get("superseded_by")
+            head = old.next_id
             raise Refused(
                 f"{old.id} is {old.status}, not the current version",
                 hint=f"evolve the head of the chain{f' ({head})' if head else ''}",
@@ -404,7 +405,10 @@ class MemoryStore:
         e = self._entry(memory_id)
         note = self.load(e)
         chain = self._chain(e)
-        return {"id": e.id, "path": e.path, "meta": {k: v for k, v in e.meta.items()}, "content": note.body.strip("\n"), "chain": chain}
+        # ``status`` is derived from the whole chain; ``meta`` is what the note itself says.
+        return {"id": e.id, "path": e.path, "status": e.status, "meta": {k: v for k, v in e.meta.items()},
+                "content": note.body.strip("\n"), "chain": chain,
+                "syncConflicts": for_entry(self.catalog, e, self.agent)}
 
     def _chain(self, e: Entry) -> list[dict]:
         """The whole evolution chain, oldest first."""
@@ -462,7 +466,7 @@ class MemoryStore:
             if e.layer == "shared":
                 require_owner(self.settings, "deleting shared memory")
             self._may_change(e)
-            prev_id, next_id = e.meta.get("supersedes"), e.meta.get("superseded_by")
+            prev_id, next_id = e.meta.get("supersedes"), e.next_id or None
             if (prev_id or next_id) and not force:
                 raise ChainProtected(
                     f"{e.id} is part of an evolution chain ({len(self._chain(e))} versions); deleting it breaks the history",
