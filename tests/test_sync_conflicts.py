@@ -212,3 +212,78 @@ def test_two_devices_synced_by_copying_files(tmp_path: Path) -> None:
     # The set-aside versions are history: found when the question asks about the past.
     hist = a.cli("recall", "which release cadence did we have previously", "--scope", "full-vault")
     assert ra["id"] in {h["id"] for h in hist["hits"]}
+
+
+def _hand_note(vault_path: Path, rel: str, meta: dict[str, Any], body: str) -> None:
+    from hive_brain.store.notes import render
+
+    p = vault_path / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(render(meta, body), encoding="utf-8")
+
+
+def test_only_a_live_version_of_the_same_scope_supersedes(vault_path: Path) -> None:
+    shared = remember("Cache TTL", "The API cache TTL is 300 seconds.", "fact")
+    # An agent's private note naming the shared memory cannot retire it for everyone.
+    _hand_note(vault_path, "Agents/a/Memory/cache-ttl.md",
+               {"id": "mem-private-ttl", "type": "fact", "title": "Cache TTL", "layer": "private", "agent": "a",
+                "status": "active", "supersedes": shared["id"]}, "The API cache TTL is 60 seconds.")
+    eng = Engine.open()
+    eng.catalog.refresh()
+    assert eng.catalog.by_id(shared["id"]).status == "active"
+    # Archiving the newer version is how a user takes an evolve back: the older one is current again.
+    v2 = run("evolve", "--memory-id", shared["id"], "--content", "The API cache TTL is 600 seconds.")
+    old = vault_path / shared["path"]
+    text = old.read_text(encoding="utf-8")
+    old.write_text(text.replace("status: superseded", "status: active"), encoding="utf-8")
+    run("update", "--memory-id", v2["id"], "--status", "archived")
+    eng.catalog.refresh()
+    assert eng.catalog.by_id(shared["id"]).status == "active"
+    assert not [c for c in run("doctor")["conflicts"] if c["kind"] == "resurrected"]
+
+
+def test_git_markers_and_plain_note_copies_are_reported_for_a_person(vault_path: Path) -> None:
+    remember("Build tool", "We build the frontend with Vite.", "fact")
+    merged = "# Runbook\n<<<<<<< HEAD\nRestart with systemctl.\n=======\nRestart with docker compose.\n>>>>>>> origin/main\n"
+    (vault_path / "Projects").mkdir(exist_ok=True)
+    (vault_path / "Projects/Runbook.md").write_text(merged, encoding="utf-8")
+    (vault_path / "Projects/Ideas.md").write_text("# Ideas\nA dark mode.\n", encoding="utf-8")
+    (vault_path / "Projects/Ideas (Jane's conflicted copy 2026-11-30).md").write_text("# Ideas\nA light mode.\n")
+    found = {c["kind"]: c for c in run("doctor")["conflicts"]}
+    assert set(found) == {"gitMarkers", "syncCopy"}
+    assert found["gitMarkers"]["path"] == "Projects/Runbook.md"
+    assert found["syncCopy"]["original"] == "Projects/Ideas.md"
+    before = {p: p.read_bytes() for p in vault_path.rglob("*.md")}
+    res = run("repair-conflicts", "--confirm")
+    assert res["changed"] == [] and {m["kind"] for m in res["manual"]} == {"gitMarkers", "syncCopy"}
+    assert {p: p.read_bytes() for p in vault_path.rglob("*.md")} == before
+
+
+def test_an_agent_sees_only_conflicts_it_may_read(vault_path: Path) -> None:
+    from .helpers import cli_as
+
+    mine = remember("Editor theme", "I use the Solarized theme in the editor.", "preference", agent="a")
+    src = vault_path / mine["path"]
+    shutil.copyfile(src, src.with_name(src.stem + " 1.md"))
+    assert [c["kind"] for c in cli_as("conflicts", agent="a")] == ["duplicateId"]
+    assert cli_as("conflicts", agent="b") == []
+    assert cli_as("doctor", agent="b")["conflicts"] == []
+    assert run("doctor")["conflicts"][0]["id"] == mine["id"]  # the owner repairs the whole vault
+    refused = cli_as("repair-conflicts", "--confirm", agent="b", enforce=True, ok=False)
+    assert refused["_exit"] == 1 and refused["error"] == "PermissionDenied"
+
+
+def test_a_catalog_from_before_derived_status_is_rebuilt(vault_path: Path) -> None:
+    import sqlite3
+
+    m = remember("Queue", "Jobs go through RabbitMQ.", "fact")
+    state = Engine.open().vault.state
+    db = sqlite3.connect(state / "catalog.sqlite")
+    db.execute("DROP TABLE notes")
+    db.execute("CREATE TABLE notes (path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha TEXT, kind TEXT, "
+               "id TEXT, memory_key TEXT, status TEXT, layer TEXT, agent TEXT, task TEXT, content_hash TEXT, "
+               "meta TEXT, problem TEXT)")
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    assert run("get", "--memory-id", m["id"])["status"] == "active"

@@ -136,13 +136,12 @@ class Catalog:
         self.db.execute("PRAGMA synchronous=OFF")
         self.parsed: dict[str, Note] = {}
         self._parsed_chars = 0
-        self.db.executescript(_SCHEMA)
         # Rows are derived from the notes by `classify`; when its rules (or columns) change, forget them all.
         if self.db.execute("PRAGMA user_version").fetchone()[0] != CATALOG_VERSION:
             with sqlite_tx(self.db):
                 self.db.execute("DROP TABLE IF EXISTS notes")
-            self.db.executescript(_SCHEMA)
             self.db.execute(f"PRAGMA user_version = {CATALOG_VERSION}")
+        self.db.executescript(_SCHEMA)
 
     def close(self) -> None:
         self.db.close()
