@@ -10,8 +10,8 @@ Kinds (``kind`` of each record):
   Obsidian Sync conflict copy); recall shows the head once and lists the copies;
 * ``duplicateKey``: several current memories of one scope share a ``memory_key`` (two devices
   wrote or evolved the same thing offline);
-* ``syncCopy``: a note named like a sync tool's copy of another note that still exists, which is
-  not a memory (nothing to merge automatically: compare them and delete one by hand);
+* ``syncCopy``: a note that is not a memory, named like a Syncthing or "conflicted copy" of another
+  note that still exists (nothing to merge automatically: compare them and delete one by hand);
 * ``gitMarkers``: a note holding an unresolved git merge (resolve it by hand).
 
 `repair-conflicts` (:mod:`.repair`) fixes the first three; the last two are reported for a person.
@@ -55,9 +55,14 @@ def find(catalog: Catalog, agent: str | None = None) -> list[dict[str, Any]]:
         out.append({"kind": "duplicateKey", "memoryKey": head.memory_key, "id": head.id, "path": head.path,
                     "head": _brief(head), "others": [_brief(x) for x in group[1:]],
                     "reason": f"{len(group)} current memories share key {head.memory_key!r}; the newest is {head.id}"})
-    for e in catalog.select("copy_of = '' AND dups = 1 AND kind != 'memory' ORDER BY path"):
-        orig = original_of(e.path) if copy_kind(e.path) else None
-        if orig and visible(e) and catalog.by_paths([orig]):
+    # Names first (no frontmatter loaded): a vault of 100k conversation notes has a handful of copies.
+    # "Meeting 2.md" beside "Meeting.md" is as often a second meeting as a copy: a plain note counts
+    # only under a name no person gives a note (a memory's copy is known by its id instead).
+    named = [p for (p,) in catalog.db.execute("SELECT path FROM notes WHERE kind != 'memory' AND dups = 1")
+             if copy_kind(p) in ("syncthing", "conflicted-copy")]
+    for e in sorted(catalog.by_paths(named, with_meta=False).values(), key=lambda e: e.path):
+        orig = original_of(e.path)
+        if orig and visible(e) and catalog.by_paths([orig], with_meta=False):
             out.append({"kind": "syncCopy", "path": e.path, "original": orig, "copyKind": copy_kind(e.path),
                         "reason": f"{e.path} is a sync copy of {orig}; compare them and delete one by hand"})
     for e in catalog.select("flags = ? ORDER BY path", (GIT_MARKERS,)):

@@ -193,13 +193,23 @@ class Catalog:
             note = read_note(self.vault.root / rel, rel, max_bytes=self.max_note_bytes)
         except NoteError as e:
             return (rel, mtime_ns, size, "", "broken", "", "", "", "", "", "", "", "{}", e.problem,
-                    "", "", "", "", 1, "")
+                    "", "", "", "", 1, self._broken_flags(rel, size))
         # Kept for the indexer, which would otherwise parse the same bytes again right after; up to
         # a budget, past which it re-parses (a 100k rebuild held 215 MB of parsed notes here).
         if self._parsed_chars < PARSED_KEEP_CHARS:
             self.parsed[rel] = note
             self._parsed_chars += len(note.body)
         return self._note_row(note, mtime_ns, size)
+
+    def _broken_flags(self, rel: str, size: int) -> str:
+        """A merge that left its markers in the frontmatter breaks the YAML: say so, not only "broken"."""
+        if size > self.max_note_bytes:
+            return ""
+        try:
+            text = (self.vault.root / rel).read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return GIT_MARKERS if has_git_markers(text) else ""
 
     def _note_row(self, note: Note, mtime_ns: int, size: int) -> tuple:
         meta = _jsonable(note.meta)
