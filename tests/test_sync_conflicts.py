@@ -9,11 +9,14 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from hive_brain.engine import Engine
 from hive_brain.store.copies import copy_kind, has_git_markers, original_of
@@ -304,3 +307,28 @@ def test_a_numbered_plain_note_is_not_a_copy(vault_path: Path) -> None:
     (vault_path / "Projects/Meeting.md").write_text("# Kickoff\nWe met the client.\n", encoding="utf-8")
     (vault_path / "Projects/Meeting 2.md").write_text("# Second meeting\nWe met again.\n", encoding="utf-8")
     assert run("doctor")["conflicts"] == []
+
+
+@pytest.mark.parametrize("step", ["after-stage", "mid-apply", "after-apply"])
+def test_repair_killed_at_any_step_is_all_or_nothing(vault_path: Path, step: str) -> None:
+    m = remember("Prod region", "The production cluster runs in region ap-south-1.", "decision")
+    _copies(vault_path, m["path"])
+    v1 = remember("Deploy day", "We deploy on Fridays.", "decision")
+    old = vault_path / v1["path"]
+    before_evolve = old.read_bytes()
+    run("evolve", "--memory-id", v1["id"], "--content", "We deploy on Thursdays.")
+    old.write_bytes(before_evolve)
+    run("doctor")  # indexed with its conflicts
+    before = {p.relative_to(vault_path).as_posix(): p.read_bytes() for p in vault_path.rglob("*.md")}
+    proc = subprocess.run([sys.executable, "-m", "hive_brain", "repair-conflicts", "--confirm", "--json"],
+                          env={**os.environ, "HIVE_BRAIN_CRASH_AT": step, "HIVE_BRAIN_USE_SERVER": "0"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    found = run("doctor")["conflicts"]  # the next command finishes or undoes the repair
+    after = {p.relative_to(vault_path).as_posix(): p.read_bytes() for p in vault_path.rglob("*.md")}
+    assert set(after) == set(before)
+    if after == before:  # after-stage: rolled back
+        assert len(found) == 2
+        assert run("repair-conflicts", "--confirm")["remaining"] == 0
+    else:  # mid-apply, after-apply: rolled forward
+        assert found == [] and sum(after[p] != before[p] for p in before) == 4  # head, 2 copies, stale note
