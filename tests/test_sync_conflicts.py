@@ -332,3 +332,23 @@ def test_repair_killed_at_any_step_is_all_or_nothing(vault_path: Path, step: str
         assert run("repair-conflicts", "--confirm")["remaining"] == 0
     else:  # mid-apply, after-apply: rolled forward
         assert found == [] and sum(after[p] != before[p] for p in before) == 4  # head, 2 copies, stale note
+
+
+def test_two_devices_evolving_one_version_fork_the_chain_and_repair_joins_it(vault_path: Path) -> None:
+    a = remember("CI runner", "CI runs on GitHub Actions.", "decision")
+    b = run("evolve", "--memory-id", a["id"], "--content", "CI runs on Buildkite.")
+    # The other device evolved the same version offline: its new note also supersedes `a`.
+    time.sleep(1.1)
+    fork = dict(run("get", "--memory-id", b["id"])["meta"])
+    fork.update(id="mem-otherdevice01", content_hash=None, updated="2099-01-01T00:00:00Z")
+    _hand_note(vault_path, "Memory/Distillations/Agent Memory/ci-runner-otherdevice01.md", fork,
+               "CI runs on CircleCI.")
+    found = run("doctor")["conflicts"]
+    assert [(c["kind"], c["id"]) for c in found] == [("duplicateKey", "mem-otherdevice01")]
+    assert [x["id"] for x in found[0]["others"]] == [b["id"]]
+    res = run("repair-conflicts", "--confirm")
+    assert res["remaining"] == 0 and len(res["changed"]) == 2
+    assert run("get", "--memory-id", b["id"])["status"] == "superseded"
+    nxt = run("evolve", "--memory-id", "mem-otherdevice01", "--content", "CI runs on GitLab CI.")
+    hits = run("recall", "where does CI run", "--scope", "full-vault")["hits"]
+    assert [h["id"] for h in hits if h["id"] in (a["id"], b["id"], "mem-otherdevice01", nxt["id"])] == [nxt["id"]]
