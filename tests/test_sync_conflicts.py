@@ -39,6 +39,14 @@ def test_resurrected_superseded_note_is_not_current(vault_path: Path) -> None:
     assert [h["id"] for h in hits] == [v2["id"]], hits
     assert hits[0]["status"] == "active"
     assert "eu-central-1" in hits[0]["passage"]["text"]
+    # The prompt hook (its own process, the index as it stands) injects only the current fact.
+    from .test_hooks import context_of, hook
+
+    code, out, err, _ = hook("prompt", {"session_id": "s1", "hook_event_name": "UserPromptSubmit",
+                                        "prompt": "which region do production deploys go to on fridays?",
+                                        "cwd": str(vault_path)})
+    assert code == 0, err
+    assert "eu-central-1" in context_of(out) and "eu-west-1" not in context_of(out)
     # Replaying the generation derives the same status from the notes it holds.
     rep = run("replay", "which region do production deploys go to on fridays", "--generation",
               str(res["generation"]))
