@@ -261,8 +261,9 @@ class Catalog:
             groups.setdefault(r[1], []).append(r)
         updates = []
         for group in groups.values():
-            # Newest first; among equals the original file name, then the shortest path.
-            group.sort(key=lambda r: (_updated(r[7], r[8]), copy_kind(r[0]) is None, -len(r[0]), r[0]), reverse=True)
+            if len(group) > 1:  # newest first; among equals the original file name, then the shortest path
+                group.sort(key=lambda r: (_updated(r[7], r[8]), copy_kind(r[0]) is None, -len(r[0]), r[0]),
+                           reverse=True)
             head = group[0]
             for r in group:
                 path, mid, kind, fm_status = r[0], r[1], r[2], r[3]
