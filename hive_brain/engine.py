@@ -110,6 +110,7 @@ class Engine:
         with self._lock("doctor") as recovered:
             self.catalog.refresh()
         kept = self.memory.apply_pending()
+        from .memory.conflicts import find
         from .memory.layers import path_readable
 
         # An agent is told about the broken notes it may read (a private note's file name is its title);
@@ -121,7 +122,8 @@ class Engine:
         secrets = [{"path": p, "line": n, "kind": k} for p, n, k in self.catalog.secrets()
                    if not agent or path_readable(p, agent)]
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
-                "pendingWrites": self.own_pending(kept), "secrets": secrets}
+                "pendingWrites": self.own_pending(kept), "secrets": secrets,
+                "conflicts": find(self.catalog, self.settings.agent_id)}
 
     def own_pending(self, records: list[dict]) -> list[dict]:
         """The caller's own pending writes: a record holds the write's arguments (a private memory's

@@ -7,6 +7,7 @@ other components define, and the keys of the search modules being rewritten (for
 from __future__ import annotations
 
 import re
+import shutil
 from typing import Any
 
 from tests.helpers import cli_as, run
@@ -63,6 +64,8 @@ def test_json_output_is_camel_case(vault_path, tmp_path):
     outputs["remember"] = first
     outputs["evolve"] = run("evolve", "--memory-id", first["id"], "--content", "Use bun now, not pnpm.")
     outputs["get"] = run("get", "--memory-id", outputs["evolve"]["id"])
+    src = vault_path / outputs["evolve"]["path"]
+    shutil.copyfile(src, src.with_name(src.stem + " 1.md"))  # a sync copy: its conflict shows in every output
     outputs["status"] = run("status")
     outputs["generations"] = run("generations")
     outputs["prune"] = run("generations", "--prune", "--keep", "1")
@@ -72,6 +75,9 @@ def test_json_output_is_camel_case(vault_path, tmp_path):
     outputs["doctor"] = run("doctor")
     outputs["health"] = run("health")
     outputs["conflicts"] = run("conflicts")
+    assert outputs["doctor"]["conflicts"] and outputs["recall"]["hits"][0]["idConflict"]
+    outputs["repair-conflicts"] = run("repair-conflicts")
+    outputs["repair-conflicts --confirm"] = run("repair-conflicts", "--confirm")
     outputs["propose"] = cli_as("remember", "--type", "procedure", "--title", "Migrations first", "--content",
                                 "Run the migrations before deploying.", "--memory-scope", "hive", agent="a", enforce=True)
     outputs["review list"] = run("review", "list")

@@ -139,6 +139,7 @@ def test_query_is_analysed_once_with_time_words_served_by_the_window():
 class _E:
     id: str
     meta: dict[str, Any] = field(default_factory=dict)
+    next_id: str = ""  # the catalog's derived newer version (store.catalog.Entry)
 
 
 class _Catalog:
@@ -160,3 +161,10 @@ def test_chain_walk_both_ways_and_stops_at_a_loop_or_a_missing_link():
     loop = _Catalog(_E("x", {"supersedes": "y"}), _E("y", {"supersedes": "x"}))
     assert [e.id for e in walk(loop, loop.by["x"], "supersedes")] == ["y"]
     assert [e.id for e in walk(_Catalog(b), b, "superseded_by")] == []
+
+
+def test_chain_walk_forward_follows_the_derived_newer_version():
+    # A version a sync restored as active has no superseded_by; the catalog derives it from "b".
+    a = _E("a", {}, next_id="b")
+    b = _E("b", {"supersedes": "a"})
+    assert [e.id for e in walk(_Catalog(a, b), a, "superseded_by")] == ["b"]

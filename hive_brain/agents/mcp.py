@@ -189,6 +189,8 @@ class Tools:
                 "id": res["id"],
                 "path": res["path"],
                 **meta,
+                "status": res["status"],  # derived from the chain: a note restored by a sync says "active"
+                "syncConflicts": res["syncConflicts"] or None,
                 "content": res["content"],
                 "chain": [c["id"] for c in res["chain"]] if len(res["chain"]) > 1 else None,
             }

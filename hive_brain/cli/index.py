@@ -12,11 +12,14 @@ from .base import State, command, out, print_pending_writes
 # ---------------------------------------------------------------------------------------------- health
 @command("doctor")
 def doctor_cmd(state: State, as_json: bool) -> None:
-    """List notes hive-brain cannot read (broken YAML, binary, not UTF-8, too large) and repair state.
+    """List notes hive-brain cannot read (broken YAML, binary, not UTF-8, too large), sync conflicts,
+    and repair state.
 
     Broken notes are reported, never rewritten. Unfinished transactions are rolled forward or back.
     Notes holding a secret are listed by path, line and kind (never the value): the index and every
     read show it redacted; move the value to a password manager and name it instead.
+    Sync conflicts (a superseded note restored as active, copies sharing a memory id, current
+    memories sharing a key, sync copies, git conflict markers) are fixed by `repair-conflicts`.
 
     \b
     Example:
@@ -34,6 +37,10 @@ def doctor_cmd(state: State, as_json: bool) -> None:
         for s in res["secrets"]:
             c.print(f"[red]{s['path']}:{s['line']}[/]: holds a secret ({s['kind']}); reads show it redacted - "
                     "move it to a password manager", markup=True, highlight=False)
+        for x in res["conflicts"]:
+            c.print(f"[yellow]{x['kind']}[/] {x['path']}: {x['reason']}", markup=True)
+        if res["conflicts"]:
+            c.print("Run `hive-brain repair-conflicts` to see them side by side and fix them.")
         print_pending_writes(c, res["pendingWrites"])
 
     out(as_json, res, human)

@@ -207,29 +207,38 @@ def promote_cmd(state: State, dry_run: bool, threshold: float, as_json: bool) ->
 # ---------------------------------------------------------------------------------------------- conflicts
 @command("conflicts")
 def conflicts_cmd(state: State, as_json: bool) -> None:
-    """List private overrides of memories the user stated; they are reported, never applied.
+    """List conflicts: private overrides of memories the user stated, and what sync left behind.
 
-    Such overrides are refused at `remember`; these come from hand-edited notes. Fix one by removing
-    the `overrides` property of the private memory, or by changing the user's memory.
+    Overrides of user-stated memories are refused at `remember`; these come from hand-edited notes.
+    Fix one by removing the `overrides` property of the private memory, or by changing the user's
+    memory. Sync conflicts (a superseded note restored as active, copies sharing a memory id, two
+    current memories with one key, sync copies, git conflict markers) are fixed by
+    `hive-brain repair-conflicts` where they can be.
 
     \b
     Example:
       hive-brain conflicts --json
     """
+    from ..memory.conflicts import find
     from ..memory.layers import conflicts
 
     eng = state.engine()
     eng.catalog.refresh()
-    res = conflicts(eng.catalog, eng.settings.agent_id)
+    res = conflicts(eng.catalog, eng.settings.agent_id) + find(eng.catalog, eng.settings.agent_id)
 
     def human(c: Any) -> None:
         if not res:
             c.print("No conflicts.")
         for x in res:
-            c.print(
-                f"[bold]{x['private']}[/] (agent {x['agent']}) overrides [bold]{x['shared']}[/]: "
-                f"user-stated, not applied\n   [dim]{x['privatePath']} → {x['sharedPath']}[/]"
-            )
+            if x["kind"] == "override":
+                c.print(
+                    f"[bold]{x['private']}[/] (agent {x['agent']}) overrides [bold]{x['shared']}[/]: "
+                    f"user-stated, not applied\n   [dim]{x['privatePath']} → {x['sharedPath']}[/]"
+                )
+            else:
+                c.print(f"[bold]{x['kind']}[/] {x['path']}\n   [dim]{x['reason']}[/]")
+        if any(x["kind"] != "override" for x in res):
+            c.print("Run `hive-brain repair-conflicts` to see them side by side and fix them.")
 
     out(as_json, res, human)
 

@@ -60,6 +60,10 @@ def _print_hits(c: Any, res: dict) -> None:
         c.print("   " + escape(h["passage"]["text"][:400]).replace("\n", "\n   "))
         if h.get("evolutionChain"):
             c.print(f"   [dim]supersedes: {', '.join(x['id'] for x in h['evolutionChain'])}[/]")
+        if h.get("idConflict"):
+            copies = ", ".join(h["idConflict"]["copies"])
+            c.print(f"   [yellow]sync conflict:[/] the same memory is also in {escape(copies)} "
+                    "(see `hive-brain repair-conflicts`)")
     sem = "hybrid" if res.get("semantic") else f"lexical ({res.get('semanticOff') or 'semantic off'})"
     c.print(f"[dim]{len(res['hits'])} hits · {res.get('tier')} · {sem} · generation {res.get('generation')} · "
             f"{res['timing']['totalMs']:.0f} ms[/]")

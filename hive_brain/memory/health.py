@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .conflicts import find as sync_conflicts
 from .layers import conflicts, layer_counts
 from .ports import EngineLike
 from .proposals import status_counts
@@ -15,7 +16,7 @@ def health(engine: EngineLike) -> dict[str, Any]:
     agent = settings.agent_id
     st = engine.status()  # refreshes the catalog (via the indexer's diff)
     cat = engine.catalog
-    found = conflicts(cat, agent)
+    found = conflicts(cat, agent) + sync_conflicts(cat, agent)
     queue = status_counts(cat, agent)
     return {
         "agent": agent,

@@ -139,7 +139,7 @@ def check_override(
             hint="an override names a shared memory (find ids with `hive-brain recall ... --json`)",
         )
     if t.status != "active":
-        head = t.meta.get("superseded_by")
+        head = t.next_id
         raise Refused(
             f"{t.id} is {t.status}, not the current version",
             hint=f"override the current version{f' ({head})' if head else ''}",
@@ -175,6 +175,7 @@ def _overriders(catalog: Catalog, agent: str | None) -> list[Entry]:
 
 def _conflict(private: Entry, shared: Entry) -> dict[str, Any]:
     return {
+        "kind": "override",
         "private": private.id,
         "shared": shared.id,
         "agent": private.agent,
@@ -307,7 +308,7 @@ def layer_counts(
     """Active memories per layer (private and task per agent). An agent sees its own breakdown and a
     total for the others: it has no business knowing who else keeps what (the owner sees all counts)."""
     rows = catalog.db.execute(
-        "SELECT layer, agent, COUNT(*) FROM notes WHERE kind = 'memory' AND status = 'active' "
+        "SELECT layer, agent, COUNT(*) FROM notes WHERE kind = 'memory' AND status = 'active' AND copy_of = '' "
         "GROUP BY layer, agent"
     ).fetchall()
     counts: dict[str, Any] = {SHARED: 0, PRIVATE: {}, TASK: {}}

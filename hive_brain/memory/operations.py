@@ -78,12 +78,10 @@ def record_operation(state: Path, *, title: str, content: str, operation_key: st
     if len(task) > MAX_KEY:
         raise UsageError(f"task id is over {MAX_KEY} characters")
     who = validate_agent_id(agent) if agent is not None else None
-    from .store import check_secret  # here, not at import: automatic usage logging needs none of it
+    from ..store.secrets import check_secrets  # here, not at import: automatic usage logging needs none of it
 
     content = content or ""
-    for text, what in ((title, "the title"), (content, "content"), (op_key or "", "the operation key"),
-                       (fail_key or "", "the failure key"), (task, "the task id")):
-        check_secret(text, what)
+    check_secrets(title=title, content=content, operation_key=op_key, failure_key=fail_key, task_id=task)
     event = {"id": "op-" + new_ulid().lower(), "ts": now_iso(), "title": title, "content": content,
              "operation_key": op_key, "failure_key": fail_key, "outcome": outcome, "task_id": task, "agent": who}
     log = operation_log(state)
@@ -145,9 +143,9 @@ def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | 
     who = validate_agent_id(agent) if agent is not None else None
     q = " ".join((query or "").split())[:500] or None
     if q:
-        from .store import check_secret
+        from ..store.secrets import check_secrets
 
-        check_secret(q, "the query")
+        check_secrets(query=q)
     rec = {"id": "use-" + new_ulid().lower(), "ts": now_iso(), "kind": kind, "memory_ids": ids, "agent": who,
            "query": q}
     log = usage_log(state)

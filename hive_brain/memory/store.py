@@ -26,7 +26,6 @@ from ..errors import (
     NotFound,
     PermissionDenied,
     Refused,
-    SecretDetected,
     UsageError,
 )
 from ..store import pending as pending_writes
@@ -43,8 +42,9 @@ from ..store.notes import (
     render,
     to_text_list,
 )
-from ..store.secrets import fields_with_secrets, scrub
+from ..store.secrets import check_secrets, scrub
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
+from .conflicts import for_entry
 from .layers import check_override, enforced, may_open, require_owner, visible_from
 from .model import MemoryInput, clean_confidence
 from .proposals import stage_remember_proposal
@@ -83,18 +83,6 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
         return wrapper
 
     return deco
-
-
-def check_secrets(**fields: Any) -> None:
-    """Refuse a secret in any caller-supplied field (strings, or lists of them), naming the field and
-    the kind of secret, never the value. Every write path calls this one check on all its fields."""
-    found = fields_with_secrets((name.replace("_", "-"), v) for name, v in fields.items() if v is not None)
-    if found:
-        what = "; ".join(f"--{name} ({', '.join(kinds)})" for name, kinds in found)
-        raise SecretDetected(
-            f"a secret was found in {what}; nothing was stored",
-            hint="store where the secret lives, like 'in 1Password: Deploy key', never its value",
-        )
 
 
 def check_input_secrets(inp: MemoryInput) -> None:
@@ -375,7 +363,7 @@ class MemoryStore:
                       provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
         """Stage "``old`` is no longer true, ``content`` is" in ``txn`` (lock held, permissions checked)."""
         if old.status != "active":
-            head = old.meta.get("superseded_by")
+            head = old.next_id
             raise Refused(
                 f"{old.id} is {old.status}, not the current version",
                 hint=f"evolve the head of the chain{f' ({head})' if head else ''}",
@@ -445,9 +433,11 @@ class MemoryStore:
         e = self._entry(memory_id)
         note = self.load(e)
         chain = self._chain(e)
-        # A read: secrets in a hand-edited note never leave (the catalog's meta is scrubbed already).
-        return {"id": e.id, "path": e.path, "meta": {k: v for k, v in e.meta.items()},
-                "content": scrub(note.body.strip("\n"), path=e.path), "chain": chain}
+        # ``status`` is derived from the whole chain; ``meta`` is what the note itself says. A read:
+        # secrets in a hand-edited note never leave (the catalog's meta is scrubbed already).
+        return {"id": e.id, "path": e.path, "status": e.status, "meta": {k: v for k, v in e.meta.items()},
+                "content": scrub(note.body.strip("\n"), path=e.path), "chain": chain,
+                "syncConflicts": for_entry(self.catalog, e, self.agent)}
 
     def _chain(self, e: Entry) -> list[dict]:
         """The whole evolution chain, oldest first."""
@@ -504,7 +494,7 @@ class MemoryStore:
             if e.layer == "shared":
                 require_owner(self.settings, "deleting shared memory")
             self._may_change(e)
-            prev_id, next_id = e.meta.get("supersedes"), e.meta.get("superseded_by")
+            prev_id, next_id = e.meta.get("supersedes"), e.next_id or None
             if (prev_id or next_id) and not force:
                 raise ChainProtected(
                     f"{e.id} is part of an evolution chain ({len(self._chain(e))} versions); deleting it breaks the history",

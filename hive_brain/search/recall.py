@@ -197,6 +197,8 @@ def _hits(view: View, r: _Ranking, q: Query, *, limit: int, drop_ratio: float, a
             continue
         e = r.entries.get(c.path)
         resolved = False
+        if e is not None and e.copy_of:
+            e, resolved = _copy_head(view.catalog, e, c), True
         if e is not None and e.kind == "memory" and e.status == "superseded" and not q.history:
             head = _head(view.catalog, e, q.cutoff)
             if head.path != c.path:
@@ -209,8 +211,26 @@ def _hits(view: View, r: _Ranking, q: Query, *, limit: int, drop_ratio: float, a
             continue
         shown.add(path)
         chain = _chain(view.catalog, e) if e is not None and (resolved or e.kind == "memory") else []
-        hits.append(_hit(view, c, e, r, q, chain, detail))
+        hit = _hit(view, c, e, r, q, chain, detail)
+        if e is not None and e.dups > 1:
+            hit["idConflict"] = _id_conflict(view.catalog, e)
+        hits.append(hit)
     return hits
+
+
+def _copy_head(catalog: Catalog, e: Entry, c: Cand) -> Entry:
+    """A sync copy that carries a memory's id is that memory: the hit is its head, shown once."""
+    head = catalog.by_paths([e.copy_of]).get(e.copy_of)
+    if head is None:
+        return e
+    c.details["resolvedFrom"] = e.path
+    return head
+
+
+def _id_conflict(catalog: Catalog, e: Entry) -> dict[str, Any]:
+    """The notes that share ``e``'s id (a sync conflict): listed on the hit until repaired."""
+    return {"copies": [x.path for x in catalog.copies(e)],
+            "hint": "one memory in several notes; `hive-brain repair-conflicts` shows them and keeps one"}
 
 
 def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", types: list[str] | None = None,

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import GenerationCorrupt
 from ..memory.layers import path_readable
-from ..store.catalog import Catalog, classify
+from ..store.catalog import CATALOG_VERSION, Catalog, classify
 from ..store.fsutil import atomic_write_text
 from ..store.notes import parse_bytes
 
@@ -37,7 +37,9 @@ def replay_parts(vault: Any, idx: Any, gid: int, *, semantic: bool = True) -> di
     if marker.exists():
         try:
             m = json.loads(marker.read_text())
-            ok = m.get("notes_hash") == g.notes_hash and (m.get("vectors") or not same_pack)
+            # A scratch catalog of another version is emptied when opened: build it again.
+            ok = (m.get("notes_hash") == g.notes_hash and (m.get("vectors") or not same_pack)
+                  and m.get("catalog") == CATALOG_VERSION)
         except (OSError, ValueError):
             ok = False
     if not ok:
@@ -63,7 +65,8 @@ def replay_parts(vault: Any, idx: Any, gid: int, *, semantic: bool = True) -> di
             vecs = embed_with_cache(idx.embedder, idx.embcache, {r["text_hash"]: r["_embed_text"] for r in vec_rows})
             vi = VectorIndex(rdir / "vectors", idx.pack_key, int(idx.pack_manifest["dim"]))
             vi.upsert([{**{k: v for k, v in r.items() if k != "_embed_text"}, "vector": vecs[r["text_hash"]]} for r in vec_rows])
-        atomic_write_text(marker, json.dumps({"notes_hash": g.notes_hash, "vectors": bool(same_pack)}))
+        atomic_write_text(marker, json.dumps({"notes_hash": g.notes_hash, "vectors": bool(same_pack),
+                                              "catalog": CATALOG_VERSION}))
     lex = LexicalIndex(rdir / "lexical")
     cat = Catalog(vault, db_path=rdir / "catalog.sqlite")
     vectors = embedder = None

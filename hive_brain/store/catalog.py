@@ -15,26 +15,32 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NoteError
+from .copies import copy_kind, has_git_markers
 from .fsutil import sqlite_tx
 from .notes import Note, read_note
 from .secrets import RULES_VERSION, SECURE_PREFIX
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
-CATALOG_VERSION = 3  # 3: rows hold notes with secrets redacted (and the detector's version, below)
+CATALOG_VERSION = 4  # 3: rows hold notes with secrets redacted (and the detector's version, below); 4: derived status
 PARSED_KEEP_CHARS = 24 << 20  # note text kept parsed between the catalog refresh and the indexer
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
     path TEXT PRIMARY KEY, mtime_ns INTEGER, size INTEGER, sha TEXT,
     kind TEXT, id TEXT, memory_key TEXT, status TEXT, layer TEXT, agent TEXT, task TEXT,
-    content_hash TEXT, meta TEXT, problem TEXT
+    content_hash TEXT, meta TEXT, problem TEXT,
+    fm_status TEXT, supersedes TEXT, next_id TEXT, copy_of TEXT, dups INTEGER, flags TEXT
 );
 CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
 CREATE INDEX IF NOT EXISTS notes_key ON notes(memory_key);
 CREATE INDEX IF NOT EXISTS notes_hash ON notes(content_hash);
 CREATE INDEX IF NOT EXISTS notes_agent ON notes(agent, kind);
+CREATE INDEX IF NOT EXISTS notes_supersedes ON notes(supersedes);
 CREATE TABLE IF NOT EXISTS secrets (path TEXT, line INTEGER, kind TEXT);
 CREATE INDEX IF NOT EXISTS secrets_path ON secrets(path);
 """
+_COLUMNS = 20
+_INSERT = f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * _COLUMNS)})"
+GIT_MARKERS = "git-markers"
 
 
 def _jsonable(v: Any) -> Any:
@@ -100,6 +106,12 @@ class Entry:
     content_hash: str
     meta: dict[str, Any]
     problem: str | None
+    # What the note's own frontmatter says; ``status`` is derived from the whole chain (:meth:`Catalog.derive`).
+    fm_status: str = ""
+    next_id: str = ""  # the newer version: ``superseded_by``, or the note that names this one in ``supersedes``
+    copy_of: str = ""  # path of the note that is this id's head when this note is a copy of it, else ""
+    dups: int = 1  # notes that carry this id (more than one: a sync conflict)
+    flags: str = ""  # "git-markers" when the note holds an unresolved merge
 
     @property
     def title(self) -> str:
@@ -109,7 +121,13 @@ class Entry:
 
 def _entry(row: tuple, with_meta: bool) -> Entry:
     meta = json.loads(row[12] or "{}") if with_meta else {}
-    return Entry(*(row[:12] + (meta, row[13])))
+    path, mtime_ns, size, sha, kind, mid, key, status, layer, agent, task, chash = row[:12]
+    return Entry(path, mtime_ns, size, sha, kind, mid, key, status, layer, agent, task, chash, meta, row[13],
+                 row[14] or "", row[16] or "", row[17] or "", row[18] or 1, row[19] or "")
+
+
+def _updated(meta_updated: Any, meta_created: Any) -> str:
+    return str(meta_updated or meta_created or "")
 
 
 class Catalog:
@@ -125,14 +143,15 @@ class Catalog:
         self.parsed: dict[str, Note] = {}
         self._parsed_chars = 0
         self._found: list[tuple[str, int, str]] = []
-        self.db.executescript(_SCHEMA)
-        # Rows are derived from the notes by `classify`; when its rules change, forget them all.
+        # Rows are derived from the notes by `classify` and the secret detector; when their rules (or
+        # the columns) change, forget them all.
         version = CATALOG_VERSION * 1000 + RULES_VERSION
         if self.db.execute("PRAGMA user_version").fetchone()[0] != version:
             with sqlite_tx(self.db):
-                self.db.execute("DELETE FROM notes")
-                self.db.execute("DELETE FROM secrets")
+                self.db.execute("DROP TABLE IF EXISTS notes")
+                self.db.execute("DROP TABLE IF EXISTS secrets")
             self.db.execute(f"PRAGMA user_version = {version}")
+        self.db.executescript(_SCHEMA)
 
     def close(self) -> None:
         self.db.close()
@@ -170,11 +189,16 @@ class Catalog:
             (changed if rel in known else added).append(rel)
             rows.append(self._row(rel, st.st_mtime_ns, st.st_size))
         if rows or removed:
+            # The ids whose derived status may move: each touched note's own id and the one it
+            # supersedes, before and after the change.
+            affected = {x for r in rows for x in (r[5], r[15])}
+            affected.update(x for r in self._rows_for("id, supersedes", changed + removed) for x in r)
             with sqlite_tx(self.db):
-                self.db.executemany("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+                self.db.executemany(_INSERT, rows)
                 self.db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
                 self.db.executemany("DELETE FROM secrets WHERE path = ?", [(r[0],) for r in rows] + [(p,) for p in removed])
                 self.db.executemany("INSERT INTO secrets VALUES (?,?,?)", self._found)
+                self.derive(None if only is None and not known else affected)
         return {"added": added, "changed": changed, "removed": removed}
 
     def _row(self, rel: str, mtime_ns: int, size: int) -> tuple:
@@ -182,7 +206,8 @@ class Catalog:
             # Scrubbed: frontmatter values land in `meta` and parsed notes go to the indexer.
             note = read_note(self.vault.root / rel, rel, max_bytes=self.max_note_bytes, scrub=True)
         except NoteError as e:
-            return (rel, mtime_ns, size, "", "broken", "", "", "", "", "", "", "", "{}", e.problem)
+            return (rel, mtime_ns, size, "", "broken", "", "", "", "", "", "", "", "{}", e.problem,
+                    "", "", "", "", 1, self._broken_flags(rel, size))
         self._found += [(rel, line, kind) for line, kind in note.extra.get("secrets", ())]
         # Kept for the indexer, which would otherwise parse the same bytes again right after; up to
         # a budget, past which it re-parses (a 100k rebuild held 215 MB of parsed notes here).
@@ -191,14 +216,83 @@ class Catalog:
             self._parsed_chars += len(note.body)
         return self._note_row(note, mtime_ns, size)
 
+    def _broken_flags(self, rel: str, size: int) -> str:
+        """A merge that left its markers in the frontmatter breaks the YAML: say so, not only "broken"."""
+        if size > self.max_note_bytes:
+            return ""
+        try:
+            text = (self.vault.root / rel).read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return GIT_MARKERS if has_git_markers(text) else ""
+
     def _note_row(self, note: Note, mtime_ns: int, size: int) -> tuple:
         meta = _jsonable(note.meta)
         kind, layer, agent, task = classify(note.path, note.meta)
         status = str(meta.get("status") or ("active" if kind == "memory" else ""))
+        flags = GIT_MARKERS if has_git_markers(note.body) else ""
         return (
             note.path, mtime_ns, size, note.raw_sha256, kind, str(meta.get("id") or ""), str(meta.get("memory_key") or ""),
             status, layer, agent, task, str(meta.get("content_hash") or ""), json.dumps(meta, ensure_ascii=False), note.problem,
+            status, str(meta.get("supersedes") or "") if kind == "memory" else "",
+            str(meta.get("superseded_by") or ""), "", 1, flags,
         )
+
+    def derive(self, ids: set[str] | None = None) -> None:
+        """Derive ``status``, ``next_id``, ``copy_of`` and ``dups`` of the notes carrying ``ids`` (all
+        when None) from the whole vault, not from each note alone (the cost is paid here, at refresh,
+        so recall on the prompt hook path reads it for free):
+
+        * a memory named in the ``supersedes`` of another memory of its own layer, agent and task
+          that is not archived is superseded, whatever its own frontmatter says (a sync or an undo
+          that brings an old version's note back as ``active`` does not make it current again; an
+          agent's private note cannot supersede a shared one);
+        * notes that share one id are one memory: the head is the newest by ``updated`` (then
+          ``created``), then the one whose file name is not a sync tool's copy name, then the
+          shortest path; the others are its copies (``copy_of`` = the head's path).
+        """
+        cols = ("path, id, kind, fm_status, layer, agent, task, json_extract(meta, '$.updated'), "
+                "json_extract(meta, '$.created'), json_extract(meta, '$.superseded_by'), status, next_id, copy_of, dups")
+        sup_cols = "id, supersedes, layer, agent, task"
+        sup_where = "kind = 'memory' AND problem IS NULL AND fm_status != 'archived' AND supersedes != ''"
+        if ids is None:
+            rows = self.db.execute(f"SELECT {cols} FROM notes WHERE id != ''").fetchall()
+            sups = self.db.execute(f"SELECT {sup_cols} FROM notes WHERE {sup_where}").fetchall()
+        else:
+            want = sorted(i for i in ids if i)
+            rows, sups = [], []
+            for i in range(0, len(want), 500):
+                chunk = want[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                rows += self.db.execute(f"SELECT {cols} FROM notes WHERE id IN ({marks})", chunk).fetchall()
+                sups += self.db.execute(f"SELECT {sup_cols} FROM notes WHERE {sup_where} AND supersedes IN ({marks})",
+                                        chunk).fetchall()
+        newer: dict[tuple, list[str]] = {}
+        for sid, target, layer, agent, task in sups:
+            if sid != target:
+                newer.setdefault((target, layer, agent, task), []).append(sid)
+        groups: dict[str, list[tuple]] = {}
+        for r in rows:
+            groups.setdefault(r[1], []).append(r)
+        updates = []
+        for group in groups.values():
+            if len(group) > 1:  # newest first; among equals the original file name, then the shortest path
+                group.sort(key=lambda r: (_updated(r[7], r[8]), copy_kind(r[0]) is None, -len(r[0]), r[0]),
+                           reverse=True)
+            head = group[0]
+            for r in group:
+                path, mid, kind, fm_status = r[0], r[1], r[2], r[3]
+                status, next_id = fm_status, str(r[9] or "")
+                by = sorted(newer.get((mid, r[4], r[5], r[6]), []))
+                if kind == "memory" and by:
+                    if fm_status == "active":
+                        status = "superseded"
+                    next_id = next_id or by[-1]
+                derived = (status, next_id, "" if r is head else head[0], len(group))
+                if derived != tuple(r[10:14]):
+                    updates.append((*derived, path))
+        if updates:
+            self.db.executemany("UPDATE notes SET status = ?, next_id = ?, copy_of = ?, dups = ? WHERE path = ?", updates)
 
     def select(self, where: str = "1=1", args: tuple = (), *, with_meta: bool = True) -> list[Entry]:
         """Entries matching an SQL condition on the `notes` table (columns in `_SCHEMA`)."""
@@ -221,23 +315,33 @@ class Catalog:
 
     def put_note(self, note: Note, mtime_ns: int = 0, size: int = 0) -> None:
         """Record a note that is not (or no longer) on disk, e.g. one replayed from a generation."""
-        self.db.execute("INSERT OR REPLACE INTO notes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", self._note_row(note, mtime_ns, size))
+        row = self._note_row(note, mtime_ns, size)
+        self.db.execute(_INSERT, row)
+        self.derive({row[5], row[15]})
 
     def all(self) -> list[Entry]:
         return self.select()
 
     def by_id(self, memory_id: str) -> Entry | None:
-        rows = self.select("id = ?", (memory_id,))
+        """The note of this id: its head when sync left copies carrying the same id."""
+        rows = self.select("id = ? ORDER BY copy_of != '' LIMIT 1", (memory_id,))
         return rows[0] if rows else None
 
+    def copies(self, e: Entry) -> list[Entry]:
+        """The other notes that carry ``e``'s id (a sync conflict), its head first when ``e`` is a copy."""
+        if e.dups < 2 or not e.id:
+            return []
+        return self.select("id = ? AND path != ? ORDER BY copy_of != '', path", (e.id, e.path))
+
     def by_key(self, key: str) -> list[Entry]:
-        return self.select("memory_key = ? AND kind = 'memory'", (key,))
+        return self.select("memory_key = ? AND kind = 'memory' AND copy_of = ''", (key,))
 
     def by_content_hash(self, h: str) -> list[Entry]:
         return self.select("content_hash = ? AND kind = 'memory'", (h,))
 
     def memories(self) -> list[Entry]:
-        return self.select("kind = 'memory'")
+        """Every memory once: copies that share a head's id are not memories of their own."""
+        return self.select("kind = 'memory' AND copy_of = ''")
 
     def problems(self) -> list[Entry]:
         return self.select("problem IS NOT NULL")

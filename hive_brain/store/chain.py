@@ -19,10 +19,11 @@ class _ById(Protocol):
 def walk(catalog: _ById, entry: Entry, link: Link) -> Iterator[Entry]:
     """The entries reached from ``entry`` by following ``link``, nearest first (``entry`` itself not
     included). Stops at a missing id or at an entry already seen: a loop written by hand ends the
-    walk instead of hanging it."""
+    walk instead of hanging it. Forward, it follows the catalog's derived ``next_id``: a version
+    restored by a sync still leads to the note that superseded it."""
     seen = {entry.id}
     cur = entry
-    while nxt_id := cur.meta.get(link):
+    while nxt_id := (cur.next_id or cur.meta.get(link) if link == "superseded_by" else cur.meta.get(link)):
         nxt = catalog.by_id(str(nxt_id))
         if nxt is None or nxt.id in seen:
             return

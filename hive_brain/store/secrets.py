@@ -20,6 +20,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 # Bump when the rules change: the catalog and the index are then rebuilt, so notes indexed before
 # are scrubbed by the new rules too.
@@ -365,6 +366,21 @@ def scrub_bytes(data: bytes, *, path: str = "") -> bytes:
         return data
     out = scrub(text, path=path)
     return data if out is text or out == text else out.encode("utf-8")
+
+
+def check_secrets(**fields: Any) -> None:
+    """Refuse a secret in any caller-supplied field (strings, or lists of them), naming the field and
+    the kind of secret, never the value. Every write path (memory, operational events, usage records)
+    calls this one check on all its fields."""
+    from ..errors import SecretDetected
+
+    found = fields_with_secrets((name.replace("_", "-"), v) for name, v in fields.items() if v is not None)
+    if found:
+        what = "; ".join(f"--{name} ({', '.join(kinds)})" for name, kinds in found)
+        raise SecretDetected(
+            f"a secret was found in {what}; nothing was stored",
+            hint="store where the secret lives, like 'in 1Password: Deploy key', never its value",
+        )
 
 
 def fields_with_secrets(fields: Iterable[tuple[str, object]]) -> list[tuple[str, list[str]]]:
