@@ -146,6 +146,62 @@ def resolve(**flags: Any) -> Settings:
     return s
 
 
+# ---------------------------------------------------------------------------------------------- the file
+def settable() -> list[str]:
+    """The settings ``hive-brain config set`` accepts (proofs of identity never live in the file)."""
+    return [k for k in Settings.__dataclass_fields__ if k not in _NOT_FROM_CONFIG]
+
+
+def _check_key(key: str) -> str:
+    k = key.replace("-", "_")
+    if k not in settable():
+        raise UsageError(f"unknown setting {key!r}", hint="one of: " + ", ".join(settable()))
+    return k
+
+
+def _toml_value(k: str, value: Any) -> str:
+    import json
+
+    v = _coerce(k, value)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, Path):
+        v = str(v.expanduser().resolve())  # a vault set from one folder must mean the same from any other
+    return json.dumps(str(v), ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def _key_of(line: str) -> str | None:
+    head = line.split("=", 1)[0].strip() if "=" in line and not line.lstrip().startswith("#") else ""
+    return head.replace("-", "_") if head and " " not in head and not head.startswith("[") else None
+
+
+def set_in_file(key: str, value: Any | None) -> Path:
+    """Set (``value`` not None) or remove one top-level setting in the config file, keeping the user's
+    other lines and comments; the result must still parse. Returns the file's path."""
+    import tomllib
+
+    k = _check_key(key)
+    path = config_file()
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    kept = [ln for ln in lines if _key_of(ln) != k]
+    if value is not None:
+        # Top-level keys must come before the first [table]: insert there.
+        at = next((i for i, ln in enumerate(kept) if ln.lstrip().startswith("[")), len(kept))
+        kept.insert(at, f"{k} = {_toml_value(k, value)}")
+    text = "\n".join(kept) + "\n"
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path} would not be valid TOML ({e}); nothing was changed", hint="fix the file by hand") from e
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)  # a reader never sees half a file
+    return path
+
+
 def validate_agent_id(agent_id: str | None) -> str:
     """An agent id that was given must be real: empty or odd ids never mean "everyone"."""
     import re

@@ -73,15 +73,16 @@ def pinned_vault(settings: Any) -> str | None:
     A vault set in the config file is not pinned: every process reads that file anyway, and pinning
     would override a later change there.
     """
-    if str(settings.sources.get("vault", "")).startswith("config:"):
-        return None
     from ..errors import VaultNotFound
     from ..store.vault import open_vault
 
     try:
-        return str(open_vault(settings).root)
-    except VaultNotFound:
-        return None
+        root = str(open_vault(settings).root)
+    except VaultNotFound as e:
+        # Hooks without a vault fail on every prompt; refuse now, while the user is looking.
+        raise VaultNotFound(f"no vault to install the hooks for: {e.message}",
+                            hint="set one for good with `hive-brain config set vault ~/brain` (or pass --vault)") from None
+    return None if str(settings.sources.get("vault", "")).startswith("config:") else root
 
 
 def hook_command(event: str, agent: str, vault: str | None, credential: str | None = None) -> str:

@@ -7,10 +7,10 @@ commands.
 
 from __future__ import annotations
 
-from . import agents, demo, index, memory, model, operations, owner, repair, review, search, server
+from . import agents, demo, index, memory, model, operations, owner, repair, review, search, server, settings
 from .base import main
 
-for _module in (memory, search, index, model, review, repair, operations, agents, owner, server, demo):
+for _module in (memory, search, index, model, review, repair, operations, agents, owner, server, settings, demo):
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

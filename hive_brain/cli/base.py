@@ -57,8 +57,14 @@ class State:
 
 
 def _console(stderr: bool = False):
+    import os
+
     from rich.console import Console
 
+    # NO_COLOR (no-color.org): rich drops colours but keeps bold and dim; a user who asks for no
+    # colour wants plain text, so no styling at all.
+    if os.environ.get("NO_COLOR"):
+        return Console(stderr=stderr, highlight=False, soft_wrap=True, color_system=None)
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
@@ -124,6 +130,25 @@ def print_pending_writes(c: Any, records: list[dict]) -> None:
         c.print(f"pending write {w['id']} ({w['state']}): {w['op']}{what}{err}", markup=False)
 
 
+def memory_id_argument(fn: Callable) -> Callable:
+    """``get mem-...`` (positional, as git and llm take ids) or ``get --memory-id mem-...`` (kept for
+    scripts); the command receives ``memory_id``."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, memory_id_arg: str | None = None, memory_id: str | None = None, **kwargs: Any) -> Any:
+        from ..errors import UsageError
+
+        if memory_id_arg and memory_id and memory_id_arg != memory_id:
+            raise UsageError(f"two different memory ids given ({memory_id_arg}, {memory_id})", hint="give it once")
+        mid = memory_id_arg or memory_id
+        if not mid:
+            raise UsageError("which memory? give its id", hint="e.g. `hive-brain get mem-01j...` (ids are in recall's output)")
+        return fn(*args, memory_id=mid, **kwargs)
+
+    wrapper = click.option("--memory-id", "memory_id", default=None, help="The memory's id (or give it as the argument).")(wrapper)
+    return click.argument("memory_id_arg", required=False, metavar="[MEMORY_ID]")(wrapper)
+
+
 def split_tags(value: str | None) -> list[str] | None:
     """``--tags a, b`` -> ["a", "b"]; None when the option was not given."""
     if value is None:
@@ -150,16 +175,21 @@ def out(as_json: bool, data: Any, human: Callable[[Any], None], *, plain: bool =
 @click.option("--agent", default=None, metavar="ID", help="Act as this agent (default: $HIVE_AGENT_ID; none = the vault owner).")
 @click.option("--owner-key", default=None, metavar="PATH",
               help="Prove you are the vault owner (enforcement mode; default: $HIVE_BRAIN_OWNER_KEY). See docs/security.md.")
+@click.option("--no-color", is_flag=True, help="Plain output without colours (as does NO_COLOR=1).")
 @click.version_option(package_name="hive-brain")
 @click.pass_context
-def main(ctx: click.Context, vault: str | None, agent: str | None, owner_key: str | None) -> None:
+def main(ctx: click.Context, vault: str | None, agent: str | None, owner_key: str | None, no_color: bool) -> None:
     """hive-brain: local memory for AI coding agents, kept as Markdown notes in an Obsidian vault.
 
     \b
-    Start:   hive-brain init ~/brain && export HIVE_BRAIN_VAULT=~/brain
+    Start:   hive-brain init ~/brain && hive-brain config set vault ~/brain
     Write:   hive-brain remember --type preference --title "Package manager" --content "Use pnpm, not npm."
     Read:    hive-brain recall "which package manager do we use?"
     """
+    if no_color:
+        import os
+
+        os.environ["NO_COLOR"] = "1"  # rich (and whatever else prints) honours the convention
     ctx.obj = State(vault, agent, owner_key)
 
 

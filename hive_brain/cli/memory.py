@@ -9,13 +9,14 @@ from typing import Any
 
 import click
 
-from .base import State, command, out, say, split_tags
+from .base import State, command, memory_id_argument, out, say, split_tags
 
 
 # ---------------------------------------------------------------------------------------------- vault
 @command("init")
 @click.argument("path", required=False, type=click.Path(file_okay=False, path_type=Path))
-def init_cmd(state: State, path: Path | None, as_json: bool) -> None:
+@click.option("--force", is_flag=True, help="Create the vault even inside another vault.")
+def init_cmd(state: State, path: Path | None, force: bool, as_json: bool) -> None:
     """Create a vault from the template (idempotent), with a stable vault id.
 
     \b
@@ -25,7 +26,7 @@ def init_cmd(state: State, path: Path | None, as_json: bool) -> None:
     from ..store.vault import init_vault
 
     target = path or (Path(state.vault_flag) if state.vault_flag else Path.cwd())
-    vault, created = init_vault(target, state.settings(identify=False))
+    vault, created = init_vault(target, state.settings(identify=False), nest=force)
     data = {"vault": str(vault.root), "vaultId": vault.vault_id, "stateDir": str(vault.state), "created": created}
     out(as_json, data, lambda c: c.print(
         f"{'Created' if created else 'Already a vault:'} [bold]{vault.root}[/] (id {vault.vault_id})\n"
@@ -75,7 +76,7 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
 
 
 @command("evolve")
-@click.option("--memory-id", required=True)
+@memory_id_argument
 @click.option("--content", required=True, help="The new truth. Use - to read standard input.")
 @click.option("--title", default=None)
 def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as_json: bool) -> None:
@@ -83,7 +84,7 @@ def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as
 
     \b
     Example:
-      hive-brain evolve --memory-id mem-01j... --content "We moved from pnpm to bun in 2026."
+      hive-brain evolve mem-01j... --content "We moved from pnpm to bun in 2026."
     """
     if content == "-":
         content = sys.stdin.read()
@@ -92,13 +93,13 @@ def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as
 
 
 @command("get")
-@click.option("--memory-id", required=True)
+@memory_id_argument
 def get_cmd(state: State, memory_id: str, as_json: bool) -> None:
     """Show one memory with its frontmatter and evolution chain.
 
     \b
     Example:
-      hive-brain get --memory-id mem-01j...
+      hive-brain get mem-01j...
     """
     res = state.engine().memory.get(memory_id)
 
@@ -113,7 +114,7 @@ def get_cmd(state: State, memory_id: str, as_json: bool) -> None:
 
 
 @command("update")
-@click.option("--memory-id", required=True)
+@memory_id_argument
 @click.option("--title", default=None)
 @click.option("--content", default=None)
 @click.option("--tags", default=None, help="Comma-separated; replaces the tags.")
@@ -126,7 +127,7 @@ def update_cmd(state: State, memory_id: str, title: str | None, content: str | N
 
     \b
     Example:
-      hive-brain update --memory-id mem-01j... --tags js,tooling --status archived
+      hive-brain update mem-01j... --tags js,tooling --status archived
     """
     res = state.write("update", {"memory_id": memory_id, "title": title, "content": content, "tags": split_tags(tags),
                                  "project": project, "confidence": confidence, "status": status})
@@ -134,7 +135,7 @@ def update_cmd(state: State, memory_id: str, title: str | None, content: str | N
 
 
 @command("delete")
-@click.option("--memory-id", required=True)
+@memory_id_argument
 @click.option("--confirm", is_flag=True, help="Required: delete is permanent.")
 @click.option("--force", is_flag=True, help="Also delete a member of an evolution chain (the chain is relinked).")
 def delete_cmd(state: State, memory_id: str, confirm: bool, force: bool, as_json: bool) -> None:
@@ -142,7 +143,7 @@ def delete_cmd(state: State, memory_id: str, confirm: bool, force: bool, as_json
 
     \b
     Example:
-      hive-brain delete --memory-id mem-01j... --confirm
+      hive-brain delete mem-01j... --confirm
     """
     res = state.write("delete", {"memory_id": memory_id, "confirm": confirm, "force": force})
     say(as_json, res, lambda: f"Deleted {res['id']} ({res['path']})")

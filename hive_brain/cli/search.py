@@ -9,8 +9,23 @@ import click
 
 from .base import State, command, out, split_tags
 
-
 # ---------------------------------------------------------------------------------------------- recall
+NOTHING_FOUND_EXIT = 3  # 1 is a refusal or failure and 2 a usage error (README)
+
+
+def _question(question: str) -> str:
+    from ..errors import UsageError
+
+    if not question.strip():
+        raise UsageError("the question is empty", hint='ask something, e.g. hive-brain recall "how do we deploy?"')
+    return question
+
+
+def _finish(res: dict, exit_status: bool) -> None:
+    if exit_status and (res.get("abstained") or not (res.get("hits") or res.get("context"))):
+        raise SystemExit(NOTHING_FOUND_EXIT)
+
+
 def recall_options(fn: Callable) -> Callable:
     opts = [
         click.option("--scope", type=click.Choice(["tiered", "agent-memory", "full-vault"]), default="tiered", show_default=True,
@@ -28,6 +43,8 @@ def recall_options(fn: Callable) -> Callable:
                      help="hierarchical: score folders first and re-rank by them (never hides a note)."),
         click.option("--lexical", is_flag=True, help="Skip semantic search (BM25 and features only)."),
         click.option("--rerank", is_flag=True, help="Second pass with a stronger local scorer, when one is installed."),
+        click.option("--exit-status", is_flag=True,
+                     help=f"Exit with {NOTHING_FOUND_EXIT} when nothing relevant was found (for scripts)."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -83,7 +100,7 @@ def _warm_next(settings: Any, res: dict) -> None:
 @click.argument("question")
 @recall_options
 def recall_cmd(state: State, question: str, scope: str, types, tags, project, limit, as_of, include_operational, detail,
-               mode, lexical: bool, rerank: bool, as_json: bool) -> None:
+               mode, lexical: bool, rerank: bool, exit_status: bool, as_json: bool) -> None:
     """Find the memories and notes that answer a question (hybrid BM25 + vectors).
 
     \b
@@ -91,6 +108,7 @@ def recall_cmd(state: State, question: str, scope: str, types, tags, project, li
       hive-brain recall "which package manager do we use?" --limit 5
       hive-brain recall "what did we decide about caching as of 2025-03-01" --json
     """
+    question = _question(question)
     eng = state.engine()
     res = eng.recall(question, semantic=not lexical, **_recall_kwargs(types, tags, project, limit, as_of,
                                                                      include_operational, detail, mode, scope))
@@ -105,6 +123,7 @@ def recall_cmd(state: State, question: str, scope: str, types, tags, project, li
                     f"{ev['title']}", markup=False)
 
     out(as_json, res, human)
+    _finish(res, exit_status)
 
 
 @command("answer")
@@ -113,13 +132,15 @@ def recall_cmd(state: State, question: str, scope: str, types, tags, project, li
 @click.option("--hook", "hook_mode", is_flag=True, help="Hook mode: lexical unless the server is up, budgeted, never waits.")
 @recall_options
 def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool, scope: str, types, tags, project, limit,
-               as_of, include_operational, detail, mode, lexical: bool, rerank: bool, as_json: bool) -> None:
+               as_of, include_operational, detail, mode, lexical: bool, rerank: bool, exit_status: bool,
+               as_json: bool) -> None:
     """Build a grounded context pack for a question, or abstain when nothing fits.
 
     \b
     Example:
       hive-brain answer "how do we deploy the web app?" --budget 8000
     """
+    question = _question(question)
     eng = state.engine()
     if hook_mode:
         from ..agents.hooks import hook_answer
@@ -140,20 +161,27 @@ def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool,
                        err=True)
 
     out(as_json, res, human)
+    _finish(res, exit_status)
 
 
 @command("browse")
-@click.option("--path", "folder", default="", help="Vault folder, e.g. Projects (default: the whole vault).")
+@click.argument("folder_arg", required=False, metavar="[FOLDER]")
+@click.option("--path", "folder", default="", help="Vault folder, e.g. Projects (or give it as the argument).")
 @click.option("--detail", type=click.Choice(["abstract", "overview"]), default="abstract", show_default=True,
               help="abstract ~100 tokens, overview ~2,000 tokens.")
-def browse_cmd(state: State, folder: str, detail: str, as_json: bool) -> None:
-    """Summarise what a folder of the vault holds (extractive, no LLM).
+def browse_cmd(state: State, folder_arg: str | None, folder: str, detail: str, as_json: bool) -> None:
+    """Summarise what a folder of the vault holds (extractive, no LLM; default: the whole vault).
 
     \b
     Example:
-      hive-brain browse --path Projects --detail overview
+      hive-brain browse Projects --detail overview
     """
+    from ..errors import UsageError
     from ..search.browse import summarize
+
+    if folder_arg and folder and folder_arg != folder:
+        raise UsageError(f"two different folders given ({folder_arg}, {folder})", hint="give it once")
+    folder = folder_arg or folder
 
     res = summarize(state.engine(), folder, detail)
     out(as_json, res, lambda c: click.echo(res["summary"]))

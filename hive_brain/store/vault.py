@@ -123,13 +123,19 @@ def open_vault(settings: Settings, *, cwd: Path | None = None) -> Vault:
     return Vault(root=root, vault_id=vid, state=state)
 
 
-def init_vault(path: Path, settings: Settings) -> tuple[Vault, bool]:
-    """Create a vault from the template; idempotent. Returns (vault, created)."""
+def init_vault(path: Path, settings: Settings, *, nest: bool = False) -> tuple[Vault, bool]:
+    """Create a vault from the template; idempotent. Returns (vault, created). A vault inside another
+    one is refused unless ``nest``: the outer vault would index the inner one's notes (a second Core
+    Memory among them)."""
     root = path.expanduser().resolve()
     if root.exists() and not root.is_dir():
         raise VaultError(f"{root} exists and is not a directory")
     existing = _read_marker(root) if root.is_dir() else None
     created = existing is None
+    outer = find_root(root.parent) if created else None
+    if outer is not None and not nest:
+        raise VaultError(f"{root} is inside the vault {outer}; a nested vault's notes would be indexed twice",
+                         hint=f"use the vault {outer} (or a folder outside it), or pass --force to nest anyway")
     root.mkdir(parents=True, exist_ok=True)
     import shutil  # only `init` copies files or makes ids: the prompt hook imports this module
     import uuid

@@ -1,0 +1,105 @@
+"""CLI conventions a user expects (llm, sqlite-utils, git): settings that outlive a shell, positional
+ids and folders, clear refusals, exit codes scripts can test, NO_COLOR."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from hive_brain.cli.app import main
+
+from .helpers import remember, run
+
+
+def _cli(*args: str, env: dict | None = None):
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def test_config_set_outlives_the_shell_and_keeps_the_users_lines(tmp_path, monkeypatch):
+    cfg = tmp_path / "home" / ".config" / "hive-brain" / "config.toml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("# my settings\nhook_deadline = 2.0  # slow laptop\n\n[extra]\nx = 1\n")
+    vault = tmp_path / "brain"
+    assert _cli("init", str(vault)).exit_code == 0
+    res = run("config", "set", "vault", str(vault))
+    assert res["value"] == str(vault.resolve()) and "warning" not in res
+    text = cfg.read_text()
+    assert "# my settings" in text and "# slow laptop" in text and "[extra]" in text
+    assert text.index("vault =") < text.index("[extra]")  # a top-level key, not one of [extra]
+    # A fresh process with no HIVE_BRAIN_VAULT now finds the vault from anywhere.
+    remember("Editor", "The team edits in helix.")
+    got = run("config", "get", "vault")
+    assert got["source"].startswith("config:") and got["value"] == str(vault.resolve())
+    listed = {r["key"]: r for r in run("config", "list")["settings"]}
+    assert listed["hook_deadline"]["value"] == 2.0 and listed["semantic"]["source"] == "default"
+    run("config", "set", "semantic", "false")
+    assert run("config", "get", "semantic")["value"] is False
+    run("config", "unset", "semantic")
+    assert run("config", "get", "semantic") == {"key": "semantic", "value": True, "source": "default"}
+    bad = run("config", "set", "colour", "red", ok=False)
+    assert bad["_exit"] == 2 and "unknown setting" in bad["message"]
+    assert run("config", "set", "owner_key", "/x", ok=False)["_exit"] == 2  # proofs never live in the file
+    warn = run("config", "set", "vault", str(tmp_path / "not-a-vault"))
+    assert "hive-brain init" in warn["warning"]
+
+
+def test_hooks_install_without_a_vault_refuses_and_says_how(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = run("hooks", "install", "--agent", "claude-code", ok=False)
+    assert res["_exit"] == 1 and res["error"] == "VaultNotFound" and "config set vault" in res["hint"]
+    assert not (tmp_path / "home" / ".claude" / "settings.json").exists()
+
+
+def test_positional_ids_and_folders_with_the_options_kept(vault_path):
+    mid = remember("Package manager", "Use pnpm, never npm.")["id"]
+    assert run("get", mid)["id"] == mid
+    assert run("get", "--memory-id", mid)["id"] == mid
+    two = run("get", mid, "--memory-id", "mem-other", ok=False)
+    assert two["_exit"] == 2 and "two different" in two["message"]
+    none = run("get", ok=False)
+    assert none["_exit"] == 2 and "which memory" in none["message"]
+    assert run("update", mid, "--tags", "js")["id"] == mid
+    assert "Package manager" in run("browse", "Memory")["summary"]
+    assert run("delete", mid, "--confirm")["id"] == mid
+
+
+def test_an_empty_question_is_a_usage_error(vault_path):
+    for cmd in ("recall", "answer"):
+        res = run(cmd, "   ", ok=False)
+        assert res["_exit"] == 2 and "empty" in res["message"]
+
+
+def test_exit_status_tells_a_script_that_nothing_was_found(vault_path):
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
+    found = _cli("recall", "which package manager do we use?", "--exit-status", "--json")
+    assert found.exit_code == 0 and json.loads(found.output)["hits"]
+    missing = _cli("recall", "how does photosynthesis work in ferns?", "--exit-status", "--json")
+    assert missing.exit_code == 3 and json.loads(missing.output)["abstained"]
+    assert _cli("recall", "how does photosynthesis work in ferns?").exit_code == 0  # without the flag: 0
+    assert _cli("answer", "how does photosynthesis work in ferns?", "--exit-status").exit_code == 3
+
+
+def test_init_refuses_to_nest_a_vault(tmp_path):
+    outer = tmp_path / "brain"
+    assert _cli("init", str(outer)).exit_code == 0
+    nested = _cli("init", str(outer / "Projects" / "inner"), "--json")
+    assert nested.exit_code == 1 and "inside the vault" in json.loads(nested.output)["message"]
+    assert not (outer / "Projects" / "inner" / ".hive-brain").exists()
+    assert _cli("init", str(outer)).exit_code == 0  # the same vault again: fine, idempotent
+    assert _cli("init", str(outer / "Projects" / "inner"), "--force").exit_code == 0
+
+
+def test_no_color_and_NO_COLOR_print_no_escape_codes(vault_path):
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
+    env = {**os.environ, "FORCE_COLOR": "1", "TERM": "xterm-256color"}
+    colored = subprocess.run([sys.executable, "-m", "hive_brain", "recall", "package manager"], capture_output=True,
+                             text=True, env=env, timeout=120)
+    assert "\x1b[" in colored.stdout  # the check below can fail
+    for extra_env, flag in (({"NO_COLOR": "1"}, []), ({}, ["--no-color"])):
+        p = subprocess.run([sys.executable, "-m", "hive_brain", *flag, "recall", "package manager"], capture_output=True,
+                           text=True, env={**env, **extra_env}, timeout=120)
+        assert p.returncode == 0 and "pnpm" in p.stdout and "\x1b[" not in p.stdout, (flag, p.stdout[:200])
