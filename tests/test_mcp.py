@@ -25,18 +25,28 @@ def _text(res) -> str:
     return "".join(c.text for c in res.content if getattr(c, "type", "") == "text")
 
 
+# Every tool with (read-only, destructive, idempotent): what a client may do without asking the user.
+ANNOTATIONS = {
+    "recall": (True, False, True), "answer": (True, False, True), "get": (True, False, True),
+    "core": (True, False, True), "browse": (True, False, True), "generations": (True, False, True),
+    "replay": (True, False, True), "compare": (True, False, True), "review_list": (True, False, True),
+    "review_show": (True, False, True),
+    "remember": (False, False, False), "evolve": (False, False, False), "batch": (False, False, False),
+    "record_operation": (False, False, False), "archive": (False, False, True),
+    "update": (False, True, True), "delete": (False, True, True),
+}
+
+
 def test_mcp_tools_identity_and_round_trip(vault_path):
     env = dict(os.environ, HIVE_AGENT_ID="codex")
     seen: dict = {}
 
     async def body(s: ClientSession) -> None:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-        assert set(tools) == {"recall", "answer", "remember", "evolve", "get", "core"}
-        for name in ("recall", "answer", "get", "core"):
-            assert tools[name].annotations.read_only_hint is True, name
-        for name in ("remember", "evolve"):
+        assert set(tools) == set(ANNOTATIONS)
+        for name, (read_only, destructive, idempotent) in ANNOTATIONS.items():
             a = tools[name].annotations
-            assert a.read_only_hint is False and a.destructive_hint is False and a.idempotent_hint is False
+            assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint) == (read_only, destructive, idempotent), name
         for t in tools.values():
             # Identity is the server's: no tool lets the model name an agent.
             assert not {"agent", "agent_id"} & set(t.input_schema.get("properties", {})), t.name
@@ -77,7 +87,7 @@ def test_mcp_tools_identity_and_round_trip(vault_path):
     )
     assert (vault_path / seen["remember"]["path"]).is_file()
     assert seen["recall"]["hits"][0]["id"] == seen["remember"]["id"]
-    assert "ENOSPC" in seen["answer"]
+    assert "ENOSPC" in json.loads(seen["answer"])["context"]
     assert (
         seen["get"]["content"].startswith("Clear the CI cache and retry") and len(seen["get"]["chain"]) == 2
     )
@@ -102,3 +112,61 @@ def test_mcp_other_agent_cannot_read_private_memory(vault_path):
 
     asyncio.run(asyncio.wait_for(_session_run(env, body), 60))
     assert out["recall"]["hits"] == []
+
+
+def test_every_mcp_tool_once_shaped_as_the_cli(vault_path):
+    """Each tool through the SDK's client over stdio, once; results are the CLI's `--json` shapes."""
+    env = dict(os.environ, HIVE_AGENT_ID="codex")
+    out: dict = {}
+
+    async def body(s: ClientSession) -> None:
+        init = await s.initialize()
+        out["version"] = init.server_info.version
+
+        async def call(name: str, args: dict) -> dict:
+            res = await s.call_tool(name, args)
+            assert not res.is_error, (name, _text(res))
+            text = _text(res)
+            return json.loads(text) if text.startswith(("{", "[")) else {"text": text}
+
+        mem = await call("remember", {"type": "decision", "title": "Hosting", "content": "The web app runs on Fly.io."})
+        out["batch"] = await call("batch", {"records": [{"type": "fact", "title": "Port", "content": "API on 8443."},
+                                                        {"type": "fact", "title": "DB", "content": "Postgres 16."}]})
+        out["update"] = await call("update", {"memory_id": mem["id"], "tags": ["hosting"]})
+        out["get"] = await call("get", {"memory_id": mem["id"]})
+        out["recall"] = await call("recall", {"query": "where is the web app hosted"})
+        out["answer"] = await call("answer", {"question": "where is the web app hosted?"})
+        out["none"] = await call("answer", {"question": "how does photosynthesis work in ferns?"})
+        out["browse"] = await call("browse", {"folder": "Agents"})
+        gens = await call("generations", {})
+        out["generations"] = gens
+        first = gens["generations"][0]["id"]
+        out["replay"] = await call("replay", {"query": "where is the web app hosted", "generation": first})
+        out["compare"] = await call("compare", {"query": "where is the web app hosted", "a": first})
+        out["review_list"] = await call("review_list", {})
+        out["op"] = await call("record_operation", {"title": "Deployed", "operation_key": "deploy.web",
+                                                     "outcome": "success", "task_id": "t-1"})
+        out["core"] = await call("core", {})
+        out["evolve"] = await call("evolve", {"memory_id": mem["id"], "content": "The web app moved to Render."})
+        out["archive"] = await call("archive", {"memory_id": out["batch"]["records"][0]["id"]})
+        doomed = out["batch"]["records"][1]["id"]
+        refused = await s.call_tool("delete", {"memory_id": doomed})
+        out["refused"] = (refused.is_error, _text(refused))
+        out["delete"] = await call("delete", {"memory_id": doomed, "confirm": True})
+        out["doomed"] = doomed
+        res = await s.call_tool("review_show", {"review_id": "rev-nope"})
+        out["review_show"] = (res.is_error, _text(res))
+
+    asyncio.run(asyncio.wait_for(_session_run(env, body), 120))
+    assert out["version"] and out["version"] != ""
+    assert out["update"]["id"] == out["get"]["id"] and "hosting" in json.dumps(out["get"])
+    assert out["recall"]["hits"][0]["title"] == "Hosting" and out["recall"]["abstained"] is False
+    assert out["answer"]["abstained"] is False and "Fly.io" in out["answer"]["context"]
+    assert out["none"]["abstained"] is True and out["none"]["reason"]
+    assert "summary" in out["browse"] and out["generations"]["current"] >= 1
+    assert "hits" in out["replay"] and out["op"]["event"]["operationKey"] == "deploy.web"
+    assert isinstance(out["review_list"], list) and out["archive"]["id"]
+    is_error, msg = out["refused"]
+    assert is_error and "confirm" in msg
+    assert out["delete"]["id"] == out["doomed"]
+    assert out["review_show"][0] is True and "Traceback" not in out["review_show"][1]

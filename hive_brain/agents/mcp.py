@@ -126,18 +126,21 @@ class Tools:
 
     @staticmethod
     def _recall_out(res: dict) -> str:
-        out: dict[str, Any] = {"hits": [_slim_hit(h) for h in res["hits"]], "semantic": res.get("semantic")}
+        # The CLI's `recall --json` shape, hits slimmed (tool results go into the model's context).
+        out: dict[str, Any] = {"hits": [_slim_hit(h) for h in res["hits"]], "semantic": res.get("semantic"),
+                               "abstained": bool(res.get("abstained"))}
         if res.get("abstained"):
-            out["abstained"] = res.get("reason")
+            out["reason"] = res.get("reason")
         if res.get("warnings"):
             out["warnings"] = res["warnings"]
         return _dump(out)
 
     def answer(self, question: str, budget: int) -> str:
         res = self.reader.answer(question, budget=budget)
+        out = {"abstained": bool(res.get("abstained")), "context": res.get("context") or ""}
         if res.get("abstained"):
-            return f"No grounded answer in memory: {res.get('reason')}."
-        return res["context"]
+            out["reason"] = res.get("reason")
+        return _dump(out)
 
     def remember(
         self,
@@ -164,6 +167,47 @@ class Tools:
 
     def evolve(self, memory_id: str, content: str, title: str | None) -> str:
         return _dump(self.engine.memory.evolve(memory_id, content, title))
+
+    def update(self, memory_id: str, **changes: Any) -> str:
+        return _dump(self.engine.memory.update(memory_id, **changes))
+
+    def delete(self, memory_id: str, confirm: bool) -> str:
+        return _dump(self.engine.memory.delete(memory_id, confirm=confirm))
+
+    def batch(self, records: list[dict[str, Any]]) -> str:
+        return _dump(self.engine.memory.batch(records))
+
+    def browse(self, folder: str, detail: str) -> str:
+        from ..search.browse import summarize
+
+        return _dump(summarize(self.engine, folder, detail))
+
+    def generations(self) -> str:
+        return _dump(self.engine.generations())
+
+    def replay(self, query: str, generation: int, limit: int) -> str:
+        return self._recall_out(self.engine.replay(query, generation, limit=limit))
+
+    def compare(self, query: str, a: int, b: int | None, limit: int) -> str:
+        return _dump(self.engine.compare(query, a, b, limit=limit))
+
+    def review_list(self, status: str | None) -> str:
+        from ..memory.review import BrainReview
+
+        return _dump(BrainReview(self.engine.memory).list(status))
+
+    def review_show(self, review_id: str) -> str:
+        from ..memory.review import BrainReview
+
+        return _dump(BrainReview(self.engine.memory).show(review_id))
+
+    def record_operation(self, title: str, content: str, operation_key: str, outcome: str, task_id: str,
+                         failure_key: str | None) -> str:
+        from ..memory.operations import record_operation
+
+        return _dump(record_operation(self.engine.vault.state, title=title, content=content,
+                                      operation_key=operation_key, outcome=outcome, task_id=task_id,
+                                      failure_key=failure_key, agent=self.settings.agent_id))
 
     def get(self, memory_id: str) -> str:
         res = self.engine.memory.get(memory_id)
@@ -207,11 +251,17 @@ class Tools:
 
 def build_server(settings: Any) -> Any:
     """The MCP server for ``settings`` (its ``agent_id`` is the identity of every call)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     from ..errors import HiveBrainError
 
     MCPServer, ToolError = _server_classes()
     tools = Tools(settings)
-    server = MCPServer("hive-brain", instructions=INSTRUCTIONS, log_level="WARNING")
+    try:
+        ours = version("hive-brain")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        ours = "0+unknown"
+    server = MCPServer("hive-brain", instructions=INSTRUCTIONS, log_level="WARNING", version=ours)
 
     async def call(fn: Callable[[], Any]) -> Any:
         try:
@@ -276,6 +326,98 @@ def build_server(settings: Any) -> Any:
     )
     async def get(memory_id: str) -> str:
         return await call(lambda: tools.get(memory_id))
+
+    @server.tool(
+        description="Fix a memory in place (wording, tags, project, confidence). Truth changes: use evolve.",
+        annotations=_annotations(False, destructive=True, idempotent=True),
+        structured_output=False,
+    )
+    async def update(memory_id: str, title: str | None = None, content: str | None = None,
+                     tags: list[str] | None = None, project: str | None = None,
+                     confidence: float | None = None) -> str:
+        return await call(lambda: tools.update(memory_id, title=title, content=content, tags=tags, project=project,
+                                               confidence=confidence))
+
+    @server.tool(
+        description="Archive a memory that no longer applies (kept as history; reversible with update).",
+        annotations=_annotations(False, idempotent=True),
+        structured_output=False,
+    )
+    async def archive(memory_id: str) -> str:
+        return await call(lambda: tools.update(memory_id, status="archived"))
+
+    @server.tool(
+        description="Delete a memory note for good. Needs confirm=true; prefer archive.",
+        annotations=_annotations(False, destructive=True, idempotent=True),
+        structured_output=False,
+    )
+    async def delete(memory_id: str, confirm: bool = False) -> str:
+        return await call(lambda: tools.delete(memory_id, confirm))
+
+    @server.tool(
+        description="Remember up to 25 memories at once ({type, title, content, tags?, ...}); all or nothing.",
+        annotations=_annotations(False),
+        structured_output=False,
+    )
+    async def batch(records: list[dict[str, Any]]) -> str:
+        return await call(lambda: tools.batch(records))
+
+    @server.tool(
+        description="What a vault folder holds (e.g. Projects; empty: the whole vault).",
+        annotations=_annotations(True, idempotent=True),
+        structured_output=False,
+    )
+    async def browse(folder: str = "", detail: Literal["abstract", "overview"] = "abstract") -> str:
+        return await call(lambda: tools.browse(folder, detail))
+
+    @server.tool(
+        description="The index's generations (versions of memory), newest last.",
+        annotations=_annotations(True, idempotent=True),
+        structured_output=False,
+    )
+    async def generations() -> str:
+        return await call(tools.generations)
+
+    @server.tool(
+        description="Recall as memory stood at generation G.",
+        annotations=_annotations(True, idempotent=True),
+        structured_output=False,
+    )
+    async def replay(query: str, generation: int, limit: int = 8) -> str:
+        return await call(lambda: tools.replay(query, generation, max(1, min(limit, 50))))
+
+    @server.tool(
+        description="How a question's answer changed between generations a and b (b: now).",
+        annotations=_annotations(True, idempotent=True),
+        structured_output=False,
+    )
+    async def compare(query: str, a: int, b: int | None = None, limit: int = 8) -> str:
+        return await call(lambda: tools.compare(query, a, b, max(1, min(limit, 50))))
+
+    @server.tool(
+        description="Brain Review proposals (status: pending, approved, rejected, applied).",
+        annotations=_annotations(True, idempotent=True),
+        structured_output=False,
+    )
+    async def review_list(status: str | None = None) -> str:
+        return await call(lambda: tools.review_list(status))
+
+    @server.tool(
+        description="One Brain Review proposal with its content.",
+        annotations=_annotations(True, idempotent=True),
+        structured_output=False,
+    )
+    async def review_show(review_id: str) -> str:
+        return await call(lambda: tools.review_show(review_id))
+
+    @server.tool(
+        description="Log a routine completion, handoff or retry (outcome: success|failure); not memory.",
+        annotations=_annotations(False),
+        structured_output=False,
+    )
+    async def record_operation(title: str, operation_key: str, outcome: Literal["success", "failure"], task_id: str,
+                               content: str = "", failure_key: str | None = None) -> str:
+        return await call(lambda: tools.record_operation(title, content, operation_key, outcome, task_id, failure_key))
 
     @server.tool(
         description="Core memory: the user's standing rules and context. Call at session start.",
