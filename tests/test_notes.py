@@ -132,3 +132,56 @@ def test_split_frontmatter_matches_the_regex_on_random_text():
         if rng.random() < 0.7:
             text = rng.choice(["---\n", "---\r\n", "--- \t\n"]) + text
         assert split_frontmatter(text) == _reference_split(text), repr(text)
+
+
+HAND_WRITTEN = """---
+# my own header comment
+title: 'Deploy target'   # quoted my way
+id: mem-01handwritten00000000000
+type: decision
+reviewed_by: alice  # my own key
+tags:
+  - infra
+  - deploy
+memory_key: decision/deploy-target
+status: active
+created: 2026-01-05T10:00:00Z
+---
+
+We deploy to Fly.io.
+"""
+
+
+def test_a_rewrite_keeps_the_users_comments_order_and_quoting():
+    from hive_brain.store.notes import parse_text, render
+
+    note = parse_text("Memory/x.md", HAND_WRITTEN)
+    meta = {**note.meta, "tags": ["infra", "prod"], "updated": "2026-02-01T00:00:00Z"}
+    out = render(meta, note.body, like=note)
+    fm = out.split("---\n")[1]
+    # Untouched lines stay byte for byte: comments, order, the user's quoting.
+    for line in ("# my own header comment", "title: 'Deploy target'   # quoted my way",
+                 "reviewed_by: alice  # my own key", "created: 2026-01-05T10:00:00Z"):
+        assert line in fm.splitlines(), line
+    keys = [ln.split(":")[0] for ln in fm.splitlines() if ln and ln[0].isalpha()]
+    assert keys == ["title", "id", "type", "reviewed_by", "tags", "memory_key", "status", "created", "updated"]
+    assert parse_text("Memory/x.md", out).meta == {**note.meta, "tags": ["infra", "prod"],
+                                                   "updated": "2026-02-01T00:00:00Z"}
+    # A removed key goes; a note hive-brain cannot patch exactly is rendered whole, never wrongly.
+    gone = render({k: v for k, v in meta.items() if k != "reviewed_by"}, note.body, like=note)
+    assert "reviewed_by" not in gone and "# my own header comment" in gone
+    odd = parse_text("x.md", "---\ntitle: a\ntitle: b\n---\nbody\n")  # a duplicate key: whole render
+    assert parse_text("x.md", render({**odd.meta, "type": "fact"}, odd.body, like=odd)).meta == {"title": "b", "type": "fact"}
+
+
+def test_update_keeps_a_hand_written_frontmatter(vault_path):
+    from .helpers import run
+
+    p = vault_path / "Memory" / "Distillations" / "Agent Memory" / "deploy-target.md"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(HAND_WRITTEN, encoding="utf-8")
+    run("update", "mem-01handwritten00000000000", "--tags", "infra,prod")
+    text = p.read_text(encoding="utf-8")
+    assert "reviewed_by: alice  # my own key" in text and "# my own header comment" in text
+    assert "title: 'Deploy target'   # quoted my way" in text
+    assert "- prod" in text and "We deploy to Fly.io." in text

@@ -123,7 +123,7 @@ def _stage(tx: Any, plan: _Plan) -> None:
             have = [str(v) for v in (meta.get("conflict_versions") or [])]
             meta["conflict_versions"] = have + [v for v in versions if v not in have]
         meta["updated"] = ts
-        tx.write(e.path, render(meta, note.body), expect_old=e.sha)
+        tx.write(e.path, render(meta, note.body, like=note), expect_old=e.sha)
 
 
 def repair_conflicts(engine: EngineLike, *, confirm: bool = False) -> dict[str, Any]:

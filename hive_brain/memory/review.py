@@ -280,7 +280,7 @@ class BrainReview:
                             "reason": reason,
                             "updated": now_iso(),
                         }
-                        tx.write(partial.path, render(meta, note.body), expect_old=partial.sha)
+                        tx.write(partial.path, render(meta, note.body, like=note), expect_old=partial.sha)
                     continue
                 body = g.bodies[rep.id]
                 fields = {

@@ -399,7 +399,7 @@ class MemoryStore:
         old_meta = dict(note.meta)
         old_meta.update(status="superseded", superseded_by=meta["id"], updated=now_iso())
         txn.write(path, text, expect_old="")
-        txn.write(old.path, render(old_meta, note.body), expect_old=old.sha)
+        txn.write(old.path, render(old_meta, note.body, like=note), expect_old=old.sha)
         return path, meta
 
     def _propose(self, inp: MemoryInput) -> dict:
@@ -482,7 +482,7 @@ class MemoryStore:
                     raise Refused(f"{e.id} is superseded; its status follows the chain")
                 meta["status"] = status
             meta["updated"] = now_iso()
-            tx.write(e.path, render(meta, body), expect_old=e.sha)
+            tx.write(e.path, render(meta, body, like=note), expect_old=e.sha)
         return self._result({"status": "updated", "id": e.id, "path": e.path})
 
     @_deferrable("delete")
@@ -514,7 +514,7 @@ class MemoryStore:
                 if key == "superseded_by" and not value and meta.get("status") == "superseded":
                     meta["status"] = "active"
                 meta["updated"] = now_iso()
-                tx.write(n.path, render(meta, nn.body), expect_old=n.sha)
+                tx.write(n.path, render(meta, nn.body, like=nn), expect_old=n.sha)
         return self._result({"status": "deleted", "id": e.id, "path": e.path})
 
     @_deferrable("batch")

@@ -152,7 +152,9 @@ def parse_text(path: str, text: str, raw_sha: str | None = None) -> Note:
     if not isinstance(meta, dict):
         return Note(path, {}, text, raw_sha, problem="frontmatter is not a key/value mapping")
     meta = {str(k): v for k, v in meta.items()}
-    return Note(path, meta, text[body_at:], raw_sha)
+    note = Note(path, meta, text[body_at:], raw_sha)
+    note.extra["frontmatter"] = fm  # the user's own text: a rewrite keeps what it does not change
+    return note
 
 
 def _plain(v: Any) -> Any:
@@ -163,14 +165,80 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def render(meta: dict[str, Any], body: str) -> str:
+def _dump(meta: dict[str, Any]) -> str:
+    return yaml.dump(_plain(meta), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
+                     width=1000)
+
+
+def _ordered(meta: dict[str, Any]) -> dict[str, Any]:
     ordered: dict[str, Any] = {k: meta[k] for k in KEY_ORDER if k in meta and meta[k] is not None}
     for k, v in meta.items():
         if k not in ordered and v is not None:
             ordered[k] = v
-    fm = yaml.dump(_plain(ordered), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
+    return ordered
+
+
+def render(meta: dict[str, Any], body: str, *, like: Note | None = None) -> str:
+    """A note's text. ``like``: the note being rewritten; its frontmatter text is kept line for line
+    where ``meta`` does not change it (the user's comments, key order and quoting), changed keys are
+    re-rendered in place, new ones appended. Anything the patch cannot reproduce exactly (checked by
+    parsing it back) is rendered whole instead."""
     body = body if body.endswith("\n") else body + "\n"
+    fm = None
+    if like is not None and isinstance(like.extra.get("frontmatter"), str):
+        fm = _patched(like.extra["frontmatter"], like.meta, meta)
+    if fm is None:
+        fm = _dump(_ordered(meta))
     return f"---\n{fm}---\n\n{body.lstrip(chr(10))}"
+
+
+# A top-level key at the start of a line: plain, or quoted as YAML allows.
+_TOP_KEY = re.compile(r"""(?:"([^"]+)"|'([^']+)'|([^\s#:'"\-?&*!|>%@`{}\[\],][^:]*?))[ \t]*:(?:[ \t]|$)""")
+
+
+def _blocks(fm: str) -> list[tuple[str | None, list[str]]]:
+    """The frontmatter as (key, lines): each top-level key with its continuation lines (indented, or
+    a block list's ``- item`` lines); comments and blank lines between keys are blocks of their own."""
+    blocks: list[tuple[str | None, list[str]]] = []
+    for line in fm.split("\n"):
+        m = _TOP_KEY.match(line) if line[:1] not in ("", " ", "\t", "#", "-") else None
+        if m is not None:
+            blocks.append((m.group(1) or m.group(2) or m.group(3).strip(), [line]))
+        elif blocks and blocks[-1][0] is not None and line[:1] in (" ", "\t", "-"):
+            blocks[-1][1].append(line)
+        else:
+            blocks.append((None, [line]))
+    return blocks
+
+
+def _patched(fm: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    want = {k: v for k, v in new.items() if v is not None}
+    out: list[str] = []
+    seen: set[str] = set()
+    for key, lines in _blocks(fm):
+        if key is None:
+            out.extend(lines)
+            continue
+        if key in seen:
+            return None  # a duplicate key: YAML keeps the last; not worth guessing, render whole
+        seen.add(key)
+        if key not in want:
+            continue
+        if key in old and old[key] == want[key]:
+            out.extend(lines)
+        else:
+            out.extend(_dump({key: want[key]}).rstrip("\n").split("\n"))
+    added = {k: v for k, v in _ordered(want).items() if k not in seen}
+    if added:
+        while out and not out[-1].strip():
+            out.pop()  # new keys go right after the last line that says something
+        out.extend(_dump(added).rstrip("\n").split("\n"))
+    text = "\n".join(out) + "\n"
+    try:
+        back = yaml.load(text, Loader=_Loader) or {}
+    except yaml.YAMLError:
+        return None
+    return text if isinstance(back, dict) and back == _plain(want) else None
 
 
 def to_text_list(v: Any) -> list[str]:
