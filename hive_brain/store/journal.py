@@ -48,6 +48,11 @@ def crash_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+def before_rename(paths: list[Path]) -> None:
+    """Test hook, called at the last moment before staged notes are renamed into place (tests edit a
+    note here, as an editor racing the writer would)."""
+
+
 @dataclass
 class Op:
     kind: str  # "write" | "delete"
@@ -103,7 +108,7 @@ class Transaction:
             if op.expect_old is not None and (old or "") != op.expect_old:
                 shutil.rmtree(tdir, ignore_errors=True)
                 shutil.rmtree(sdir, ignore_errors=True)
-                raise Refused(f"{op.path} changed on disk while this change was being prepared", hint="run the command again")
+                raise changed_on_disk(op.path)
             record["ops"].append(
                 {
                     "kind": op.kind,
@@ -130,7 +135,11 @@ class Transaction:
         record["state"] = "staged"
         atomic_write_text(rec_path, json.dumps(record))
         crash_point("after-mark")
-        _apply(self.vault, record, sdir, crash=True)
+        try:
+            _apply(self.vault, record, sdir, crash=True)
+        except _ChangedOnDisk as e:
+            _finish(rec_path, tdir, sdir)  # nothing was renamed yet: dropping the record is the rollback
+            raise changed_on_disk(e.path) from None
         crash_point("after-apply")
         self._publish(publish)
         crash_point("after-publish")
@@ -139,7 +148,7 @@ class Transaction:
     def _commit_new_note(self, op: Op, publish: Callable[[list[str]], None] | None) -> None:
         target = self.vault.abs(op.path)
         if target.exists():
-            raise Refused(f"{op.path} changed on disk while this change was being prepared", hint="run the command again")
+            raise changed_on_disk(op.path)
         assert op.data is not None
         sdir = self.vault.staging / self.id
         sdir.mkdir(parents=True)
@@ -149,6 +158,10 @@ class Transaction:
         crash_point("mid-stage")
         crash_point("after-stage")
         target.parent.mkdir(parents=True, exist_ok=True)
+        before_rename([target])
+        if os.path.lexists(target):  # the last look before the rename (see _verify_targets)
+            shutil.rmtree(sdir, ignore_errors=True)
+            raise changed_on_disk(op.path)
         os.replace(staged, target)
         fsync_dir(target.parent)
         crash_point("after-mark")  # the rename is this path's commit point: from here on it rolls forward
@@ -176,6 +189,9 @@ def _journal_dir(vault: Vault) -> Path:
 
 def _apply(vault: Vault, record: dict, sdir: Path, *, crash: bool = False) -> None:
     touched: set[Path] = set()
+    if crash:  # a live commit (recovery rolls forward what a dead writer had already verified)
+        before_rename([vault.abs(rop["path"]) for rop in record["ops"]])
+        _verify_targets(vault, record)
     for n, rop in enumerate(record["ops"]):
         target = vault.abs(rop["path"])
         if rop["kind"] == "write":
@@ -191,6 +207,30 @@ def _apply(vault: Vault, record: dict, sdir: Path, *, crash: bool = False) -> No
             crash_point("mid-apply")
     for d in touched:
         fsync_dir(d)
+
+
+class _ChangedOnDisk(Exception):
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def changed_on_disk(path: str) -> Refused:
+    return Refused(f"{path} changed on disk while this change was being written; nothing was changed",
+                   hint="your edit is kept: run the command again")
+
+
+def _verify_targets(vault: Vault, record: dict) -> None:
+    """Every target must still hold the bytes that were backed up (an editor takes no lock).
+
+    The prepare step checked them too, but backups, staging and three fsyncs lie between it and the
+    rename, and a hand save landing there would be replaced unseen. Checking again here, with every
+    note read before the first rename, leaves a window of a few renames. POSIX has no
+    compare-and-swap rename, so that window cannot be closed; it is microseconds instead of
+    milliseconds (tests/test_hand_edits.py).
+    """
+    for rop in record["ops"]:
+        if _sha_of(vault.abs(rop["path"])) != rop["old_sha"]:
+            raise _ChangedOnDisk(rop["path"])
 
 
 def _finish(rec_path: Path, tdir: Path, sdir: Path) -> None:
