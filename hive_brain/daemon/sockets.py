@@ -23,9 +23,14 @@ from typing import Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
-from ..rpc.client import MAX_LINE, ServerNotReady, WritesRefused
+from ..memory.model import clean_query
+from ..rpc.client import ServerNotReady, WritesRefused, encode_line
 
 WORKERS = 16
+# Requests are questions (the prompt hook sends at most 4,000 characters); responses may be far
+# larger (rpc.client.MAX_LINE). A longer request line is refused and its connection closed, since
+# the rest of that line cannot be told apart from a next request.
+MAX_REQUEST = 1024 * 1024
 IDLE_CONNECTION_S = 60.0
 RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of", "include_operational", "detail",
                             "mode", "abstain", "drop_ratio", "pool", "now"})
@@ -136,18 +141,20 @@ class SocketServer:
             try:
                 while not self.server.stopping.is_set():
                     try:
-                        line = f.readline(MAX_LINE + 1)
+                        line = f.readline(MAX_REQUEST + 1)
                     except OSError:
                         return
                     if not line:
                         return
                     op, resp = self.handle(line)
                     try:
-                        conn.sendall(json.dumps(resp, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+                        conn.sendall(encode_line(resp))
                     except OSError:
                         return
                     if op == "stop" and resp.get("ok"):
                         self.server.request_stop()
+                        return
+                    if len(line) > MAX_REQUEST:
                         return
             finally:
                 f.close()
@@ -166,15 +173,18 @@ class SocketServer:
     def _handle(self, line: bytes) -> tuple[str, dict[str, Any]]:
         op = ""
         try:
-            if len(line) > MAX_LINE:
-                raise UsageError("request too large")
+            if len(line) > MAX_REQUEST:
+                raise UsageError(f"request line is over {MAX_REQUEST:,} bytes; the connection is closed",
+                                 hint="send a shorter query")
             try:
                 req = json.loads(line)
             except ValueError as e:
                 raise UsageError(f"request is not JSON: {e}") from None
             if not isinstance(req, dict):
                 raise UsageError("request must be a JSON object")
-            op = str(req.get("op") or "")
+            if not isinstance(req.get("op"), str):
+                raise UsageError("request needs an \"op\" string", hint="e.g. {\"op\": \"ping\"}")
+            op = clean_query(req["op"])
             args = req.get("args") or {}
             if not isinstance(args, dict):
                 raise UsageError("args must be a JSON object")
@@ -221,7 +231,10 @@ class SocketServer:
         }
 
     def op_catch_up(self, args: dict) -> dict:
-        return self.loop.catch_up_now(float(args.get("timeout", self.server.settings.lock_timeout)))
+        timeout = args.get("timeout", self.server.settings.lock_timeout)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 <= timeout <= 3600:
+            raise UsageError(f"args.timeout must be a number of seconds (0-3600), not {timeout!r}")
+        return self.loop.catch_up_now(float(timeout))
 
     def op_write(self, args: dict) -> dict:
         """A memory write (``{"op": "remember", "args": {...}, "agent": ...}``) done by the indexing
@@ -269,6 +282,8 @@ class SocketServer:
         query = args.get("query")
         if not isinstance(query, str):
             raise UsageError("args.query must be a string")
+        if not isinstance(args.get("budget"), int | None) or isinstance(args.get("budget"), bool):
+            raise UsageError("args.budget must be a whole number of characters")
         unknown = set(args) - RECALL_OPTIONS - {"query", "agent", "auth", "semantic"} - extra
         if unknown:
             raise UsageError(f"unknown recall option(s): {', '.join(sorted(unknown))}",
@@ -284,8 +299,8 @@ class SocketServer:
         if "now" in opts:
             # The caller's clock for relative dates ("last Saturday"), sent as ISO 8601.
             try:
-                opts["now"] = dt.datetime.fromisoformat(str(opts["now"]))
-            except ValueError:
+                opts["now"] = dt.datetime.fromisoformat(opts["now"])
+            except (TypeError, ValueError):
                 raise UsageError("args.now must be an ISO 8601 date-time") from None
         return query, agent, bool(args.get("semantic", True)), opts
 

@@ -46,7 +46,7 @@ from ..store.notes import (
 from ..store.secrets import secret_kinds
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
 from .layers import check_override, enforced, may_open, require_owner, visible_from
-from .model import MemoryInput, clean_confidence
+from .model import MemoryInput, check_text, clean_confidence
 from .proposals import stage_remember_proposal
 
 # The writes that can be given as data (replayed from the pending queue, sent to the server).
@@ -162,6 +162,7 @@ class MemoryStore:
 
     # -- building notes ------------------------------------------------------------------------
     def _validate(self, inp: MemoryInput) -> None:
+        inp.check()
         inp.type = inp.type.strip().lower()
         inp.title = " ".join(inp.title.split())
         if not inp.type or not inp.type.replace("-", "").replace("_", "").isalnum():
@@ -239,6 +240,7 @@ class MemoryStore:
     def _entry(self, memory_id: str) -> Entry:
         if not memory_id or not memory_id.strip():
             raise UsageError("memory id is empty")
+        check_text(memory_id, "the memory id")
         e = self.catalog.by_id(memory_id.strip())
         if e is None or e.kind != "memory" or not may_open(e, self.agent):
             raise NotFound(f"no memory with id {memory_id!r}", hint="find ids with `hive-brain recall ... --json`")
@@ -452,6 +454,11 @@ class MemoryStore:
             raise UsageError("nothing to update", hint="pass --title, --content, --tags, --project, --confidence or --status")
         if status is not None and status not in ("active", "archived"):
             raise UsageError("update can set status to 'archived' (or back to 'active'); truth changes go through evolve")
+        for what, value in (("the title", title), ("the content", content), ("the project", project)):
+            if value is not None:
+                check_text(value, what)
+        for t in tags or ():
+            check_text(t, "a tag")
         with self.transaction("update") as tx:
             e = tx.entry(memory_id)
             self._may_change(e)
