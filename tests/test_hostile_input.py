@@ -388,3 +388,32 @@ def test_batch_json_with_traversal_names_stays_inside(vault_path, tmp_path):
         if r["status"] == "ok":
             assert (vault_path / r["path"]).resolve().is_relative_to(vault_path.resolve())
     assert _outside_listing(tmp_path, vault_path) == before
+
+
+def test_captured_conversation_with_nul_and_surrogates_is_a_readable_note(vault_path, tmp_path):
+    from hive_brain.memory.conversations import capture
+    from tests.test_hooks import assistant, user, write_transcript
+
+    t = write_transcript(tmp_path / "s.jsonl", [user("Why did \x00 the build \ud800 break?\x1b[31m"),
+                                                assistant("A NUL\x00 byte and \udcff in the log.")])
+    res = capture(_engine(), t, agent="claude-code", session_id="nul-session")
+    assert res["status"] == "captured", res
+    assert vault_path.joinpath(res["path"]).read_bytes().find(b"\x00") == -1
+    assert _problems() == {}
+    hits = run("recall", "build break log", "--lexical", "--scope", "full-vault")["hits"]
+    assert res["path"] in [h["path"] for h in hits]
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"prompt": "deploy \\ud800 \\u0000 pnpm", "session_id": "\\udcff"}',
+    b'{"prompt": "x", "transcript_path": "/etc/passwd\\u0000", "session_id": "\\u0000"}',
+    b'{"prompt": "x", "transcript_path": "../../\\udcff", "cwd": "\\ud800"}',
+    b'\xff\xfe{"prompt"', b'{"prompt": 5}', b"[1]", b'{"prompt": {"a": ["\\ud800"]}}',
+])
+@pytest.mark.parametrize("event", ["prompt", "stop"])
+def test_hook_input_with_nul_surrogates_or_garbage_never_breaks_the_agent(vault_path, payload, event):
+    p = subprocess.run([*PYTHON, "hook", event], input=payload, capture_output=True, timeout=60,
+                       env={**os.environ, "HIVE_BRAIN_VAULT": str(vault_path)})
+    assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr.decode("utf-8", "replace")
+    if p.stdout.strip():
+        json.loads(p.stdout)

@@ -23,8 +23,8 @@ from typing import Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
-from ..memory.model import clean_query
 from ..rpc.client import ServerNotReady, WritesRefused, encode_line
+from ..store.text import clean_text
 
 WORKERS = 16
 # Requests are questions (the prompt hook sends at most 4,000 characters); responses may be far
@@ -184,7 +184,7 @@ class SocketServer:
                 raise UsageError("request must be a JSON object")
             if not isinstance(req.get("op"), str):
                 raise UsageError("request needs an \"op\" string", hint="e.g. {\"op\": \"ping\"}")
-            op = clean_query(req["op"])
+            op = clean_text(req["op"])
             args = req.get("args") or {}
             if not isinstance(args, dict):
                 raise UsageError("args must be a JSON object")

@@ -2,43 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..errors import InvalidText, UsageError
+from ..errors import UsageError
 from ..store.notes import to_text_list
-
-# The one rule for text a caller hands hive-brain to store (titles, content, tags, keys, names):
-# tab, LF and CR are text; every other control character (C0, DEL, C1) and every lone surrogate is
-# refused, never stripped. NUL turns the note into what the vault reader classes as a binary file
-# (nothing could open or delete it again), escape sequences rewrite the terminal that shows the
-# note, and a lone surrogate (what invalid UTF-8 in argv or a "\ud800" escape in JSON becomes)
-# cannot be written as UTF-8 at all. Refused rather than stripped because the note is the truth:
-# silently storing other text than the caller sent would also hash (and deduplicate) other text,
-# and the caller, told exactly where, can fix it. Questions are answered instead (clean_query).
-_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
-_QUERY_NOISE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def check_text(value: str, what: str) -> str:
-    """``value`` unchanged, or :class:`InvalidText` naming the field, the character and where."""
-    m = _NOT_TEXT.search(value)
-    if m is None:
-        return value
-    ch = m.group()
-    if "\ud800" <= ch <= "\udfff":
-        raise InvalidText(f"{what} contains a lone surrogate U+{ord(ch):04X} (invalid UTF-8) at character "
-                          f"{m.start()}; nothing was stored", hint="send valid UTF-8 text")
-    raise InvalidText(f"{what} contains the control character U+{ord(ch):04X} at character {m.start()}; "
-                      "nothing was stored", hint="remove it (tabs and newlines are fine)")
-
-
-def clean_query(text: str) -> str:
-    """A question is answered whatever it holds: control characters become spaces, lone surrogates
-    U+FFFD (they could not reach the index, the output or a log as UTF-8)."""
-    return _SURROGATE.sub("\ufffd", _QUERY_NOISE.sub(" ", text))
+from ..store.text import check_text
 
 
 @dataclass
@@ -80,7 +49,7 @@ class MemoryInput:
         return cls(**d)
 
     def check(self) -> None:
-        """Every text field under the one rule (:func:`check_text`)."""
+        """Every text field under the one rule (:func:`hive_brain.store.text.check_text`)."""
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, str):

@@ -44,9 +44,10 @@ from ..store.notes import (
     to_text_list,
 )
 from ..store.secrets import secret_kinds
+from ..store.text import check_text
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
 from .layers import check_override, enforced, may_open, require_owner, visible_from
-from .model import MemoryInput, check_text, clean_confidence
+from .model import MemoryInput, clean_confidence
 from .proposals import stage_remember_proposal
 
 # The writes that can be given as data (replayed from the pending queue, sent to the server).

@@ -20,9 +20,9 @@ from typing import Any
 from ..errors import UsageError
 from ..index.predicates import Eq, In, Not, Pred, Range, all_of
 from ..memory.layers import visibility
-from ..memory.model import check_text, clean_query
 from ..store.catalog import Catalog, Entry
 from ..store.chain import walk
+from ..store.text import check_text, clean_text
 from . import candidates, features
 from .abstain import fits, memory_is_weak
 from .abstain import reason as abstain_reason
@@ -252,7 +252,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     pool: it shows 6 notes, and half the pool costs nothing at the top (10k: R@5 0.95 either way)
     while saving a quarter of the recall."""
     t_start = time.perf_counter()
-    query = clean_query(query)
+    query = clean_text(query)
     _check_options(scope=scope, types=types, tags=tags, project=project, limit=limit, detail=detail, mode=mode,
                    drop_ratio=drop_ratio, pool=pool, as_of=as_of)
     q = analyse(query, now=now, as_of=as_of)

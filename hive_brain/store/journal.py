@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, Refused
+from ..errors import JournalError, Refused, UsageError
 from .fsutil import atomic_write_text, fsync_dir, sha256_bytes, write_fsync
 from .lock import vault_lock
 from .notes import new_ulid
@@ -80,7 +80,16 @@ class Transaction:
 
     def write(self, path: str, text: str, *, expect_old: str | None = None) -> None:
         self.vault.abs(path)  # refuses paths that escape the vault
-        self.ops.append(Op("write", path, text.encode("utf-8"), expect_old))
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = b"\x00"
+        if b"\x00" in data:
+            # The last guard (memory.model decides what text is refused or cleaned): a note that is not
+            # UTF-8 or holds NUL would be read back as a binary file nothing can open or delete.
+            raise UsageError(f"{path}: the note text holds NUL or a lone surrogate; nothing was written",
+                             hint="remove it and run the command again")
+        self.ops.append(Op("write", path, data, expect_old))
 
     def delete(self, path: str, *, expect_old: str | None = None) -> None:
         self.vault.abs(path)
