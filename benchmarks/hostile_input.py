@@ -10,7 +10,7 @@ traversal, long runs, mixed scripts) go to four doors, each in a fresh lexical-o
 - ``cli``: ``hive-brain remember/recall/get/update`` processes with fuzzed argv bytes (invalid UTF-8
   arrives as lone surrogates) and ``batch`` with a fuzzed JSON file;
 - ``socket``: the server's request handler with fuzzed request lines (partial JSON, wrong types,
-  bad UTF-8, ``\\ud800`` escapes, huge lines).
+  bad UTF-8, ``\\ud800`` escapes, huge lines), memory writes through the server included.
 
 A crash is an exception outside ``HiveBrainError`` (in-process), a ``Traceback`` on stderr (CLI) or an
 ``InternalError`` response (socket).
@@ -198,9 +198,28 @@ def door_cli(base: Path, rng: random.Random, n: int) -> Counter:
     return c
 
 
+WRITE_ARGS = ["inp", "memory_id", "content", "title", "tags", "project", "confidence", "status", "confirm", "force",
+              "records", "x"]
+
+
+def write_line(rng: random.Random) -> bytes:
+    """A memory write through the server (``op: write``) with fuzzed names, types and text."""
+    def value() -> Any:
+        return rng.choice([fuzz_text(rng, 3), 5, 1.5, None, True, [fuzz_text(rng, 2)], {"a": 1}, [], -1,
+                           {"type": "fact", "title": fuzz_text(rng, 2), "content": fuzz_text(rng)}])
+
+    args = {k: value() for k in rng.sample(WRITE_ARGS, rng.randint(0, 4))}
+    op = rng.choice(["remember", "evolve", "update", "delete", "batch", fuzz_text(rng, 1)])
+    req = {"op": "write", "args": {"op": op, "args": args} if rng.random() < 0.9 else value()}
+    return json.dumps(req, ensure_ascii=rng.random() < 0.5).encode("utf-8", "surrogatepass")
+
+
 def socket_line(rng: random.Random) -> bytes:
     r = rng.random()
     q = fuzz_text(rng)
+    if r < 0.2:
+        return write_line(rng)
+    r = rng.random()
     if r < 0.25:
         return json.dumps({"op": "recall", "args": {"query": q, "limit": rng.choice([5, "5", -1, None, 1e9])}},
                           ensure_ascii=rng.random() < 0.5).encode("utf-8", "surrogatepass")

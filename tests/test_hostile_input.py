@@ -157,6 +157,27 @@ MALFORMED = [
 ]
 
 
+def _write(op: str, **args: Any) -> bytes:
+    return json.dumps({"op": "write", "args": {"op": op, "args": args}}).encode()
+
+
+BAD_WRITES = [
+    _write("update", memory_id=5, tags=["x"]), _write("update", memory_id="m", tags="x,y"),
+    _write("update", memory_id="m", confidence="high"), _write("update", memory_id=["m"], title="t"),
+    _write("update", memory_id="m", content=7), _write("update", memory_id="m", status=1),
+    _write("evolve", memory_id="m", content={"a": 1}), _write("evolve", memory_id="m", content="x", title=3),
+    _write("delete", memory_id="m", confirm="yes"), _write("delete", memory_id=None, confirm=True, force="no"),
+    _write("remember", inp="text"), _write("remember", inp=["x"]), _write("remember", inp={"type": 1}),
+    _write("remember", inp={"type": "fact", "title": "t", "content": "c", "tags": {"a": 1}}),
+    _write("remember", inp={"type": "fact", "title": "t", "content": "c", "confidence": "x"}),
+    _write("remember", inp={"type": "fact", "title": "t\u0000", "content": "c"}),
+    _write("batch", records="x"), _write("batch", records=[1, "x", None]), _write("nothing"), _write("__init__"),
+    _write("update", memory_id="m", tags=[1, None]), _write("update", memory_id="\ud800", tags=["a"]),
+    json.dumps({"op": "write", "args": {"op": "update", "args": [1]}}).encode(),
+    json.dumps({"op": "write", "args": "x"}).encode(),
+]
+
+
 @pytest.fixture
 def in_process_server(vault_path):
     from hive_brain.daemon.server import Server
@@ -180,13 +201,17 @@ def test_malformed_socket_requests_get_structured_errors(in_process_server):
         _op, resp = srv.handle(line)
         assert resp["ok"] is False, line
         _ok_or_structured(resp)
+    for line in BAD_WRITES:
+        _op, resp = srv.handle(line)
+        assert resp["ok"] is False, (line, resp)
+        _ok_or_structured(resp)
     assert srv.handle(b'{"op": "recall", "args": {"query": "pnpm"}}')[1]["result"]["hits"]
     assert srv.handle(b'{"op": "recall", "args": {"query": "pnpm \\ud800\\u0000"}}')[1]["result"]["hits"]
 
 
 def test_socket_survives_huge_lines_partial_json_and_bad_utf8_on_a_real_connection(in_process_server):
-    from hive_brain.daemon.sockets import MAX_REQUEST
     from hive_brain.rpc import client
+    from hive_brain.rpc.client import MAX_REQUEST
 
     path = str(client.socket_path(in_process_server.state))
 
@@ -209,6 +234,9 @@ def test_socket_survives_huge_lines_partial_json_and_bad_utf8_on_a_real_connecti
                     b'{"op": "recall", "args": {"query": "pnpm \\ud800"}}\n', shut=True)
     assert [r["ok"] for r in resp] == [False, False, True]
     assert "\\udcff" in json.dumps(resp[1])  # echoed as an escape, not a connection dropped unanswered
+    with pytest.raises(client.ServerUnavailable) as e:  # a caller with more works in-process
+        client.call(in_process_server.state, "recall", {"query": "x" * (MAX_REQUEST + 1)}, timeout=5)
+    assert not e.value.sent
     assert client.call(in_process_server.state, "ping", timeout=5)["ready"] is True
 
 

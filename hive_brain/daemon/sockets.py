@@ -23,14 +23,10 @@ from typing import Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
-from ..rpc.client import ServerNotReady, WritesRefused, encode_line
+from ..rpc.client import MAX_REQUEST, ServerNotReady, WritesRefused, encode_line
 from ..store.text import clean_text
 
 WORKERS = 16
-# Requests are questions (the prompt hook sends at most 4,000 characters); responses may be far
-# larger (rpc.client.MAX_LINE). A longer request line is refused and its connection closed, since
-# the rest of that line cannot be told apart from a next request.
-MAX_REQUEST = 1024 * 1024
 IDLE_CONNECTION_S = 60.0
 RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of", "include_operational", "detail",
                             "mode", "abstain", "drop_ratio", "pool", "now"})
@@ -155,7 +151,7 @@ class SocketServer:
                         self.server.request_stop()
                         return
                     if len(line) > MAX_REQUEST:
-                        return
+                        return  # the rest of that line cannot be told apart from a next request
             finally:
                 f.close()
 

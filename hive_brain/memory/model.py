@@ -38,8 +38,11 @@ class MemoryInput:
         d = dict(d)
         if "memory_scope" in d:
             d["scope"] = d.pop("memory_scope")
-        d["tags"] = to_text_list(d.get("tags"))
-        d["aliases"] = to_text_list(d.get("aliases"))
+        for name in ("tags", "aliases"):
+            v = d.get(name)
+            if not (v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))):
+                raise UsageError(f"field {name!r} must be a list of strings (or one comma-separated string)")
+            d[name] = to_text_list(v)
         for req in ("type", "title", "content"):
             if not isinstance(d.get(req), str):
                 raise UsageError(f"field {req!r} is required and must be a string")

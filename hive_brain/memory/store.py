@@ -86,6 +86,25 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
     return deco
 
 
+# What each write argument may be when it arrives as JSON (the socket): a wrong type is a UsageError
+# naming it, never an AttributeError deep in a write.
+_ARG_TYPES: dict[str, tuple[type, ...]] = {
+    "memory_id": (str,), "content": (str, type(None)), "title": (str, type(None)), "tags": (list, type(None)),
+    "project": (str, type(None)), "confidence": (int, float, type(None)), "status": (str, type(None)),
+    "confirm": (bool,), "force": (bool,), "records": (list,), "inp": (MemoryInput,),
+}
+
+
+def _check_arg_types(op: str, args: dict[str, Any]) -> None:
+    for name, value in args.items():
+        allowed = _ARG_TYPES.get(name, (object,))
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            want = " or ".join("null" if t is type(None) else t.__name__ for t in allowed)
+            raise UsageError(f"{op}: argument {name!r} must be {want}, not {type(value).__name__}")
+        if name == "tags" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
+            raise UsageError(f"{op}: every tag must be a string")
+
+
 def check_secret(text: str, what: str = "content") -> None:
     kinds = secret_kinds(text)
     if kinds:
@@ -333,6 +352,8 @@ class MemoryStore:
             inspect.signature(fn).bind(**args)
         except TypeError as e:
             raise UsageError(f"bad arguments for {op}: {e}") from None
+        if not trusted:
+            _check_arg_types(op, args)
         return fn(**args)
 
     def _commit(self, txn: Transaction, *, publish: bool = True) -> None:

@@ -37,6 +37,9 @@ READY_NAME = "server.ready"
 LOCK_NAME = "server.lock"
 LOG_NAME = "server.log"
 MAX_LINE = 64 * 1024 * 1024  # a recall with --detail full can be large; anything bigger is a broken peer
+# Requests are questions and single memory writes; the server refuses a longer request line (and
+# closes that connection), so a caller with more does that work in-process instead.
+MAX_REQUEST = 8 * 1024 * 1024
 
 
 class ServerUnavailable(HiveBrainError):
@@ -145,6 +148,9 @@ def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, 
         request = encode_line({"op": op, "args": args or {}})
     except (TypeError, ValueError) as e:
         raise errors.UsageError(f"request arguments are not JSON-serialisable: {e}") from e
+    if len(request) > MAX_REQUEST:
+        raise ServerUnavailable(f"the request is over {MAX_REQUEST:,} bytes, more than the server takes",
+                                hint="done in-process instead")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sent = False
     try:
