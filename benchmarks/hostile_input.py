@@ -282,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hb-hostile-") as tmp:
         base = Path(tmp)
         os.environ["HIVE_BRAIN_MODEL_DIR"] = str(base / "no-model")  # lexical: the doors, not the model
+        os.environ["HIVE_BRAIN_AUTOSTART"] = "0"  # no background server left behind by the CLI door
         os.environ["HOME"] = str(base / "home")
         rows = []
         if "remember" in doors:
