@@ -445,3 +445,15 @@ def test_hook_input_with_nul_surrogates_or_garbage_never_breaks_the_agent(vault_
     assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr.decode("utf-8", "replace")
     if p.stdout.strip():
         json.loads(p.stdout)
+
+
+def test_operational_events_follow_the_same_text_rule(vault_path):
+    for args in (["--title", "Deploy \ud800", "--content", "ok"], ["--title", "Deploy", "--content", "log\x00tail"],
+                 ["--title", "Deploy", "--content", "ok", "--task-id", "t\udcff"]):
+        full = ["record-operation", "--operation-key", "deploy.web", "--outcome", "success", *args]
+        if "--task-id" not in args:
+            full += ["--task-id", "t1"]
+        out = run(*full, ok=False)
+        assert out["_exit"] == 2 and out["error"] == "InvalidText", out
+    res = run("record-usage", "--memory-ids", "mem-01abc", "--kind", "retrieved", "--query", "why \ud800 \x00 fail")
+    assert res["status"] == "recorded"
