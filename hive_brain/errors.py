@@ -3,6 +3,8 @@
     HiveBrainError                 base; ``str(e)`` is a one-line message that says what to do next
     ├── UsageError                 the caller asked for something malformed (exit 2)
     │   ├── InvalidAgentId         empty/whitespace/malformed agent id: never widens what may be read
+    │   ├── InvalidText            text hive-brain will not store: NUL/control characters, lone
+    │   │                          surrogates (invalid UTF-8); says which field and where
     │   └── SettingsFileError*     an agent's settings file cannot be merged (agents/install.py)
     ├── VaultError                 the vault cannot be found, created or read
     │   ├── VaultNotFound
@@ -52,6 +54,10 @@ class UsageError(HiveBrainError):
 
 
 class InvalidAgentId(UsageError):
+    pass
+
+
+class InvalidText(UsageError):
     pass
 
 
@@ -130,6 +136,7 @@ class ModelError(HiveBrainError):
 
 __all__ = [
     "ChainProtected", "DuplicateContent", "DuplicateKey", "GenerationCorrupt", "HiveBrainError", "IndexError_",
-    "InvalidAgentId", "JournalError", "LockTimeout", "ModelError", "NotConfirmed", "NotFound", "NoteError",
-    "PermissionDenied", "Refused", "SecretDetected", "UsageError", "VaultError", "VaultNotFound", "WriteUnconfirmed",
+    "InvalidAgentId", "InvalidText", "JournalError", "LockTimeout", "ModelError", "NotConfirmed", "NotFound",
+    "NoteError", "PermissionDenied", "Refused", "SecretDetected", "UsageError", "VaultError", "VaultNotFound",
+    "WriteUnconfirmed",
 ]

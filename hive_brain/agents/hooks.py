@@ -133,7 +133,10 @@ def _read_payload(stdin: str | None) -> dict:
         data = json.loads(stdin)
     except json.JSONDecodeError as e:
         raise ValueError(f"the hook input is not JSON ({e.msg})") from None
-    return data if isinstance(data, dict) else {}
+    from ..store.text import clean_json
+
+    # NUL or a lone surrogate from the agent (a "\ud800" escape) could reach no path, log or answer.
+    return clean_json(data) if isinstance(data, dict) else {}
 
 
 def derive_agent(payload: dict) -> str:
@@ -560,5 +563,5 @@ def _record(folder: Path, rec: dict) -> None:
         tmp = folder / f".{STATUS_FILE}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, ValueError):
         pass  # status is a convenience; failing to record must not fail the hook

@@ -23,7 +23,8 @@ from typing import Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
-from ..rpc.client import MAX_LINE, ServerNotReady, WritesRefused
+from ..rpc.client import MAX_REQUEST, ServerNotReady, WritesRefused, encode_line
+from ..store.text import clean_text
 
 WORKERS = 16
 IDLE_CONNECTION_S = 60.0
@@ -136,19 +137,21 @@ class SocketServer:
             try:
                 while not self.server.stopping.is_set():
                     try:
-                        line = f.readline(MAX_LINE + 1)
+                        line = f.readline(MAX_REQUEST + 1)
                     except OSError:
                         return
                     if not line:
                         return
                     op, resp = self.handle(line)
                     try:
-                        conn.sendall(json.dumps(resp, ensure_ascii=False, default=str).encode("utf-8") + b"\n")
+                        conn.sendall(encode_line(resp))
                     except OSError:
                         return
                     if op == "stop" and resp.get("ok"):
                         self.server.request_stop()
                         return
+                    if len(line) > MAX_REQUEST:
+                        return  # the rest of that line cannot be told apart from a next request
             finally:
                 f.close()
 
@@ -166,15 +169,18 @@ class SocketServer:
     def _handle(self, line: bytes) -> tuple[str, dict[str, Any]]:
         op = ""
         try:
-            if len(line) > MAX_LINE:
-                raise UsageError("request too large")
+            if len(line) > MAX_REQUEST:
+                raise UsageError(f"request line is over {MAX_REQUEST:,} bytes; the connection is closed",
+                                 hint="send a shorter query")
             try:
                 req = json.loads(line)
             except ValueError as e:
                 raise UsageError(f"request is not JSON: {e}") from None
             if not isinstance(req, dict):
                 raise UsageError("request must be a JSON object")
-            op = str(req.get("op") or "")
+            if not isinstance(req.get("op"), str):
+                raise UsageError("request needs an \"op\" string", hint="e.g. {\"op\": \"ping\"}")
+            op = clean_text(req["op"])
             args = req.get("args") or {}
             if not isinstance(args, dict):
                 raise UsageError("args must be a JSON object")
@@ -221,7 +227,10 @@ class SocketServer:
         }
 
     def op_catch_up(self, args: dict) -> dict:
-        return self.loop.catch_up_now(float(args.get("timeout", self.server.settings.lock_timeout)))
+        timeout = args.get("timeout", self.server.settings.lock_timeout)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 <= timeout <= 3600:
+            raise UsageError(f"args.timeout must be a number of seconds (0-3600), not {timeout!r}")
+        return self.loop.catch_up_now(float(timeout))
 
     def op_write(self, args: dict) -> dict:
         """A memory write (``{"op": "remember", "args": {...}, "agent": ...}``) done by the indexing
@@ -269,6 +278,8 @@ class SocketServer:
         query = args.get("query")
         if not isinstance(query, str):
             raise UsageError("args.query must be a string")
+        if not isinstance(args.get("budget"), int | None) or isinstance(args.get("budget"), bool):
+            raise UsageError("args.budget must be a whole number of characters")
         unknown = set(args) - RECALL_OPTIONS - {"query", "agent", "auth", "semantic"} - extra
         if unknown:
             raise UsageError(f"unknown recall option(s): {', '.join(sorted(unknown))}",
@@ -284,8 +295,8 @@ class SocketServer:
         if "now" in opts:
             # The caller's clock for relative dates ("last Saturday"), sent as ISO 8601.
             try:
-                opts["now"] = dt.datetime.fromisoformat(str(opts["now"]))
-            except ValueError:
+                opts["now"] = dt.datetime.fromisoformat(opts["now"])
+            except (TypeError, ValueError):
                 raise UsageError("args.now must be an ISO 8601 date-time") from None
         return query, agent, bool(args.get("semantic", True)), opts
 

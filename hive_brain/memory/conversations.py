@@ -347,6 +347,7 @@ def capture(
     from ..store.fsutil import sha256_bytes
     from ..store.notes import render, slugify
     from ..store.secrets import redact
+    from ..store.text import clean_text  # a transcript is captured, not authored: cleaned, not refused
 
     agent = validate_agent_id(agent)
     path = Path(transcript_path)
@@ -356,7 +357,7 @@ def capture(
     if not t.started:
         # No timestamps (older formats): the file's time keeps a re-capture byte-identical.
         t.started = t.ended = _iso(dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC))
-    sid = str(session_id or t.session_id or path.stem)
+    sid = clean_text(str(session_id or t.session_id or path.stem))
     base = {"transcript": str(path), "session_id": sid}
     if t.automation:
         return {**base, "status": "skipped", "reason": t.automation}
@@ -364,7 +365,9 @@ def capture(
         return {**base, "status": "skipped", "reason": "no user prompt (automation or empty session)"}
     if not any(r == "assistant" for r, _ in t.turns):
         return {**base, "status": "skipped", "reason": "no assistant reply yet"}
-    project = os.path.basename(os.path.normpath(cwd or t.cwd)) if (cwd or t.cwd) else ""
+    t.turns = [(role, clean_text(text)) for role, text in t.turns]
+    cwd = clean_text(cwd or t.cwd)
+    project = os.path.basename(os.path.normpath(cwd)) if cwd else ""
     title, meta, body, n_red = render_note(t, agent=agent, session_id=sid, project=project, redact=redact)
     text = render(meta, body)
     folder = note_folder(agent)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import UsageError
 from ..store.notes import to_text_list
+from ..store.text import check_text
 
 
 @dataclass
@@ -37,12 +38,28 @@ class MemoryInput:
         d = dict(d)
         if "memory_scope" in d:
             d["scope"] = d.pop("memory_scope")
-        d["tags"] = to_text_list(d.get("tags"))
-        d["aliases"] = to_text_list(d.get("aliases"))
+        for name in ("tags", "aliases"):
+            v = d.get(name)
+            if not (v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))):
+                raise UsageError(f"field {name!r} must be a list of strings (or one comma-separated string)")
+            d[name] = to_text_list(v)
         for req in ("type", "title", "content"):
             if not isinstance(d.get(req), str):
                 raise UsageError(f"field {req!r} is required and must be a string")
+        for opt in ("memory_key", "project", "scope", "task", "overrides", "origin"):
+            if d.get(opt) is not None and not isinstance(d[opt], str):
+                raise UsageError(f"field {opt!r} must be a string")
         return cls(**d)
+
+    def check(self) -> None:
+        """Every text field under the one rule (:func:`hive_brain.store.text.check_text`)."""
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, str):
+                check_text(v, "the " + f.name.replace("_", " "))
+            elif isinstance(v, list):
+                for x in v:
+                    check_text(str(x), f"a value in {f.name}")
 
 
 def clean_confidence(c: Any) -> float | None:

@@ -24,6 +24,7 @@ from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
 from ..store.notes import new_ulid, now_iso
 from ..store.oplog import EventLog
+from ..store.text import check_text, clean_text
 
 OPERATIONS_FILE = "operational-events.jsonl"
 USAGE_FILE = "usage-events.jsonl"
@@ -81,6 +82,9 @@ def record_operation(state: Path, *, title: str, content: str, operation_key: st
     from ..store.secrets import check_secrets  # here, not at import: automatic usage logging needs none of it
 
     content = content or ""
+    for text, what in ((title, "the title"), (content, "content"), (op_key or "", "the operation key"),
+                       (fail_key or "", "the failure key"), (task, "the task id")):
+        check_text(text, what)
     check_secrets(title=title, content=content, operation_key=op_key, failure_key=fail_key, task_id=task)
     event = {"id": "op-" + new_ulid().lower(), "ts": now_iso(), "title": title, "content": content,
              "operation_key": op_key, "failure_key": fail_key, "outcome": outcome, "task_id": task, "agent": who}
@@ -141,7 +145,7 @@ def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | 
     if bad:
         raise UsageError(f"{bad[0]!r} is not a memory id", hint="ids look like mem-01j...; find them with `recall --json`")
     who = validate_agent_id(agent) if agent is not None else None
-    q = " ".join((query or "").split())[:500] or None
+    q = " ".join(clean_text(query or "").split())[:500] or None
     if q:
         from ..store.secrets import check_secrets
 

@@ -43,6 +43,7 @@ from ..store.notes import (
     to_text_list,
 )
 from ..store.secrets import check_secrets, scrub
+from ..store.text import check_text
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
 from .conflicts import for_entry
 from .layers import check_override, enforced, may_open, require_owner, visible_from
@@ -88,6 +89,23 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
 def check_input_secrets(inp: MemoryInput) -> None:
     check_secrets(title=inp.title, content=inp.content, tags=inp.tags, aliases=inp.aliases, project=inp.project,
                   memory_key=inp.memory_key, task=inp.task, overrides=inp.overrides, type=inp.type)
+# What each write argument may be when it arrives as JSON (the socket): a wrong type is a UsageError
+# naming it, never an AttributeError deep in a write.
+_ARG_TYPES: dict[str, tuple[type, ...]] = {
+    "memory_id": (str,), "content": (str, type(None)), "title": (str, type(None)), "tags": (list, type(None)),
+    "project": (str, type(None)), "confidence": (int, float, type(None)), "status": (str, type(None)),
+    "confirm": (bool,), "force": (bool,), "records": (list,), "inp": (MemoryInput,),
+}
+
+
+def _check_arg_types(op: str, args: dict[str, Any]) -> None:
+    for name, value in args.items():
+        allowed = _ARG_TYPES.get(name, (object,))
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            want = " or ".join("null" if t is type(None) else t.__name__ for t in allowed)
+            raise UsageError(f"{op}: argument {name!r} must be {want}, not {type(value).__name__}")
+        if name == "tags" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
+            raise UsageError(f"{op}: every tag must be a string")
 
 
 class MemoryStore:
@@ -158,6 +176,7 @@ class MemoryStore:
 
     # -- building notes ------------------------------------------------------------------------
     def _validate(self, inp: MemoryInput) -> None:
+        inp.check()
         inp.type = inp.type.strip().lower()
         inp.title = " ".join(inp.title.split())
         if not inp.type or not inp.type.replace("-", "").replace("_", "").isalnum():
@@ -234,6 +253,7 @@ class MemoryStore:
     def _entry(self, memory_id: str) -> Entry:
         if not memory_id or not memory_id.strip():
             raise UsageError("memory id is empty")
+        check_text(memory_id, "the memory id")
         e = self.catalog.by_id(memory_id.strip())
         if e is None or e.kind != "memory" or not may_open(e, self.agent):
             raise NotFound(f"no memory with id {memory_id!r}", hint="find ids with `hive-brain recall ... --json`")
@@ -325,6 +345,8 @@ class MemoryStore:
             inspect.signature(fn).bind(**args)
         except TypeError as e:
             raise UsageError(f"bad arguments for {op}: {e}") from None
+        if not trusted:
+            _check_arg_types(op, args)
         return fn(**args)
 
     def _commit(self, txn: Transaction, *, publish: bool = True) -> None:
@@ -452,6 +474,11 @@ class MemoryStore:
         if status is not None and status not in ("active", "archived"):
             raise UsageError("update can set status to 'archived' (or back to 'active'); truth changes go through evolve")
         check_secrets(title=title, content=content, tags=tags, project=project)
+        for what, value in (("the title", title), ("the content", content), ("the project", project)):
+            if value is not None:
+                check_text(value, what)
+        for t in tags or ():
+            check_text(t, "a tag")
         with self.transaction("update") as tx:
             e = tx.entry(memory_id)
             self._may_change(e)

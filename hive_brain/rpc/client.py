@@ -37,6 +37,9 @@ READY_NAME = "server.ready"
 LOCK_NAME = "server.lock"
 LOG_NAME = "server.log"
 MAX_LINE = 64 * 1024 * 1024  # a recall with --detail full can be large; anything bigger is a broken peer
+# Requests are questions and single memory writes; the server refuses a longer request line (and
+# closes that connection), so a caller with more does that work in-process instead.
+MAX_REQUEST = 8 * 1024 * 1024
 
 
 class ServerUnavailable(HiveBrainError):
@@ -63,6 +66,16 @@ class WritesRefused(ServerUnavailable):
 
 class ServerError(ServerUnavailable):
     """The server failed on an unexpected error (a bug); in-process work may still succeed."""
+
+
+def encode_line(obj: Any) -> bytes:
+    """One protocol line (both ways). Text that cannot be UTF-8 (a lone surrogate, e.g. from invalid
+    UTF-8 in argv) goes as a JSON escape, so the other side answers it instead of the line failing."""
+    text = json.dumps(obj, ensure_ascii=False, default=str)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, default=str).encode("ascii") + b"\n"
 
 
 def _sun_path_max() -> int:
@@ -132,9 +145,12 @@ def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, 
     if path.name != SOCKET_NAME and not _safe_fallback_dir(path.parent):
         raise ServerUnavailable()
     try:
-        request = (json.dumps({"op": op, "args": args or {}}, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        request = encode_line({"op": op, "args": args or {}})
     except (TypeError, ValueError) as e:
         raise errors.UsageError(f"request arguments are not JSON-serialisable: {e}") from e
+    if len(request) > MAX_REQUEST:
+        raise ServerUnavailable(f"the request is over {MAX_REQUEST:,} bytes, more than the server takes",
+                                hint="done in-process instead")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sent = False
     try:

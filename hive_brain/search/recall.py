@@ -17,10 +17,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UsageError
 from ..index.predicates import Eq, In, Not, Pred, Range, all_of
 from ..memory.layers import visibility
 from ..store.catalog import Catalog, Entry
 from ..store.chain import walk
+from ..store.text import check_text, clean_text
 from . import candidates, features
 from .abstain import fits, memory_is_weak
 from .abstain import reason as abstain_reason
@@ -231,6 +233,32 @@ def _id_conflict(catalog: Catalog, e: Entry) -> dict[str, Any]:
     """The notes that share ``e``'s id (a sync conflict): listed on the hit until repaired."""
     return {"copies": [x.path for x in catalog.copies(e)],
             "hint": "one memory in several notes; `hive-brain repair-conflicts` shows them and keeps one"}
+def _check_options(*, scope: Any, types: Any, tags: Any, project: Any, limit: Any, detail: Any, mode: Any,
+                   drop_ratio: Any, pool: Any, as_of: Any) -> None:
+    """Recall's options as the server receives them (any JSON): a wrong type or value is a
+    UsageError naming the option, never a TypeError deep in ranking."""
+    choices = {"scope": (scope, ("tiered", "agent-memory", "full-vault")), "detail": (detail, ("abstract", "overview", "full")),
+               "mode": (mode, (None, "flat", "hierarchical"))}
+    for name, (value, allowed) in choices.items():
+        if value not in allowed:
+            raise UsageError(f"{name} must be one of {', '.join(str(a) for a in allowed if a)}, not {value!r}")
+    for name, items in (("types", types), ("tags", tags)):
+        if items is None:
+            continue
+        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+            raise UsageError(f"{name} must be a list of strings")
+        for x in items:
+            check_text(x, f"a value in {name}")
+    for name, text in (("project", project), ("as_of", as_of)):
+        if text is not None:
+            if not isinstance(text, str):
+                raise UsageError(f"{name} must be a string")
+            check_text(text, f"the {name}")
+    for name, num, low in (("limit", limit, 1), ("pool", pool, 1)):
+        if isinstance(num, bool) or not isinstance(num, int) or num < low:
+            raise UsageError(f"{name} must be a whole number of at least {low}, not {num!r}")
+    if isinstance(drop_ratio, bool) or not isinstance(drop_ratio, int | float) or not 0 <= drop_ratio <= 1:
+        raise UsageError(f"drop_ratio must be a number between 0 and 1, not {drop_ratio!r}")
 
 
 def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", types: list[str] | None = None,
@@ -242,6 +270,9 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     pool: it shows 6 notes, and half the pool costs nothing at the top (10k: R@5 0.95 either way)
     while saving a quarter of the recall."""
     t_start = time.perf_counter()
+    query = clean_text(query)
+    _check_options(scope=scope, types=types, tags=tags, project=project, limit=limit, detail=detail, mode=mode,
+                   drop_ratio=drop_ratio, pool=pool, as_of=as_of)
     q = analyse(query, now=now, as_of=as_of)
     kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
     qcache: dict[str, Any] = {}  # the question's embedding, shared by both tiers

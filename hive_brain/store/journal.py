@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, Refused
+from ..errors import JournalError, Refused, UsageError
 from .fsutil import atomic_write_text, fsync_dir, sha256_bytes, write_fsync
 from .lock import vault_lock
 from .notes import new_ulid
@@ -46,6 +46,11 @@ def crash_point(step: str) -> None:
     """Test hook: die exactly like kill -9 at a named step."""
     if os.environ.get("HIVE_BRAIN_CRASH_AT") == step:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def before_rename(paths: list[Path]) -> None:
+    """Test hook, called at the last moment before staged notes are renamed into place (tests edit a
+    note here, as an editor racing the writer would)."""
 
 
 @dataclass
@@ -75,7 +80,16 @@ class Transaction:
 
     def write(self, path: str, text: str, *, expect_old: str | None = None) -> None:
         self.vault.abs(path)  # refuses paths that escape the vault
-        self.ops.append(Op("write", path, text.encode("utf-8"), expect_old))
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = b"\x00"
+        if b"\x00" in data:
+            # The last guard (memory.model decides what text is refused or cleaned): a note that is not
+            # UTF-8 or holds NUL would be read back as a binary file nothing can open or delete.
+            raise UsageError(f"{path}: the note text holds NUL or a lone surrogate; nothing was written",
+                             hint="remove it and run the command again")
+        self.ops.append(Op("write", path, data, expect_old))
 
     def delete(self, path: str, *, expect_old: str | None = None) -> None:
         self.vault.abs(path)
@@ -103,7 +117,7 @@ class Transaction:
             if op.expect_old is not None and (old or "") != op.expect_old:
                 shutil.rmtree(tdir, ignore_errors=True)
                 shutil.rmtree(sdir, ignore_errors=True)
-                raise Refused(f"{op.path} changed on disk while this change was being prepared", hint="run the command again")
+                raise changed_on_disk(op.path)
             record["ops"].append(
                 {
                     "kind": op.kind,
@@ -130,7 +144,11 @@ class Transaction:
         record["state"] = "staged"
         atomic_write_text(rec_path, json.dumps(record))
         crash_point("after-mark")
-        _apply(self.vault, record, sdir, crash=True)
+        try:
+            _apply(self.vault, record, sdir, crash=True)
+        except _ChangedOnDisk as e:
+            _finish(rec_path, tdir, sdir)  # nothing was renamed yet: dropping the record is the rollback
+            raise changed_on_disk(e.path) from None
         crash_point("after-apply")
         self._publish(publish)
         crash_point("after-publish")
@@ -139,7 +157,7 @@ class Transaction:
     def _commit_new_note(self, op: Op, publish: Callable[[list[str]], None] | None) -> None:
         target = self.vault.abs(op.path)
         if target.exists():
-            raise Refused(f"{op.path} changed on disk while this change was being prepared", hint="run the command again")
+            raise changed_on_disk(op.path)
         assert op.data is not None
         sdir = self.vault.staging / self.id
         sdir.mkdir(parents=True)
@@ -149,6 +167,10 @@ class Transaction:
         crash_point("mid-stage")
         crash_point("after-stage")
         target.parent.mkdir(parents=True, exist_ok=True)
+        before_rename([target])
+        if os.path.lexists(target):  # the last look before the rename (see _verify_targets)
+            shutil.rmtree(sdir, ignore_errors=True)
+            raise changed_on_disk(op.path)
         os.replace(staged, target)
         fsync_dir(target.parent)
         crash_point("after-mark")  # the rename is this path's commit point: from here on it rolls forward
@@ -176,6 +198,9 @@ def _journal_dir(vault: Vault) -> Path:
 
 def _apply(vault: Vault, record: dict, sdir: Path, *, crash: bool = False) -> None:
     touched: set[Path] = set()
+    if crash:  # a live commit (recovery rolls forward what a dead writer had already verified)
+        before_rename([vault.abs(rop["path"]) for rop in record["ops"]])
+        _verify_targets(vault, record)
     for n, rop in enumerate(record["ops"]):
         target = vault.abs(rop["path"])
         if rop["kind"] == "write":
@@ -191,6 +216,30 @@ def _apply(vault: Vault, record: dict, sdir: Path, *, crash: bool = False) -> No
             crash_point("mid-apply")
     for d in touched:
         fsync_dir(d)
+
+
+class _ChangedOnDisk(Exception):
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+def changed_on_disk(path: str) -> Refused:
+    return Refused(f"{path} changed on disk while this change was being written; nothing was changed",
+                   hint="your edit is kept: run the command again")
+
+
+def _verify_targets(vault: Vault, record: dict) -> None:
+    """Every target must still hold the bytes that were backed up (an editor takes no lock).
+
+    The prepare step checked them too, but backups, staging and three fsyncs lie between it and the
+    rename, and a hand save landing there would be replaced unseen. Checking again here, with every
+    note read before the first rename, leaves a window of a few renames. POSIX has no
+    compare-and-swap rename, so that window cannot be closed; it is microseconds instead of
+    milliseconds (tests/test_hand_edits.py).
+    """
+    for rop in record["ops"]:
+        if _sha_of(vault.abs(rop["path"])) != rop["old_sha"]:
+            raise _ChangedOnDisk(rop["path"])
 
 
 def _finish(rec_path: Path, tdir: Path, sdir: Path) -> None:
