@@ -11,6 +11,7 @@ next, before its upserts: a write never even imports LanceDB (9 s of a loaded on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import sys
@@ -23,7 +24,8 @@ from typing import Any
 from ..config import Settings
 from ..errors import LockTimeout
 from ..store.catalog import Catalog
-from ..store.fsutil import sha256_bytes, sqlite_tx
+from ..store.fsutil import fsync_dir, sha256_bytes, sqlite_tx, write_fsync
+from ..store.journal import crash_point
 from ..store.lock import vault_lock
 from ..store.notes import Note, date_of, parse_bytes, to_text_list
 from ..store.vault import Vault
@@ -37,6 +39,9 @@ WINDOW_STRIDE = 2
 FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
 FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
 SKIP_PREFIXES = ("Templates/",)
+# Names what a catch-up is changing in the index until its generation is published (see _reconcile).
+IN_FLIGHT = "in-flight.json"
+FULL = object()  # "the whole index", for _read_in_flight / _write_in_flight
 
 
 def indexable(path: str, sha: str, kind: str) -> bool:
@@ -249,10 +254,18 @@ class Indexer:
         t0 = time.perf_counter()
         gid, now, todo, gone = self.diff(only=changed)
         full = full or self._needs_full_rebuild(gid)
+        in_flight = self._read_in_flight()
+        if in_flight is FULL:
+            full = True
+        elif in_flight is not None:
+            todo, gone = self._reconcile(in_flight, now, todo, gone)
         if full:
             todo, gone = sorted(now), []
         if not todo and not gone and not full:
             return {"generation": gid, "indexed": 0, "removed": 0, "seconds": 0.0, "changed": False}
+        # Said (durably) before the index changes: a crash from here to the publish below leaves
+        # the index ahead of `current`, and the next catch-up re-does exactly these paths.
+        self._write_in_flight(FULL if full else sorted({*todo, *gone}))
         manifest = dict(now)
         entries = self.catalog.by_paths(todo, with_meta=False)
         # Without a pack nothing would ever drain a vector queue: do not build one. Installing a pack
@@ -321,9 +334,67 @@ class Indexer:
                     # A process that has LanceDB loaded anyway (the server, an MCP server after a
                     # semantic recall) deletes at once, as before: no window with stale vectors.
                     self._apply_deletions()
+        crash_point("index-before-publish")
         g = self.gens.publish(manifest, index=self.index_info(), label=label, force_checkpoint=full)
+        self._clear_in_flight()
         return {"generation": g.id, "indexed": len(todo), "passages": n_passages, "removed": len(gone),
                 "seconds": round(time.perf_counter() - t0, 3), "changed": True, "full": full, "notesHash": g.notes_hash}
+
+    # -- crash consistency: the index never runs ahead of `current` unnoticed -------------------
+    @property
+    def _in_flight_path(self) -> Path:
+        return self.dir / IN_FLIGHT
+
+    def _read_in_flight(self) -> list[str] | object | None:
+        """What an unfinished catch-up may have changed in the index: None (nothing: the index
+        matches `current`), FULL, or the note paths it was (re)indexing or removing."""
+        try:
+            raw = self._in_flight_path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return FULL
+        if not raw.strip():
+            # Only a kill between truncating and writing the record leaves it empty, and that is
+            # before the index was touched: nothing to redo.
+            return None
+        try:
+            rec = json.loads(raw)
+            if rec.get("full"):
+                return FULL
+            paths = rec["paths"]
+            if not isinstance(paths, list):
+                raise TypeError("paths is not a list")
+            return [str(p) for p in paths]
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return FULL  # damaged: what it named is unknown, so everything is redone
+
+    def _write_in_flight(self, what: list[str] | object) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        body = {"full": True} if what is FULL else {"paths": what}
+        existed = self._in_flight_path.exists()
+        write_fsync(self._in_flight_path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
+        if not existed:
+            fsync_dir(self.dir)
+
+    def _clear_in_flight(self) -> None:
+        # Emptied, not fsynced: losing this write to a power cut only repeats a reconcile.
+        with contextlib.suppress(OSError), open(self._in_flight_path, "wb"):
+            pass
+
+    def _reconcile(self, in_flight: list[str], now: dict[str, str], todo: list[str],
+                   gone: list[str]) -> tuple[list[str], list[str]]:
+        """A catch-up died after changing the index and before publishing: the manifest diff
+        cannot see what it did (a note it indexed may be gone since, or back to the content
+        `current` names). Every path it touched, and every indexed or queued path that is no note
+        any more, is redone against the notes on disk; their old vectors are deleted too."""
+        suspects = set(in_flight)
+        suspects.update(self.lexical.note_paths())
+        suspects.update(r[0] for r in self.pending.execute("SELECT DISTINCT note_path FROM pending"))
+        redo = {p for p in suspects if p in now} & set(in_flight)
+        drop = {p for p in suspects if p not in now}
+        self._had_vectors |= redo
+        return sorted(set(todo) | redo), sorted(set(gone) | drop)
 
     def _unqueue(self, *, full: bool, removed: list[str]) -> None:
         """Forget queued passages of notes about to be re-indexed or removed (all of them on a full pass)."""

@@ -331,6 +331,16 @@ class LexicalIndex:
         return sorted((i for i in ids if i), key=_passage_number)
 
 
+    def note_paths(self) -> set[str]:
+        """Every note path with a document in the index (a scan: for crash repair, not per write)."""
+        searcher = self._index.searcher()
+        n = searcher.num_docs
+        if not n:
+            return set()
+        hits = searcher.search(tantivy.Query.all_query(), n, count=False).hits
+        return {p for _s, a in hits if (p := searcher.doc(a).get_first("note_path"))}
+
+
 def _passage_number(pid: str) -> int:
     tail = pid.rpartition("#")[2]
     return int(tail) if tail.isdigit() else 0
