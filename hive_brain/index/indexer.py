@@ -41,7 +41,7 @@ FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
 SKIP_PREFIXES = ("Templates/",)
 # Names what a catch-up is changing in the index until its generation is published (see _reconcile).
 IN_FLIGHT = "in-flight.json"
-FULL = object()  # "the whole index", for _read_in_flight / _write_in_flight
+FULL = "full"  # "the whole index", for _read_in_flight / _write_in_flight
 
 
 def indexable(path: str, sha: str, kind: str) -> bool:
@@ -255,9 +255,9 @@ class Indexer:
         gid, now, todo, gone = self.diff(only=changed)
         full = full or self._needs_full_rebuild(gid)
         in_flight = self._read_in_flight()
-        if in_flight is FULL:
+        if in_flight == FULL:
             full = True
-        elif in_flight is not None:
+        elif isinstance(in_flight, list):
             todo, gone = self._reconcile(in_flight, now, todo, gone)
         if full:
             todo, gone = sorted(now), []
@@ -345,7 +345,7 @@ class Indexer:
     def _in_flight_path(self) -> Path:
         return self.dir / IN_FLIGHT
 
-    def _read_in_flight(self) -> list[str] | object | None:
+    def _read_in_flight(self) -> list[str] | str | None:
         """What an unfinished catch-up may have changed in the index: None (nothing: the index
         matches `current`), FULL, or the note paths it was (re)indexing or removing."""
         try:
@@ -369,9 +369,9 @@ class Indexer:
         except (ValueError, TypeError, KeyError, AttributeError):
             return FULL  # damaged: what it named is unknown, so everything is redone
 
-    def _write_in_flight(self, what: list[str] | object) -> None:
+    def _write_in_flight(self, what: list[str] | str) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        body = {"full": True} if what is FULL else {"paths": what}
+        body = {"full": True} if what == FULL else {"paths": what}
         existed = self._in_flight_path.exists()
         write_fsync(self._in_flight_path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
         if not existed:
