@@ -22,10 +22,23 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GenerationCorrupt, NotFound
-from ..store.fsutil import atomic_write_bytes, atomic_write_text, fsync_dir, sha256_bytes, sqlite_tx
+from ..store.fsutil import (
+    atomic_write_bytes,
+    atomic_write_text,
+    connect_sqlite,
+    fsync_dir,
+    quarantine,
+    sha256_bytes,
+    sqlite_tx,
+)
 
 CHECKPOINT_EVERY = 50  # deltas between checkpoints: bounds the cost of materialising a manifest
 FORMAT = 1
+
+
+def _setup_objects(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("CREATE TABLE IF NOT EXISTS objects (sha TEXT PRIMARY KEY, data BLOB)")
 
 
 def canonical(body: dict) -> bytes:
@@ -86,25 +99,47 @@ class GenerationStore:
         self._conn: sqlite3.Connection | None = None
         self.warnings: list[str] = []
         self._manifest_cache: dict[int, dict[str, str]] = {}
+        self.objects_reset = False  # the object store was found damaged and started afresh
 
     # -- objects ------------------------------------------------------------------------------
     @property
+    def objects_path(self) -> Path:
+        return self.root / "objects.sqlite"
+
+    @property
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.root / "objects.sqlite", timeout=30, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("CREATE TABLE IF NOT EXISTS objects (sha TEXT PRIMARY KEY, data BLOB)")
+            # A damaged store is moved aside and started empty: the objects of the current
+            # generation are then missing, so the indexer re-stores them all (see objects_reset).
+            self._conn, reset = connect_sqlite(self.objects_path, _setup_objects, timeout=30)
+            self.objects_reset = self.objects_reset or reset
         return self._conn
+
+    def reset_objects(self, problem: str) -> None:
+        """The object store is damaged (found by a check or a query): move it aside, start empty."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        quarantine(self.objects_path, problem)
+        self.objects_reset = True
 
     def put_objects(self, items: dict[str, bytes]) -> None:
         """Store note bodies by sha256 (idempotent). One transaction: a rebuild writes thousands."""
-        if items:
+        if not items:
+            return
+        try:
+            with sqlite_tx(self._db):
+                self._db.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", list(items.items()))
+        except sqlite3.DatabaseError as e:
+            self.reset_objects(str(e))
             with sqlite_tx(self._db):
                 self._db.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", list(items.items()))
 
     def get_object(self, sha: str) -> bytes:
-        row = self._db.execute("SELECT data FROM objects WHERE sha = ?", (sha,)).fetchone()
+        try:
+            row = self._db.execute("SELECT data FROM objects WHERE sha = ?", (sha,)).fetchone()
+        except sqlite3.DatabaseError as e:
+            raise GenerationCorrupt(f"the object store is damaged ({e})", hint="run `hive-brain rebuild-index`") from e
         if row is None:
             raise GenerationCorrupt(f"object {sha[:12]} is missing from the store", hint="run `hive-brain rebuild-index`")
         data = bytes(row[0])

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NoteError
-from .fsutil import sqlite_tx
+from .fsutil import connect_sqlite, quarantine, sqlite_tx
 from .notes import Note, read_note
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
@@ -32,6 +32,18 @@ CREATE INDEX IF NOT EXISTS notes_key ON notes(memory_key);
 CREATE INDEX IF NOT EXISTS notes_hash ON notes(content_hash);
 CREATE INDEX IF NOT EXISTS notes_agent ON notes(agent, kind);
 """
+
+
+def _setup(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    # A derived cache: losing its last transactions in a power cut only costs a re-read.
+    db.execute("PRAGMA synchronous=OFF")
+    db.executescript(_SCHEMA)
+    # Rows are derived from the notes by `classify`; when its rules change, forget them all.
+    if db.execute("PRAGMA user_version").fetchone()[0] != CATALOG_VERSION:
+        with sqlite_tx(db):
+            db.execute("DELETE FROM notes")
+        db.execute(f"PRAGMA user_version = {CATALOG_VERSION}")
 
 
 def _jsonable(v: Any) -> Any:
@@ -112,24 +124,30 @@ class Catalog:
         self.vault = vault
         self.max_note_bytes = max_note_bytes
         vault.state.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(db_path or vault.state / "catalog.sqlite", timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        # A derived cache: losing its last transactions in a power cut only costs a re-read.
-        self.db.execute("PRAGMA synchronous=OFF")
+        self.path = db_path or vault.state / "catalog.sqlite"
         self.parsed: dict[str, Note] = {}
         self._parsed_chars = 0
-        self.db.executescript(_SCHEMA)
-        # Rows are derived from the notes by `classify`; when its rules change, forget them all.
-        if self.db.execute("PRAGMA user_version").fetchone()[0] != CATALOG_VERSION:
-            with sqlite_tx(self.db):
-                self.db.execute("DELETE FROM notes")
-            self.db.execute(f"PRAGMA user_version = {CATALOG_VERSION}")
+        self.db, self.was_reset = connect_sqlite(self.path, _setup, timeout=30)
+
+    def reset(self, problem: str) -> None:
+        """The file went bad under us (a damaged page met by a query): start afresh from the notes."""
+        self.db.close()
+        quarantine(self.path, problem)
+        self.db, self.was_reset = connect_sqlite(self.path, _setup, timeout=30)
+        self.was_reset = True
 
     def close(self) -> None:
         self.db.close()
 
     def refresh(self, *, only: list[str] | None = None) -> dict[str, list[str]]:
         """Re-read notes whose stat changed; returns the paths that were added/changed/removed."""
+        try:
+            return self._refresh(only=only)
+        except sqlite3.DatabaseError as e:
+            self.reset(str(e))
+            return self._refresh(only=None)
+
+    def _refresh(self, *, only: list[str] | None = None) -> dict[str, list[str]]:
         if only is not None:
             # A write re-stats what it wrote: read back only those rows (all 100k cost 0.1 s a call).
             known = {r[0]: (r[1], r[2]) for r in self._rows_for("path, mtime_ns, size", only)}
