@@ -465,8 +465,6 @@ class Indexer:
             found.append(f"index/pending.sqlite: {problem}")
         if problem := self.embcache.damage():
             found.append(f"embcache.sqlite: {problem}")
-        if self.lexical.was_reset:
-            self._pending_reset = True  # whatever was queued belongs to the index that is gone
         if deep and (problem := self.lexical.damage()):
             self.__dict__.pop("lexical")
             quarantine(self.dir / "lexical", problem)
