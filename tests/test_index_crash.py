@@ -86,3 +86,18 @@ def test_ghost_vectors_are_never_embedded(vault_path, with_model):
 def _indexed_paths(eng: Engine) -> set[str]:
     lex = eng.indexer.reader()
     return {h.note_path for h in lex.search("zeppelin hangar code", limit=50)}
+
+
+def test_in_flight_record_is_empty_after_every_publish_and_a_damaged_one_means_a_full_pass(vault_path):
+    remember("Package manager", "Use pnpm for JavaScript projects.")
+    eng = Engine.open()
+    record = eng.indexer.dir / "in-flight.json"
+    assert record.read_bytes() == b""  # nothing in flight: the next catch-up scans nothing
+    (vault_path / "Projects/Deploy.md").write_text("# Deploy\n\nWe deploy with Kamal.\n")
+    with eng.memory.transaction("test"):
+        res = eng.indexer.catch_up()
+    assert res["changed"] and not res["full"] and res["indexed"] == 1
+    record.write_bytes(b"\x00garbage{")
+    with eng.memory.transaction("test"):
+        res = eng.indexer.catch_up()
+    assert res["full"] and record.read_bytes() == b""

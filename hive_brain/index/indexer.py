@@ -256,11 +256,10 @@ class Indexer:
         )
 
     def _derived_reset(self) -> bool:
-        """Whether the object store or the vector queue was found damaged and started afresh: what
-        the current generation stored there is gone, and only a full pass puts it back."""
-        self.gens._db  # noqa: B018 - opening it is what checks it
-        if self.pack_key is not None:
-            self.pending  # noqa: B018 - likewise
+        """Whether the object store, the vector queue or the vectors were found damaged and started
+        afresh: what the current generation stored there is gone, and only a full pass puts it back.
+        (Not opened here just to check: whoever opens one next finds the damage, and the catch-up
+        that does leaves a "full" in-flight record for the next one.)"""
         return self.gens.objects_reset or self._pending_reset or self._vectors_reset
 
     def diff(self, only: list[str] | None = None) -> tuple[int | None, dict[str, str], list[str], list[str]]:
