@@ -12,7 +12,10 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from hive_brain.engine import Engine
+from hive_brain.index.indexer import CRASH_POINTS
 
 from .helpers import remember, run
 
@@ -23,8 +26,8 @@ Engine.open().memory.remember(MemoryInput(type="fact", title="Zeppelin hangar", 
 """
 
 
-def _remember_killed_before_publish() -> None:
-    env = {**os.environ, "HIVE_BRAIN_CRASH_AT": "index-before-publish"}
+def _remember_killed_before_publish(point: str = "index-before-publish") -> None:
+    env = {**os.environ, "HIVE_BRAIN_CRASH_AT": point}
     proc = subprocess.run([sys.executable, "-c", REMEMBER_GHOST], env=env, capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
 
@@ -33,9 +36,10 @@ def _ghost_hits(res: dict) -> list[dict]:
     return [h for h in res["hits"] if "Zeppelin" in (h.get("title") or "") or "zeppelin" in h["path"].lower()]
 
 
-def test_note_deleted_after_a_crash_before_publish_never_comes_back(vault_path):
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_note_deleted_after_a_crash_in_the_publish_never_comes_back(vault_path, point):
     remember("Package manager", "Use pnpm for JavaScript projects.")
-    _remember_killed_before_publish()
+    _remember_killed_before_publish(point)
     ghosts = list(vault_path.rglob("zeppelin-*.md"))
     assert len(ghosts) == 1  # the note was written; the index committed it; no generation names it
     ghosts[0].unlink()  # deleted before the next catch-up

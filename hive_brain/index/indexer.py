@@ -49,6 +49,8 @@ FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
 SKIP_PREFIXES = ("Templates/",)
 # Names what a catch-up is changing in the index until its generation is published (see _reconcile).
 IN_FLIGHT = "in-flight.json"
+# Where tests kill a catch-up (HIVE_BRAIN_CRASH_AT, see store.journal.crash_point), in order.
+CRASH_POINTS = ("index-after-unqueue", "index-before-publish", "generation-before-current", "index-after-publish")
 FULL = "full"  # "the whole index", for _read_in_flight / _write_in_flight
 
 
@@ -308,6 +310,7 @@ class Indexer:
         object_bytes = n_passages = 0
         if queue:
             self._unqueue(full=full, removed=gone + todo)
+        crash_point("index-after-unqueue")
         with self.lexical.writer() as w:
             if full:
                 w.delete_all()
@@ -369,6 +372,7 @@ class Indexer:
                         self._apply_deletions()
         crash_point("index-before-publish")
         g = self.gens.publish(manifest, index=self.index_info(), label=label, force_checkpoint=full)
+        crash_point("index-after-publish")
         if full:
             self.gens.objects_reset = self._pending_reset = self._vectors_reset = False
         if self.gens.objects_reset or self._pending_reset or self._vectors_reset:
