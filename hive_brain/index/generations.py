@@ -31,7 +31,6 @@ from ..store.fsutil import (
     sha256_bytes,
     sqlite_tx,
 )
-from ..store.journal import crash_point
 
 CHECKPOINT_EVERY = 50  # deltas between checkpoints: bounds the cost of materialising a manifest
 FORMAT = 1
@@ -289,6 +288,8 @@ class GenerationStore:
         if man != new_manifest or manifest_hash(man) != g.notes_hash:
             raise GenerationCorrupt(f"generation {gid} did not verify after writing")
         self._manifest_cache = {gid: man}
+        from ..store.journal import crash_point  # here: readers import this module, not the writer side
+
         crash_point("generation-before-current")
         atomic_write_text(self.root / "current", f"{gid}\n")
         fsync_dir(self.root)
