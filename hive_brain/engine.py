@@ -107,8 +107,18 @@ class Engine:
 
     # -- maintenance ----------------------------------------------------------------------------
     def doctor(self) -> dict:
+        from .store.fsutil import damaged_files
+
         with self._lock("doctor") as recovered:
+            # Reads every derived file: what is damaged is moved aside and rebuilt from the notes now.
+            found = self.indexer.check(deep=True)
             self.catalog.refresh()
+            gens = self.indexer.gens
+            gens.current_id()  # verifies `current`; what it finds lands in gens.warnings
+            warned = list(gens.warnings)
+            if found or warned:
+                self.indexer.catch_up(label="doctor: rebuild damaged state")
+            gens.warnings[:] = warned
         kept = self.memory.apply_pending()
         from .memory.conflicts import find
         from .memory.layers import path_readable
@@ -123,7 +133,8 @@ class Engine:
                    if not agent or path_readable(p, agent)]
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
                 "pendingWrites": self.own_pending(kept), "secrets": secrets,
-                "conflicts": find(self.catalog, self.settings.agent_id)}
+                "conflicts": find(self.catalog, self.settings.agent_id), "damagedNow": found,
+                "damaged": damaged_files(self.vault.state), "warnings": list(dict.fromkeys(gens.warnings))}
 
     def own_pending(self, records: list[dict]) -> list[dict]:
         """The caller's own pending writes: a record holds the write's arguments (a private memory's
@@ -179,6 +190,7 @@ class Engine:
 
     def status(self) -> dict:
         from .rpc.client import server_info
+        from .store.fsutil import damaged_files
         from .store.pending import list_pending
 
         idx = self.indexer
@@ -194,5 +206,6 @@ class Engine:
                          "howToEnable": None if pack else "run `hive-brain model install`"},
             "server": server_info(self.vault.state),
             "pendingWrites": self.own_pending(list_pending(self.vault.state)),
-            "warnings": idx.gens.warnings,
+            "damaged": damaged_files(self.vault.state),
+            "warnings": list(dict.fromkeys(idx.gens.warnings)),
         }

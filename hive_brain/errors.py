@@ -27,7 +27,9 @@
     ├── WriteUnconfirmed           the server took a write but never confirmed it: it may be applied
     ├── JournalError               a transaction could not be applied or recovered
     ├── IndexError_                the index or a generation is missing or corrupt
-    │   └── GenerationCorrupt      a generation's receipt does not verify
+    │   ├── GenerationCorrupt      a generation's receipt does not verify
+    │   └── StateDamaged           a per-device state file is damaged: it was moved aside and is
+    │                              rebuilt from the notes (readers answer lexically meanwhile)
     └── ModelError                 the embedding pack is missing or broken
 
 ``*``: defined beside the code that raises it (the module named), still part of this one tree.
@@ -127,6 +129,10 @@ class IndexError_(HiveBrainError):  # noqa: N801 - avoid shadowing the builtin I
 
 
 class GenerationCorrupt(IndexError_):
+    pass
+
+
+class StateDamaged(IndexError_):
     pass
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ..errors import HiveBrainError
+from ..errors import HiveBrainError, StateDamaged
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -106,6 +106,14 @@ def command(name: str | None = None, *, group: click.Group | None = None, with_j
             except KeyboardInterrupt:
                 click.echo("interrupted", err=True)
                 sys.exit(130)
+            except Exception as e:
+                # Last line of defence: a state file damaged in a way no check met yet. One line
+                # naming the repair (doctor reads and repairs every derived file), no traceback.
+                sqlite3 = sys.modules.get("sqlite3")
+                if sqlite3 is None or not isinstance(e, sqlite3.DatabaseError):
+                    raise
+                fail(StateDamaged(f"a state file is damaged ({e})",
+                                  hint="run `hive-brain doctor`, then `hive-brain rebuild-index`"), as_json)
 
         if with_json:
             wrapper = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(wrapper)

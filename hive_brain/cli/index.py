@@ -20,6 +20,8 @@ def doctor_cmd(state: State, as_json: bool) -> None:
     read show it redacted; move the value to a password manager and name it instead.
     Sync conflicts (a superseded note restored as active, copies sharing a memory id, current
     memories sharing a key, sync copies, git conflict markers) are fixed by `repair-conflicts`.
+    Every per-device state file is read through: a damaged one is moved aside (`<name>.damaged-<time>`)
+    and rebuilt from the notes, and listed here.
 
     \b
     Example:
@@ -29,7 +31,11 @@ def doctor_cmd(state: State, as_json: bool) -> None:
 
     def human(c: Any) -> None:
         for r in res["recovered"]:
-            c.print(f"recovered transaction {r['id']}: {r['action']}")
+            c.print(f"recovered transaction {r['id']}: {r['action']}"
+                    + (f" ({r['problem']}; kept in {r['keptIn']})" if r.get("keptIn") else ""), markup=False)
+        print_damaged(c, res["damaged"])
+        for w in res["warnings"]:
+            c.print(f"[yellow]warning:[/] {w}")
         if not res["problems"]:
             c.print(f"All {res['notes']} notes are readable.")
         for p in res["problems"]:
@@ -82,10 +88,21 @@ def status_cmd(state: State, as_json: bool) -> None:
         c.print(f"semantic   {'on (' + str(s['pendingPassages']) + ' passages pending)' if s['on'] else 'off: ' + s['howToEnable']}")
         c.print(f"server     {'running, pid ' + str(res['server'].get('pid')) if res['server'].get('running') else 'not running'}")
         print_pending_writes(c, res["pendingWrites"])
+        print_damaged(c, res["damaged"])
         for w in res["warnings"]:
             c.print(f"[yellow]warning:[/] {w}")
 
     out(as_json, res, human)
+
+
+def print_damaged(c: Any, damaged: list[dict]) -> None:
+    for d in damaged:
+        if d["movedTo"].startswith("journal/"):
+            c.print(f"[yellow]damaged:[/] journal record {d['file']} could not be trusted: neither applied nor "
+                    f"undone; it and its files are kept in {d['movedTo']} (look at them, then delete them)")
+        else:
+            c.print(f"[yellow]damaged:[/] {d['file']} was moved aside as {d['movedTo']} and rebuilt from the notes "
+                    "(delete it once you no longer need it)")
 
 
 @command("generations")

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..store.fsutil import connect_sqlite, quarantine, sqlite_damage, sqlite_tx
+
 if TYPE_CHECKING:
     from ..embedding.embedder import Embedder
 
@@ -38,6 +40,14 @@ _PARAMS_PER_QUERY = 500
 _COMMIT_EVERY = 256
 
 
+def _setup(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    # NORMAL is durable across application crashes in WAL mode; a power cut can lose only the
+    # latest commits, which are recomputable cache entries anyway.
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(_SCHEMA)
+
+
 def text_hash(text: str) -> str:
     """The cache key of a text: sha256 of its UTF-8 bytes (the exact text that is embedded)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -50,17 +60,34 @@ class EmbeddingCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(
-            str(self.path), timeout=timeout, check_same_thread=False, isolation_level=None
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL is durable across application crashes in WAL mode; a power cut can lose only the
-        # latest commits, which are recomputable cache entries anyway.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(_SCHEMA)
+        self._timeout = timeout
+        # Only a cache: a damaged file is moved aside and started empty (texts are embedded again).
+        self._db, _reset = connect_sqlite(self.path, _setup, timeout=timeout, check_same_thread=False)
+
+    def _reset(self, problem: str) -> None:
+        """A query met a damaged page: move the file aside and start empty (caller holds _lock)."""
+        self._db.close()
+        quarantine(self.path, problem)
+        self._db, _reset = connect_sqlite(self.path, _setup, timeout=self._timeout, check_same_thread=False)
+
+    def damage(self) -> str | None:
+        """Check the whole file; a damaged one is moved aside and started empty. What was wrong, or None."""
+        with self._lock:
+            problem = sqlite_damage(self._db)
+            if problem:
+                self._reset(problem)
+        return problem
 
     def get_many(self, pack_key: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """Cached vectors for those hashes (missing ones are simply absent from the result)."""
+        try:
+            return self._get_many(pack_key, hashes)
+        except sqlite3.DatabaseError as e:
+            with self._lock:
+                self._reset(str(e))
+            return {}
+
+    def _get_many(self, pack_key: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, np.ndarray] = {}
         with self._lock:
@@ -85,16 +112,16 @@ class EmbeddingCache:
         if not rows:
             return
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO embeddings (pack_key, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
-                    rows,
-                )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                self._put_rows(rows)
+            except sqlite3.DatabaseError as e:
+                self._reset(str(e))
+                self._put_rows(rows)
+
+    def _put_rows(self, rows: list[tuple]) -> None:
+        with sqlite_tx(self._db):
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embeddings (pack_key, text_hash, dim, vector) VALUES (?, ?, ?, ?)", rows)
 
     def count(self, pack_key: str) -> int:
         with self._lock:

@@ -22,13 +22,27 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GenerationCorrupt, NotFound
-from ..store.fsutil import atomic_write_bytes, atomic_write_text, fsync_dir, sha256_bytes, sqlite_tx
+from ..store.fsutil import (
+    atomic_write_bytes,
+    atomic_write_text,
+    connect_sqlite,
+    fsync_dir,
+    quarantine,
+    sha256_bytes,
+    sqlite_tx,
+)
 
 # A note with a secret is stored scrubbed (store.secrets), under the hash of the bytes on disk (the
 # manifest's): the object then starts with this line, which carries the hash of what follows.
 REDACTED_MAGIC = b"hive-brain redacted object sha256="
 CHECKPOINT_EVERY = 50  # deltas between checkpoints: bounds the cost of materialising a manifest
 FORMAT = 1
+
+
+def _setup_objects(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA secure_delete=ON")  # a raw object replaced by its scrubbed one is gone
+    db.execute("CREATE TABLE IF NOT EXISTS objects (sha TEXT PRIMARY KEY, data BLOB)")
 
 
 def canonical(body: dict) -> bytes:
@@ -89,17 +103,29 @@ class GenerationStore:
         self._conn: sqlite3.Connection | None = None
         self.warnings: list[str] = []
         self._manifest_cache: dict[int, dict[str, str]] = {}
+        self.objects_reset = False  # the object store was found damaged and started afresh
 
     # -- objects ------------------------------------------------------------------------------
     @property
+    def objects_path(self) -> Path:
+        return self.root / "objects.sqlite"
+
+    @property
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(self.root / "objects.sqlite", timeout=30, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA secure_delete=ON")  # a raw object replaced by its scrubbed one is gone
-            self._conn.execute("CREATE TABLE IF NOT EXISTS objects (sha TEXT PRIMARY KEY, data BLOB)")
+            # A damaged store is moved aside and started empty: the objects of the current
+            # generation are then missing, so the indexer re-stores them all (see objects_reset).
+            self._conn, reset = connect_sqlite(self.objects_path, _setup_objects, timeout=30)
+            self.objects_reset = self.objects_reset or reset
         return self._conn
+
+    def reset_objects(self, problem: str) -> None:
+        """The object store is damaged (found by a check or a query): move it aside, start empty."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        quarantine(self.objects_path, problem)
+        self.objects_reset = True
 
     @staticmethod
     def redacted_object(clean: bytes) -> bytes:
@@ -109,12 +135,16 @@ class GenerationStore:
     def put_objects(self, items: dict[str, bytes]) -> None:
         """Store note bodies by sha256 (idempotent). One transaction: a rebuild writes thousands.
         A scrubbed object replaces what is stored under its hash (an unscrubbed copy from before)."""
-        if items:
+        if not items:
+            return
+        plain = [(k, v) for k, v in items.items() if not v.startswith(REDACTED_MAGIC)]
+        scrubbed = [(k, v) for k, v in items.items() if v.startswith(REDACTED_MAGIC)]
+        try:
             with sqlite_tx(self._db):
-                plain = [(k, v) for k, v in items.items() if not v.startswith(REDACTED_MAGIC)]
-                scrubbed = [(k, v) for k, v in items.items() if v.startswith(REDACTED_MAGIC)]
                 self._db.executemany("INSERT OR IGNORE INTO objects VALUES (?, ?)", plain)
                 self._db.executemany("INSERT OR REPLACE INTO objects VALUES (?, ?)", scrubbed)
+        except sqlite3.DatabaseError as e:
+            self.reset_objects(str(e))
 
     def scrub_stored(self) -> int | None:
         """Once per detector version (``store.secrets.RULES_VERSION``): scrub every object stored
@@ -141,7 +171,10 @@ class GenerationStore:
         self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def get_object(self, sha: str) -> bytes:
-        row = self._db.execute("SELECT data FROM objects WHERE sha = ?", (sha,)).fetchone()
+        try:
+            row = self._db.execute("SELECT data FROM objects WHERE sha = ?", (sha,)).fetchone()
+        except sqlite3.DatabaseError as e:
+            raise GenerationCorrupt(f"the object store is damaged ({e})", hint="run `hive-brain rebuild-index`") from e
         if row is None:
             raise GenerationCorrupt(f"object {sha[:12]} is missing from the store", hint="run `hive-brain rebuild-index`")
         data = bytes(row[0])
@@ -294,6 +327,9 @@ class GenerationStore:
         if man != new_manifest or manifest_hash(man) != g.notes_hash:
             raise GenerationCorrupt(f"generation {gid} did not verify after writing")
         self._manifest_cache = {gid: man}
+        from ..store.journal import crash_point  # here: readers import this module, not the writer side
+
+        crash_point("generation-before-current")
         atomic_write_text(self.root / "current", f"{gid}\n")
         fsync_dir(self.root)
         return g

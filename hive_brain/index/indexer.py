@@ -11,6 +11,7 @@ next, before its upserts: a write never even imports LanceDB (9 s of a loaded on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
@@ -22,9 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..errors import LockTimeout, NoteError
+from ..errors import LockTimeout, NoteError, StateDamaged
 from ..store.catalog import Catalog
-from ..store.fsutil import sha256_bytes, sqlite_tx
+from ..store.fsutil import (
+    connect_sqlite,
+    fsync_dir,
+    quarantine,
+    sha256_bytes,
+    sqlite_damage,
+    sqlite_tx,
+    write_fsync,
+)
+from ..store.journal import crash_point
 from ..store.lock import vault_lock
 from ..store.notes import Note, date_of, parse_bytes, to_text_list
 from ..store.secrets import RULES_VERSION, scrub_bytes
@@ -40,6 +50,19 @@ WINDOW_STRIDE = 2
 FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
 FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
 SKIP_PREFIXES = ("Templates/",)
+# Names what a catch-up is changing in the index until its generation is published (see _reconcile).
+IN_FLIGHT = "in-flight.json"
+# Where tests kill a catch-up (HIVE_BRAIN_CRASH_AT, see store.journal.crash_point), in order.
+CRASH_POINTS = ("index-after-unqueue", "index-before-publish", "generation-before-current", "index-after-publish")
+FULL = "full"  # "the whole index", for _read_in_flight / _write_in_flight
+
+
+def _setup_pending(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=OFF")  # derived: a lost row is re-queued by the next rebuild
+    db.execute("CREATE TABLE IF NOT EXISTS pending (passage_id TEXT PRIMARY KEY, note_path TEXT, text_hash TEXT, row TEXT)")
+    db.execute("CREATE INDEX IF NOT EXISTS pending_note ON pending(note_path)")
+    db.execute("CREATE TABLE IF NOT EXISTS deleted (note_path TEXT PRIMARY KEY)")
 
 
 def indexable(path: str, sha: str, kind: str) -> bool:
@@ -132,6 +155,8 @@ class Indexer:
         self.dir = vault.state / "index"
         self.gens = GenerationStore(vault.state)
         self._had_vectors: set[str] = set()
+        self._pending_reset = False  # the vector queue was found damaged and started afresh
+        self._vectors_reset = False  # likewise the vector table
 
     # -- components ------------------------------------------------------------------------------
     @cached_property
@@ -181,7 +206,9 @@ class Indexer:
             return None
         from .vectors import VectorIndex
 
-        return VectorIndex(self.dir / "vectors", self.pack_key, int(self.pack_manifest["dim"]))
+        vec = VectorIndex(self.dir / "vectors", self.pack_key, int(self.pack_manifest["dim"]))
+        vec.on_damage = self._vectors_damaged
+        return vec
 
     @cached_property
     def embedder(self):
@@ -199,14 +226,18 @@ class Indexer:
 
     @cached_property
     def pending(self) -> sqlite3.Connection:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.dir / "pending.sqlite", timeout=30, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=OFF")  # derived: a lost row is re-queued by the next rebuild
-        db.execute("CREATE TABLE IF NOT EXISTS pending (passage_id TEXT PRIMARY KEY, note_path TEXT, text_hash TEXT, row TEXT)")
-        db.execute("CREATE INDEX IF NOT EXISTS pending_note ON pending(note_path)")
-        db.execute("CREATE TABLE IF NOT EXISTS deleted (note_path TEXT PRIMARY KEY)")
+        # A damaged queue is moved aside and started empty; what it held is re-queued by a full
+        # pass (`_needs_full_rebuild` sees `_pending_reset`).
+        db, self._pending_reset = connect_sqlite(self.dir / "pending.sqlite", _setup_pending, timeout=30)
         return db
+
+    def reset_pending(self, problem: str) -> None:
+        """The vector queue is damaged (found by a check or a query): move it aside, start empty."""
+        if "pending" in self.__dict__:
+            self.__dict__.pop("pending").close()
+        quarantine(self.dir / "pending.sqlite", problem)
+        self.pending  # noqa: B018 - reopens (empty)
+        self._pending_reset = True
 
     def index_info(self) -> dict:
         from .textproc import analyzer_fingerprint
@@ -229,7 +260,15 @@ class Indexer:
             g.index.get("analyzer") != info["analyzer"] or g.index.get("passages") != info["passages"]
             or g.index.get("pack") != info["pack"]
             or self.lexical.was_reset or self.lexical.doc_count() == 0 and g.note_count > 0
+            or self._derived_reset()
         )
+
+    def _derived_reset(self) -> bool:
+        """Whether the object store, the vector queue or the vectors were found damaged and started
+        afresh: what the current generation stored there is gone, and only a full pass puts it back.
+        (Not opened here just to check: whoever opens one next finds the damage, and the catch-up
+        that does leaves a "full" in-flight record for the next one.)"""
+        return self.gens.objects_reset or self._pending_reset or self._vectors_reset
 
     def diff(self, only: list[str] | None = None) -> tuple[int | None, dict[str, str], list[str], list[str]]:
         """(current gen, path -> sha of every indexable note now, paths to (re)index, paths to remove).
@@ -255,10 +294,18 @@ class Indexer:
         t0 = time.perf_counter()
         gid, now, todo, gone = self.diff(only=changed)
         full = full or self._needs_full_rebuild(gid)
+        in_flight = self._read_in_flight()
+        if in_flight == FULL:
+            full = True
+        elif isinstance(in_flight, list):
+            todo, gone = self._reconcile(in_flight, now, todo, gone)
         if full:
             todo, gone = sorted(now), []
         if not todo and not gone and not full:
             return {"generation": gid, "indexed": 0, "removed": 0, "seconds": 0.0, "changed": False}
+        # Said (durably) before the index changes: a crash from here to the publish below leaves
+        # the index ahead of `current`, and the next catch-up re-does exactly these paths.
+        self._write_in_flight(FULL if full else sorted({*todo, *gone}))
         manifest = dict(now)
         entries = self.catalog.by_paths(todo, with_meta=False)
         # Without a pack nothing would ever drain a vector queue: do not build one. Installing a pack
@@ -269,6 +316,7 @@ class Indexer:
         object_bytes = n_passages = 0
         if queue:
             self._unqueue(full=full, removed=gone + todo)
+        crash_point("index-after-unqueue")
         with self.lexical.writer() as w:
             if full:
                 w.delete_all()
@@ -342,10 +390,117 @@ class Indexer:
                 if "lancedb" in sys.modules:
                     # A process that has LanceDB loaded anyway (the server, an MCP server after a
                     # semantic recall) deletes at once, as before: no window with stale vectors.
-                    self._apply_deletions()
+                    with contextlib.suppress(StateDamaged):  # moved aside; the next pass is full
+                        self._apply_deletions()
+        crash_point("index-before-publish")
         g = self.gens.publish(manifest, index=self.index_info(), label=label, force_checkpoint=full)
+        crash_point("index-after-publish")
+        if full:
+            self.gens.objects_reset = self._pending_reset = self._vectors_reset = False
+        if self.gens.objects_reset or self._pending_reset or self._vectors_reset:
+            self._write_in_flight(FULL)  # found damaged during this pass: the next one is a full one
+        else:
+            self._clear_in_flight()
         return {"generation": g.id, "indexed": len(todo), "passages": n_passages, "removed": len(gone),
                 "seconds": round(time.perf_counter() - t0, 3), "changed": True, "full": full, "notesHash": g.notes_hash}
+
+    # -- crash consistency: the index never runs ahead of `current` unnoticed -------------------
+    @property
+    def _in_flight_path(self) -> Path:
+        return self.dir / IN_FLIGHT
+
+    def _read_in_flight(self) -> list[str] | str | None:
+        """What an unfinished catch-up may have changed in the index: None (nothing: the index
+        matches `current`), FULL, or the note paths it was (re)indexing or removing."""
+        try:
+            raw = self._in_flight_path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return FULL
+        if not raw.strip():
+            # Only a kill between truncating and writing the record leaves it empty, and that is
+            # before the index was touched: nothing to redo.
+            return None
+        try:
+            rec = json.loads(raw)
+            if rec.get("full"):
+                return FULL
+            paths = rec["paths"]
+            if not isinstance(paths, list):
+                raise TypeError("paths is not a list")
+            return [str(p) for p in paths]
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return FULL  # damaged: what it named is unknown, so everything is redone
+
+    def _write_in_flight(self, what: list[str] | str) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        body = {"full": True} if what == FULL else {"paths": what}
+        existed = self._in_flight_path.exists()
+        write_fsync(self._in_flight_path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
+        if not existed:
+            fsync_dir(self.dir)
+
+    def _clear_in_flight(self) -> None:
+        # Emptied, not fsynced: losing this write to a power cut only repeats a reconcile.
+        with contextlib.suppress(OSError), open(self._in_flight_path, "wb"):
+            pass
+
+    def _reconcile(self, in_flight: list[str], now: dict[str, str], todo: list[str],
+                   gone: list[str]) -> tuple[list[str], list[str]]:
+        """A catch-up died after changing the index and before publishing: the manifest diff
+        cannot see what it did (a note it indexed may be gone since, or back to the content
+        `current` names). Every path it touched, and every indexed or queued path that is no note
+        any more, is redone against the notes on disk; their old vectors are deleted too."""
+        suspects = set(in_flight)
+        suspects.update(self.lexical.note_paths())
+        suspects.update(r[0] for r in self.pending.execute("SELECT DISTINCT note_path FROM pending"))
+        redo = {p for p in suspects if p in now} & set(in_flight)
+        drop = {p for p in suspects if p not in now}
+        self._had_vectors |= redo
+        return sorted(set(todo) | redo), sorted(set(gone) | drop)
+
+    # -- damaged derived files ----------------------------------------------------------------
+    def _vectors_damaged(self, problem: str) -> None:
+        """LanceDB could not read its files: move them aside and queue a full pass that embeds
+        every passage again (from the embedding cache, mostly). Readers answer lexically meanwhile."""
+        try:
+            with vault_lock(self.vault.state, timeout=0, command="repair vectors"):
+                if self.vectors is not None:
+                    self.vectors.quarantine(problem)
+                self._vectors_reset = True
+                self._write_in_flight(FULL)
+        except LockTimeout:
+            pass  # the holder, or the next reader, meets the damage again and repairs it
+
+    def check(self, *, deep: bool = True) -> list[str]:
+        """Read every derived file, move aside what is damaged (one line each on stderr), and
+        make the next catch-up a full pass that rebuilds it from the notes. Caller holds the lock.
+        ``deep`` also reads every lexical document and vector row (``doctor``); ``rebuild`` does
+        not need to: it rewrites both, and opening them already moves an unreadable one aside."""
+        found: list[str] = []
+        if problem := sqlite_damage(self.catalog.db):
+            self.catalog.reset(problem)
+            found.append(f"catalog.sqlite: {problem}")
+        if problem := sqlite_damage(self.gens._db):
+            self.gens.reset_objects(problem)
+            found.append(f"generations/objects.sqlite: {problem}")
+        if problem := sqlite_damage(self.pending):
+            self.reset_pending(problem)
+            found.append(f"index/pending.sqlite: {problem}")
+        if problem := self.embcache.damage():
+            found.append(f"embcache.sqlite: {problem}")
+        if deep and (problem := self.lexical.damage()):
+            self.__dict__.pop("lexical")
+            quarantine(self.dir / "lexical", problem)
+            found.append(f"index/lexical: {problem}")
+        if deep and self.vectors is not None and (problem := self.vectors.damage()):
+            self.vectors.quarantine(problem)
+            self._vectors_reset = True
+            found.append(f"index/vectors: {problem}")
+        if found:
+            self._write_in_flight(FULL)
+        return found
 
     def _unqueue(self, *, full: bool, removed: list[str]) -> None:
         """Forget queued passages of notes about to be re-indexed or removed (all of them on a full pass)."""
@@ -430,26 +585,11 @@ class Indexer:
             rows = [json.loads(r[2]) for r in batch]
             texts = {r["text_hash"]: r["_embed_text"] for r in rows}
             vecs = embed_with_cache(self.embedder, self.embcache, texts) if texts else {}
-            with vault_lock(self.vault.state, timeout=lock_timeout or self.settings.lock_timeout, command="embed"):
-                self._apply_deletions()
-                up, still = [], []
-                if batch:
-                    # Re-read under the lock: a write may have re-queued a passage meanwhile. The same
-                    # text keeps its vector, but the row's fields (status after an evolve) are the new ones.
-                    for pid, th, row in self.pending.execute(
-                        f"SELECT passage_id, text_hash, row FROM pending WHERE passage_id IN ({','.join('?' * len(batch))})",
-                        [b[0] for b in batch],
-                    ):
-                        if th in vecs:
-                            rr = {k: v for k, v in json.loads(row).items() if k != "_embed_text"}
-                            rr["vector"] = vecs[th]
-                            up.append(rr)
-                            still.append((pid, th))
-                if up:
-                    self.vectors.upsert(up)
-                if still:
-                    with sqlite_tx(self.pending):
-                        self.pending.executemany("DELETE FROM pending WHERE passage_id = ? AND text_hash = ?", still)
+            try:
+                self._embed_batch(batch, vecs, lock_timeout)
+            except StateDamaged as e:
+                # Moved aside by _vectors_damaged; the next catch-up queues every passage again.
+                return {"embedded": done, "pending": self.pending_count(), "semantic": True, "damaged": e.message}
             if not batch:
                 break
             done += len(batch)
@@ -459,6 +599,30 @@ class Indexer:
                 break
         return {"embedded": done, "pending": self.pending_count(), "semantic": True}
 
+    def _embed_batch(self, batch: list[tuple], vecs: dict, lock_timeout: float | None) -> None:
+        """Apply queued deletions, then upsert the batch's vectors (under the lock)."""
+        assert self.vectors is not None
+        with vault_lock(self.vault.state, timeout=lock_timeout or self.settings.lock_timeout, command="embed"):
+            self._apply_deletions()
+            up, still = [], []
+            if batch:
+                # Re-read under the lock: a write may have re-queued a passage meanwhile. The same
+                # text keeps its vector, but the row's fields (status after an evolve) are the new ones.
+                for pid, th, row in self.pending.execute(
+                    f"SELECT passage_id, text_hash, row FROM pending WHERE passage_id IN ({','.join('?' * len(batch))})",
+                    [b[0] for b in batch],
+                ):
+                    if th in vecs:
+                        rr = {k: v for k, v in json.loads(row).items() if k != "_embed_text"}
+                        rr["vector"] = vecs[th]
+                        up.append(rr)
+                        still.append((pid, th))
+            if up:
+                self.vectors.upsert(up)
+            if still:
+                with sqlite_tx(self.pending):
+                    self.pending.executemany("DELETE FROM pending WHERE passage_id = ? AND text_hash = ?", still)
+
     def rebuild(self, *, progress: bool = False, embed: bool = True) -> dict:
         """Rebuild the whole index from the Markdown notes (lexical first, then vectors)."""
         bar = _Progress(progress)
@@ -466,8 +630,12 @@ class Indexer:
             from ..store.journal import recover
 
             recover(self.vault)
+            # Every derived file must be readable before a rebuild relies on it: a damaged one is
+            # moved aside here (the full pass below refills it), so a rebuild always succeeds.
+            damaged = self.check(deep=False)
             with bar.task("indexing notes") as cb:
                 res = self.catch_up(progress=cb, label="rebuild", full=True)
+            res["damaged"] = damaged
         if embed:
             with bar.task("embedding passages") as cb:
                 res["vectors"] = self.embed_pending(progress=cb, chunk=256)

@@ -32,6 +32,7 @@ from typing import Any
 import tantivy
 
 from ..errors import IndexError_, LockTimeout
+from ..store.fsutil import quarantine
 from . import textproc
 from .predicates import Pred, to_tantivy
 
@@ -140,8 +141,29 @@ class LexicalIndex:
         try:
             self._index = tantivy.Index(self.schema, path=str(self.directory), reuse=exists)
         except (OSError, ValueError) as e:
-            raise IndexError_(f"cannot open lexical index at {self.directory}: {e}", hint="rebuild the index") from e
+            if not (reset_incompatible and exists):
+                raise IndexError_(f"cannot open lexical index at {self.directory}: {e}",
+                                  hint="run `hive-brain rebuild-index`") from e
+            # Damaged (a segment or tantivy's meta.json): it is a cache, so it is moved aside and
+            # the caller re-indexes everything into a new one.
+            quarantine(self.directory, str(e))
+            self.__init__(directory, reset_incompatible=False)  # type: ignore[misc]  # a fresh, empty index
+            self.was_reset = True
+            return
         self.exists = True
+
+    def damage(self) -> str | None:
+        """What is unreadable in the index (None: every stored document reads back). Reads it all:
+        for ``doctor`` and ``rebuild-index``."""
+        try:
+            searcher = self._index.searcher()
+            n = searcher.num_docs
+            if n:
+                for _s, a in searcher.search(tantivy.Query.all_query(), n, count=False).hits:
+                    _doc_dict(searcher.doc(a))
+        except (OSError, ValueError, RuntimeError, UnicodeDecodeError) as e:
+            return str(e) or type(e).__name__
+        return None
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -329,6 +351,16 @@ class LexicalIndex:
             return []
         ids = [searcher.doc(a).get_first("passage_id") for _s, a in searcher.search(q, n, count=False).hits]
         return sorted((i for i in ids if i), key=_passage_number)
+
+
+    def note_paths(self) -> set[str]:
+        """Every note path with a document in the index (a scan: for crash repair, not per write)."""
+        searcher = self._index.searcher()
+        n = searcher.num_docs
+        if not n:
+            return set()
+        hits = searcher.search(tantivy.Query.all_query(), n, count=False).hits
+        return {p for _s, a in hits if (p := searcher.doc(a).get_first("note_path"))}
 
 
 def _passage_number(pid: str) -> int:

@@ -12,9 +12,10 @@ an IVF_PQ index; even then narrow filters keep probing partitions until the limi
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import HiveBrainError, StateDamaged
+from ..store.fsutil import one_line, quarantine
 from .predicates import In, Pred, to_sql
 
 KEYWORD_FIELDS = (
@@ -84,6 +87,45 @@ class VectorIndex:
         self._mem_recheck_s = 1.0
         self._searches = 0
         self._lock = threading.Lock()
+        # Called (with what LanceDB said) when the table turns out damaged, before StateDamaged is
+        # raised: the indexer moves it aside there and queues a full pass (Indexer._vectors_damaged).
+        self.on_damage: Callable[[str], None] | None = None
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """LanceDB's errors about its own files become one StateDamaged (after ``on_damage``)."""
+        try:
+            yield
+        except HiveBrainError:
+            raise
+        except Exception as e:  # noqa: BLE001 - LanceDB/Arrow raise RuntimeError, OSError, ValueError...
+            problem = one_line(str(e) or type(e).__name__)
+            if self.on_damage is not None:
+                self.on_damage(problem)
+            raise StateDamaged(f"the vector index is damaged ({problem})",
+                               hint="run `hive-brain rebuild-index`; recall answers lexically meanwhile") from e
+
+    def quarantine(self, problem: str) -> None:
+        """Move the whole vector database aside (see ``store.fsutil.quarantine``); the next write
+        starts a new one."""
+        with self._lock:
+            self._db = self._tbl = self._mem = None
+            if self.directory.exists():
+                quarantine(self.directory, problem)
+
+    def damage(self) -> str | None:
+        """What LanceDB cannot read in this pack's table (None: every row reads back). Reads it all:
+        for ``doctor`` and ``rebuild-index``."""
+        try:
+            tbl = self._table(create=False)
+            if tbl is not None:
+                n = tbl.count_rows()
+                got = tbl.search().select(["passage_id", "vector"]).limit(None).to_arrow()
+                if got.num_rows != n:
+                    return f"{n} rows listed, {got.num_rows} readable"
+        except Exception as e:  # noqa: BLE001 - whatever LanceDB raises about its files is damage
+            return one_line(str(e) or type(e).__name__)
+        return None
 
     # ------------------------------------------------------------------ connection and schema
 
@@ -158,10 +200,11 @@ class VectorIndex:
         if not rows:
             return
         data = self._to_arrow(rows)
-        tbl = self._table(create=True)
-        # Always a merge (even into an empty table, where it costs about what an append does): two
-        # writers that both saw an empty table must not leave duplicate passage ids behind.
-        tbl.merge_insert("passage_id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+        with self._guard():
+            tbl = self._table(create=True)
+            # Always a merge (even into an empty table, where it costs about what an append does): two
+            # writers that both saw an empty table must not leave duplicate passage ids behind.
+            tbl.merge_insert("passage_id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
     def delete_notes(self, note_paths: Iterable[str]) -> None:
         """Delete every passage of these notes."""
@@ -173,28 +216,31 @@ class VectorIndex:
         self._delete_in("passage_id", passage_ids)
 
     def _delete_in(self, field: str, values: Iterable[str]) -> None:
-        unique = sorted(set(values))
-        tbl = self._table(create=False)
-        if tbl is None or not unique:
-            return
-        for start in range(0, len(unique), _DELETE_CHUNK):
-            tbl.delete(to_sql(In(field, tuple(unique[start : start + _DELETE_CHUNK]))))
+        with self._guard():
+            unique = sorted(set(values))
+            tbl = self._table(create=False)
+            if tbl is None or not unique:
+                return
+            for start in range(0, len(unique), _DELETE_CHUNK):
+                tbl.delete(to_sql(In(field, tuple(unique[start : start + _DELETE_CHUNK]))))
 
     def delete_all(self) -> None:
         """Remove every row (the table itself stays, so other handles on it remain valid)."""
-        self._mem_checked = 0.0  # our own write: look at the table version on the next search
-        tbl = self._table(create=False)
-        if tbl is not None:
-            tbl.delete("true")
+        with self._guard():
+            self._mem_checked = 0.0  # our own write: look at the table version on the next search
+            tbl = self._table(create=False)
+            if tbl is not None:
+                tbl.delete("true")
 
     # ------------------------------------------------------------------ reads
 
     def count(self, where: Pred | None = None) -> int:
-        tbl = self._table(create=False)
-        if tbl is None:
-            return 0
-        sql = to_sql(where)
-        return int(tbl.count_rows(sql) if sql else tbl.count_rows())
+        with self._guard():
+            tbl = self._table(create=False)
+            if tbl is None:
+                return 0
+            sql = to_sql(where)
+            return int(tbl.count_rows(sql) if sql else tbl.count_rows())
 
     # -- warm in-memory copy (the server) ---------------------------------------------------------
     def enable_memory_cache(self, max_rows: int = 150_000, recheck_s: float = 1.0) -> None:
@@ -259,37 +305,38 @@ class VectorIndex:
         ``where`` is applied as a prefilter (inside LanceDB, or as a row mask on the warm in-memory
         copy), never to the top-k afterwards.
         """
-        tbl = self._table(create=False)
-        if tbl is None or limit <= 0:
-            return []
         query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query_vector.shape[0] != self.dim:
             raise ValueError(f"query vector has {query_vector.shape[0]} dimensions, index expects {self.dim}")
-        self._searches += 1
-        if self._mem_max is None and self._searches == AUTO_WARM_AFTER:
-            # Searched again through the same object: a long-lived process (MCP, a library user, a
-            # benchmark). Loading the copy costs about one LanceDB search, so a one-shot CLI recall
-            # never pays it. The version is checked on every search (well under a millisecond).
-            self.enable_memory_cache(max_rows=AUTO_WARM_ROWS, recheck_s=0.0)
-        mem = self._memory()
-        if mem is not None:
-            return self._search_memory(mem, query_vector, where, limit)
-        query = tbl.search(query_vector, vector_column_name="vector").distance_type("cosine")
-        sql = to_sql(where)
-        if sql:
-            query = query.where(sql, prefilter=True)
-        if self._has_vector_index(tbl):
-            # An ANN index searches a few partitions; with a narrow filter those may hold fewer than
-            # `limit` matches, so allow probing as many partitions as it takes (0 = no maximum).
-            query = query.maximum_nprobes(0).refine_factor(4)
-        result = query.select(["passage_id", "note_path", "_distance"]).limit(limit).to_arrow()
-        ids = result.column("passage_id").to_pylist()
-        paths = result.column("note_path").to_pylist()
-        distances = result.column("_distance").to_numpy()
-        return [
-            VecHit(pid, path, float(np.clip(1.0 - dist, -1.0, 1.0)))
-            for pid, path, dist in zip(ids, paths, distances, strict=True)
-        ]
+        with self._guard():
+            tbl = self._table(create=False)
+            if tbl is None or limit <= 0:
+                return []
+            self._searches += 1
+            if self._mem_max is None and self._searches == AUTO_WARM_AFTER:
+                # Searched again through the same object: a long-lived process (MCP, a library user, a
+                # benchmark). Loading the copy costs about one LanceDB search, so a one-shot CLI recall
+                # never pays it. The version is checked on every search (well under a millisecond).
+                self.enable_memory_cache(max_rows=AUTO_WARM_ROWS, recheck_s=0.0)
+            mem = self._memory()
+            if mem is not None:
+                return self._search_memory(mem, query_vector, where, limit)
+            query = tbl.search(query_vector, vector_column_name="vector").distance_type("cosine")
+            sql = to_sql(where)
+            if sql:
+                query = query.where(sql, prefilter=True)
+            if self._has_vector_index(tbl):
+                # An ANN index searches a few partitions; with a narrow filter those may hold fewer than
+                # `limit` matches, so allow probing as many partitions as it takes (0 = no maximum).
+                query = query.maximum_nprobes(0).refine_factor(4)
+            result = query.select(["passage_id", "note_path", "_distance"]).limit(limit).to_arrow()
+            ids = result.column("passage_id").to_pylist()
+            paths = result.column("note_path").to_pylist()
+            distances = result.column("_distance").to_numpy()
+            return [
+                VecHit(pid, path, float(np.clip(1.0 - dist, -1.0, 1.0)))
+                for pid, path, dist in zip(ids, paths, distances, strict=True)
+            ]
 
     def passage_ids(self) -> set[str]:
         return set(self.passage_hashes())
@@ -313,17 +360,18 @@ class VectorIndex:
         return out
 
     def _scan(self, columns: list[str], where: Pred | None) -> Any:
-        import pyarrow as pa
+        with self._guard():
+            import pyarrow as pa
 
-        tbl = self._table(create=False)
-        if tbl is None:
-            return pa.table({name: pa.array([], pa.string()) for name in columns})
-        query = tbl.search().select(columns)
-        sql = to_sql(where)
-        if sql:
-            query = query.where(sql)
-        # A plain scan: limit(None) lifts the default limit of 10 on non-vector queries.
-        return query.limit(None).to_arrow()
+            tbl = self._table(create=False)
+            if tbl is None:
+                return pa.table({name: pa.array([], pa.string()) for name in columns})
+            query = tbl.search().select(columns)
+            sql = to_sql(where)
+            if sql:
+                query = query.where(sql)
+            # A plain scan: limit(None) lifts the default limit of 10 on non-vector queries.
+            return query.limit(None).to_arrow()
 
     # ------------------------------------------------------------------ maintenance
 

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import StateDamaged
 from ..index.predicates import And, In, Pred, Range
 from .params import PARAMS
 from .query import Query
@@ -87,7 +88,12 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
             bg = sorted((background_vectors(view.embedder) @ qc["qv"]).tolist(), reverse=True)
             n = int(params["background_top"])
             qc["background_top3"] = sum(bg[:n]) / n
-        sem_hits = view.vectors.search(qc["qv"], where=where, limit=pool)
+        try:
+            sem_hits = view.vectors.search(qc["qv"], where=where, limit=pool)
+        except StateDamaged as e:
+            # The vectors were moved aside (the next catch-up rebuilds them): answer lexically.
+            view.vectors = None
+            view.warnings.append(f"{e.message}; answering lexically until it is rebuilt")
         info["background_top3"] = qc["background_top3"]
         info["semanticMs"] = round((time.perf_counter() - t0) * 1000, 2)
     info["semantic"] = bool(sem_hits) or (semantic and view.vectors is not None and view.embedder is not None)

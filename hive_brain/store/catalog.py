@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import NoteError
 from .copies import copy_kind, has_git_markers
-from .fsutil import sqlite_tx
+from .fsutil import connect_sqlite, quarantine, sqlite_tx
 from .notes import Note, read_note
 from .secrets import RULES_VERSION, SECURE_PREFIX
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
@@ -41,6 +41,22 @@ CREATE INDEX IF NOT EXISTS secrets_path ON secrets(path);
 _COLUMNS = 20
 _INSERT = f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * _COLUMNS)})"
 GIT_MARKERS = "git-markers"
+
+
+def _setup(db: sqlite3.Connection) -> None:
+    db.execute("PRAGMA journal_mode=WAL")
+    # A derived cache: losing its last transactions in a power cut only costs a re-read.
+    db.execute("PRAGMA synchronous=OFF")
+    db.execute("PRAGMA secure_delete=ON")  # a row replaced to redact a secret leaves no copy behind
+    # Rows are derived from the notes by `classify` and the secret detector; when their rules (or
+    # the columns) change, forget them all.
+    version = CATALOG_VERSION * 1000 + RULES_VERSION
+    if db.execute("PRAGMA user_version").fetchone()[0] != version:
+        with sqlite_tx(db):
+            db.execute("DROP TABLE IF EXISTS notes")
+            db.execute("DROP TABLE IF EXISTS secrets")
+        db.execute(f"PRAGMA user_version = {version}")
+    db.executescript(_SCHEMA)
 
 
 def _jsonable(v: Any) -> Any:
@@ -135,29 +151,31 @@ class Catalog:
         self.vault = vault
         self.max_note_bytes = max_note_bytes
         vault.state.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(db_path or vault.state / "catalog.sqlite", timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        # A derived cache: losing its last transactions in a power cut only costs a re-read.
-        self.db.execute("PRAGMA synchronous=OFF")
-        self.db.execute("PRAGMA secure_delete=ON")  # a row replaced to redact a secret leaves no copy behind
+        self.path = db_path or vault.state / "catalog.sqlite"
         self.parsed: dict[str, Note] = {}
         self._parsed_chars = 0
         self._found: list[tuple[str, int, str]] = []
-        # Rows are derived from the notes by `classify` and the secret detector; when their rules (or
-        # the columns) change, forget them all.
-        version = CATALOG_VERSION * 1000 + RULES_VERSION
-        if self.db.execute("PRAGMA user_version").fetchone()[0] != version:
-            with sqlite_tx(self.db):
-                self.db.execute("DROP TABLE IF EXISTS notes")
-                self.db.execute("DROP TABLE IF EXISTS secrets")
-            self.db.execute(f"PRAGMA user_version = {version}")
-        self.db.executescript(_SCHEMA)
+        self.db, self.was_reset = connect_sqlite(self.path, _setup, timeout=30)
+
+    def reset(self, problem: str) -> None:
+        """The file went bad under us (a damaged page met by a query): start afresh from the notes."""
+        self.db.close()
+        quarantine(self.path, problem)
+        self.db, self.was_reset = connect_sqlite(self.path, _setup, timeout=30)
+        self.was_reset = True
 
     def close(self) -> None:
         self.db.close()
 
     def refresh(self, *, only: list[str] | None = None) -> dict[str, list[str]]:
         """Re-read notes whose stat changed; returns the paths that were added/changed/removed."""
+        try:
+            return self._refresh(only=only)
+        except sqlite3.DatabaseError as e:
+            self.reset(str(e))
+            return self._refresh(only=None)
+
+    def _refresh(self, *, only: list[str] | None = None) -> dict[str, list[str]]:
         if only is not None:
             # A write re-stats what it wrote: read back only those rows (all 100k cost 0.1 s a call).
             known = {r[0]: (r[1], r[2]) for r in self._rows_for("path, mtime_ns, size", only)}

@@ -1,4 +1,5 @@
-"""Durable file writes: unique temp name in the same folder, fsync, atomic rename, fsync the folder."""
+"""Durable file writes (unique temp name in the same folder, fsync, atomic rename, fsync the folder),
+and what to do with a per-device state file found damaged: move it aside, say so, start afresh."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import contextlib
 import hashlib
 import os
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -74,3 +76,94 @@ def sqlite_tx(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+DAMAGED_MARK = ".damaged-"  # <name>.damaged-<UTC time>: a state file moved aside (see quarantine)
+
+
+def quarantine(path: Path, problem: str) -> Path | None:
+    """Move a damaged per-device state file or folder aside as ``<name>.damaged-<UTC time>`` (kept
+    for inspection, never read again) and say so in one line on stderr; the caller then starts it
+    afresh and rebuilds it from the notes. SQLite's ``-wal``/``-shm`` files go with it."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    dest = path.with_name(f"{path.name}{DAMAGED_MARK}{stamp}")
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = path.with_name(f"{path.name}{DAMAGED_MARK}{stamp}.{n}")
+    try:
+        os.replace(path, dest)
+    except FileNotFoundError:
+        return None  # someone else moved it already
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            os.replace(path.with_name(path.name + suffix), dest.with_name(dest.name + suffix))
+    fsync_dir(path.parent)
+    import logging  # lazily: the prompt hook imports this module
+
+    logging.getLogger("hive_brain").warning(
+        "hive-brain: %s was damaged (%s); moved aside as %s and rebuilt from the notes",
+        _shown(path), one_line(problem), dest.name)
+    return dest
+
+
+def _shown(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}" if path.parent.name in ("index", "generations") else path.name
+
+
+def one_line(problem: str) -> str:
+    """A library's error as one short line (LanceDB appends the Rust source location)."""
+    first = (problem.strip().splitlines() or ["unreadable"])[0]
+    return first.split(", /root/.cargo/")[0].split(", /home/")[0][:200]
+
+
+def connect_sqlite(path: Path, setup: Callable[[sqlite3.Connection], None], *, timeout: float = 30.0,
+                   check_same_thread: bool = True) -> tuple[sqlite3.Connection, bool]:
+    """Open a derived SQLite file (autocommit: use ``sqlite_tx``) and run ``setup`` (pragmas, schema) on it. A file SQLite calls
+    damaged is moved aside (``quarantine``) and a new, empty one is opened: (connection, was reset)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=check_same_thread)
+    try:
+        setup(db)
+        return db, False
+    except sqlite3.DatabaseError as e:
+        db.close()
+        quarantine(path, str(e))
+    db = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=check_same_thread)
+    setup(db)
+    return db, True
+
+
+def sqlite_damage(db: sqlite3.Connection) -> str | None:
+    """What ``PRAGMA quick_check`` finds wrong with an open SQLite file (None: nothing). It reads the
+    whole file: for ``doctor`` and ``rebuild-index``, not for every command."""
+    try:
+        rows = db.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as e:
+        return str(e)
+    problems = [str(r[0]) for r in rows if r and r[0] != "ok"]
+    return "; ".join(problems[:3]) or None
+
+
+def damaged_files(state_dir: Path) -> list[dict[str, str]]:
+    """Every state file moved aside as damaged (``quarantine``) and every journal record recovery
+    could not trust (``journal/damaged/``), for ``status`` and ``doctor``: kept for inspection,
+    safe to delete once looked at."""
+    out: list[dict[str, str]] = []
+    for base in (state_dir, state_dir / "generations", state_dir / "index"):
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for name in names:
+            if DAMAGED_MARK in name and not name.endswith(("-wal", "-shm")):
+                what, _, since = name.partition(DAMAGED_MARK)
+                rel = (base / name).relative_to(state_dir).as_posix()
+                out.append({"file": (base / what).relative_to(state_dir).as_posix(), "movedTo": rel, "since": since})
+    jq = state_dir / "journal" / "damaged"
+    try:
+        for name in sorted(os.listdir(jq)):
+            out.append({"file": f"journal/{name}.json", "movedTo": f"journal/damaged/{name}", "since": ""})
+    except OSError:
+        pass
+    return out

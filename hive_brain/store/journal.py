@@ -39,6 +39,7 @@ from .lock import vault_lock
 from .notes import new_ulid
 from .vault import Vault
 
+QUARANTINE_DIR = "damaged"  # journal/damaged/<txn>/: records recovery could not trust (see _quarantine_record)
 STEPS = ("after-record", "mid-stage", "after-stage", "after-mark", "mid-apply", "after-apply", "after-publish")
 
 
@@ -275,6 +276,37 @@ def _rollback(vault: Vault, record: dict, tdir: Path) -> None:
             os.replace(target.with_name(target.name + ".restore"), target)
 
 
+def _malformed(record: Any, tid: str) -> str | None:
+    """What makes a (parsed) record unusable for recovery, or None."""
+    if not isinstance(record, dict) or record.get("id") != tid or not isinstance(record.get("ops"), list):
+        return "not a journal record for this transaction"
+    for n, op in enumerate(record["ops"]):
+        if not isinstance(op, dict) or op.get("kind") not in ("write", "delete") or not isinstance(op.get("path"), str):
+            return f"op {n} is malformed"
+        missing = [k for k in ("old_sha", "new_sha") + (("staged",) if op["kind"] == "write" else ()) if k not in op]
+        if missing:
+            return f"op {n} lacks {', '.join(missing)}"
+        if op["kind"] == "write" and not isinstance(op["staged"], str):
+            return f"op {n} names no staged file"
+    return None
+
+
+def _quarantine_record(vault: Vault, rec_path: Path, problem: str) -> dict:
+    """A record that parses but cannot be trusted: neither roll it forward nor back (either could
+    lose an acknowledged write). Its record, backups and staged files move to ``journal/damaged/``
+    for a person to look at, and recovery goes on with the others."""
+    tid = rec_path.stem
+    dest = rec_path.parent / QUARANTINE_DIR / tid
+    dest.mkdir(parents=True, exist_ok=True)
+    for src, name in ((rec_path.parent / tid, "backups"), (vault.staging / tid, "staged")):
+        if src.exists():
+            shutil.move(str(src), str(dest / name))
+    os.replace(rec_path, dest / rec_path.name)
+    fsync_dir(rec_path.parent)
+    return {"id": tid, "action": "quarantined", "problem": problem, "keptIn": str(dest),
+            "hint": "the transaction was neither applied nor undone; its files are kept there"}
+
+
 def recover(vault: Vault) -> list[dict]:
     """Finish or undo what a dead writer left behind. Call with the lock held."""
     jdir = vault.state / "journal"
@@ -287,6 +319,10 @@ def recover(vault: Vault) -> list[dict]:
             tid = rec_path.stem
             _finish(rec_path, jdir / tid, vault.staging / tid)
             results.append({"id": tid, "action": "discarded"})
+            continue
+        problem = _malformed(record, rec_path.stem)
+        if problem:
+            results.append(_quarantine_record(vault, rec_path, problem))
             continue
         tid = record["id"]
         tdir, sdir = jdir / tid, vault.staging / tid
