@@ -201,6 +201,8 @@ class Engine:
             "vault": str(self.vault.root), "vaultId": self.vault.vault_id, "stateDir": str(self.vault.state),
             "agent": self.settings.agent_id, "generation": gid, "notes": len(self.catalog.all()),
             "memories": len(self.catalog.memories()), "staleNotes": len(todo) + len(gone),
+            # Notes hive-brain cannot read (broken YAML, binary, too large): `doctor` names them.
+            "unreadableNotes": len(self.catalog.problems()),
             "semantic": {"on": pack is not None, "pack": str(pack) if pack else None, "packKey": idx.pack_key,
                          "pendingPassages": idx.pending_count() if pack else None,
                          "howToEnable": None if pack else "run `hive-brain model install`"},

@@ -56,11 +56,12 @@ def test_broken_frontmatter_is_reported_not_raised(text, problem):
     assert n.meta == {} and n.body == text
 
 
-def test_binary_and_non_utf8_raise_note_error():
+def test_binary_raises_note_error_and_legacy_encodings_are_read():
     with pytest.raises(NoteError, match="binary"):
         parse_bytes("x.md", b"\x89PNG\r\n\x00\x00")
-    with pytest.raises(NoteError, match="UTF-8"):
-        parse_bytes("x.md", b"caf\xe9")
+    latin = parse_bytes("x.md", b"caf\xe9 \x80")
+    assert latin.body == "café €" and latin.extra["encoding"] == "cp1252"
+    assert parse_bytes("x.md", b"\x81x").extra["encoding"] == "latin-1"  # undefined in CP-1252
     with pytest.raises(NoteError, match="limit"):
         parse_bytes("x.md", b"a" * 100, max_bytes=10)
 
@@ -185,3 +186,32 @@ def test_update_keeps_a_hand_written_frontmatter(vault_path):
     assert "reviewed_by: alice  # my own key" in text and "# my own header comment" in text
     assert "title: 'Deploy target'   # quoted my way" in text
     assert "- prod" in text and "We deploy to Fly.io." in text
+
+
+def test_a_latin1_note_is_searchable_and_never_rewritten(vault_path):
+    """Older editors save CP-1252 / Latin-1: such a note is read and found, not left unsearchable,
+    and hive-brain refuses to rewrite it in another encoding."""
+    from .helpers import run
+
+    p = vault_path / "Memory" / "Distillations" / "Agent Memory" / "cafe.md"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    raw = ("---\nid: mem-01latin1note000000000000\ntype: fact\ntitle: Café order\n---\n\n"
+           "The café on the corner takes the crème brûlée order at noon.\n").encode("cp1252")
+    p.write_bytes(raw)
+    hits = run("recall", "crème brûlée order", "--lexical", "--scope", "full-vault")["hits"]
+    assert [h["path"] for h in hits][:1] == ["Memory/Distillations/Agent Memory/cafe.md"]
+    assert "brûlée" in hits[0]["passage"]["text"]
+    assert "crème brûlée" in run("get", "mem-01latin1note000000000000")["content"]
+    refused = run("update", "mem-01latin1note000000000000", "--tags", "food", ok=False)
+    assert refused["_exit"] == 1 and "cp1252" in refused["message"] and "UTF-8" in refused["hint"]
+    assert p.read_bytes() == raw
+
+
+def test_status_counts_unreadable_notes(vault_path):
+    from .helpers import run
+
+    assert run("status")["unreadableNotes"] == 0
+    (vault_path / "Ideas").mkdir(exist_ok=True)
+    (vault_path / "Ideas" / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n", encoding="utf-8")
+    (vault_path / "Ideas" / "blob.md").write_bytes(b"\x00\x01binary")
+    assert run("status")["unreadableNotes"] == 2

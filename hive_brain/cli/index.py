@@ -82,7 +82,8 @@ def status_cmd(state: State, as_json: bool) -> None:
     def human(c: Any) -> None:
         c.print(f"vault      {res['vault']} (id {res['vaultId']})")
         c.print(f"state      {res['stateDir']}")
-        c.print(f"notes      {res['notes']} ({res['memories']} typed memories), {res['staleNotes']} not yet indexed")
+        c.print(f"notes      {res['notes']} ({res['memories']} typed memories), {res['staleNotes']} not yet indexed"
+                + (f", {res['unreadableNotes']} unreadable (see `hive-brain doctor`)" if res["unreadableNotes"] else ""))
         c.print(f"generation {res['generation']}")
         s = res["semantic"]
         c.print(f"semantic   {'on (' + str(s['pendingPassages']) + ' passages pending)' if s['on'] else 'off: ' + s['howToEnable']}")

@@ -261,11 +261,16 @@ class MemoryStore:
             raise NoteError(e.path, e.problem, hint="fix the note by hand; hive-brain never rewrites a broken note")
         return e
 
-    def load(self, e: Entry) -> Any:
-        """The parsed note behind ``e`` (NoteError when it cannot be read)."""
+    def load(self, e: Entry, *, to_rewrite: bool = True) -> Any:
+        """The parsed note behind ``e`` (NoteError when it cannot be read, or, ``to_rewrite``, when it
+        may be read but not rewritten)."""
         note = read_note(self.vault.root / e.path, e.path, max_bytes=self.settings.max_note_bytes)
         if note.problem:
             raise NoteError(e.path, note.problem, hint="fix the note by hand; hive-brain never rewrites a broken note")
+        if to_rewrite and note.extra.get("encoding", "utf-8") != "utf-8":
+            # Read (and searchable) in its legacy encoding; rewriting it would change every byte.
+            raise NoteError(e.path, f"is saved as {note.extra['encoding']}, not UTF-8; hive-brain reads it but "
+                            "never rewrites it", hint="re-save it as UTF-8 in your editor to let hive-brain change it")
         return note
 
     @contextmanager
@@ -453,7 +458,7 @@ class MemoryStore:
     def get(self, memory_id: str) -> dict:
         self.catalog.refresh()
         e = self._entry(memory_id)
-        note = self.load(e)
+        note = self.load(e, to_rewrite=False)
         chain = self._chain(e)
         # ``status`` is derived from the whole chain; ``meta`` is what the note itself says. A read:
         # secrets in a hand-edited note never leave (the catalog's meta is scrubbed already).

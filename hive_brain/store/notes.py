@@ -118,18 +118,28 @@ def parse_bytes(path: str, data: bytes, *, max_bytes: int | None = None, scrub: 
         raise NoteError(path, f"is over the {max_bytes:,}-byte limit for a note", hint="split the note")
     if b"\x00" in data[:8192]:
         raise NoteError(path, "is a binary file, not a Markdown note", hint="move it out of the vault or rename it")
+    encoding = "utf-8"
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise NoteError(path, f"is not UTF-8 (byte {e.start})", hint="re-save it as UTF-8") from e
+    except UnicodeDecodeError:
+        # Older editors (and Windows tools) save Latin-1 / CP-1252: read it rather than leave the note
+        # unsearchable. Never rewritten in another encoding (MemoryStore.load refuses to).
+        encoding = "cp1252"
+        try:
+            text = data.decode("cp1252")
+        except UnicodeDecodeError:  # the five bytes CP-1252 leaves undefined: Latin-1 maps every byte
+            text, encoding = data.decode("latin-1"), "latin-1"
     if text.startswith("\ufeff"):
         text = text[1:]
     if not scrub:
-        return parse_text(path, text, sha256_bytes(data))
+        note = parse_text(path, text, sha256_bytes(data))
+        note.extra["encoding"] = encoding
+        return note
     from .secrets import scrub_report
 
     clean, found = scrub_report(text, path=path)
     note = parse_text(path, clean, sha256_bytes(data))
+    note.extra["encoding"] = encoding
     # What doctor lists (line and kind, never the value), and whether the bytes differ from the note's.
     note.extra["secrets"] = found
     note.extra["scrubbed"] = clean is not text
