@@ -103,3 +103,12 @@ def test_no_color_and_NO_COLOR_print_no_escape_codes(vault_path):
         p = subprocess.run([sys.executable, "-m", "hive_brain", *flag, "recall", "package manager"], capture_output=True,
                            text=True, env={**env, **extra_env}, timeout=120)
         assert p.returncode == 0 and "pnpm" in p.stdout and "\x1b[" not in p.stdout, (flag, p.stdout[:200])
+
+
+def test_batch_messages_count_records_from_one(vault_path):
+    import json as _json
+
+    records = [{"type": "fact", "title": "Fine", "content": "A fine record."},
+               {"type": "fact", "title": "Bad", "content": "token sk_live_abcdefghijklmnopqrstuvwx"}]
+    res = CliRunner().invoke(main, ["batch", "--file", "-"], input=_json.dumps(records), catch_exceptions=False)
+    assert res.exit_code == 1 and "record 2:" in res.output and "record 1:" not in res.output

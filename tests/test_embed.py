@@ -166,3 +166,22 @@ def test_embed_with_cache_never_re_embeds(embedder: Embedder, tmp_path: Path) ->
         assert counting.embedded == [extra]
         assert set(third) == set(by_hash)
         np.testing.assert_allclose(third[text_hash(extra)], embedder.embed_passages([extra])[0], atol=1e-6)
+
+
+def test_loading_the_model_writes_nothing_outside_hive_brains_own_dirs(tmp_path, pack_dir):
+    """onnxruntime's device-id file lands in hive-brain's cache, not ~/.cache/Microsoft."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "fresh-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+    env["HOME"] = str(home)
+    code = ("from hive_brain.embedding.embedder import Embedder; import sys; "
+            "e = Embedder.load(sys.argv[1]); print(len(e.embed_queries(['hello'])[0]))")
+    p = subprocess.run([sys.executable, "-c", code, str(pack_dir)], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    written = sorted(str(f.relative_to(home)) for f in home.rglob("*") if f.is_file())
+    assert not [f for f in written if not f.startswith(".cache/hive-brain/")], written

@@ -84,7 +84,8 @@ def fail(err: HiveBrainError, as_json: bool) -> None:
         report = getattr(err, "report", None)
         for r in report or []:
             if r.get("status") != "ok":
-                click.echo(f"  record {r['index']}: {r.get('message')}", err=True)
+                # Counted from 1, as a person counts the records in their file (JSON keeps `index`).
+                click.echo(f"  record {r['index'] + 1}: {r.get('message')}", err=True)
     sys.exit(err.exit_code)
 
 

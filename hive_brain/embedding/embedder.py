@@ -14,11 +14,31 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from ..errors import ModelError
 from . import pack as modelpack
+
+
+def _import_onnxruntime() -> Any:
+    """onnxruntime writes a device id under ``$XDG_CACHE_HOME/Microsoft/DeveloperTools/`` (else
+    ``~/.cache``) when it is imported: point it into hive-brain's own cache dir, so nothing lands
+    outside the vault, the state dir and hive-brain's caches. The variable is restored at once."""
+    from ..config import _user_cache_dir
+
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(_user_cache_dir() / "runtime")
+    try:
+        import onnxruntime
+    finally:
+        if old is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = old
+    return onnxruntime
+
+
+ort = _import_onnxruntime()
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after each batch."""
