@@ -60,3 +60,11 @@ def cli_as(*args: str, agent: str | None = None, enforce: bool = False, ok: bool
     if isinstance(data, dict):
         data["_exit"] = res.exit_code
     return data
+
+
+def doctor() -> dict:
+    """`hive-brain doctor --json`, checking its exit code: 1 exactly when it found something to fix."""
+    res = run("doctor", ok=False)
+    found = bool(res["problems"] or res["conflicts"] or res["damagedNow"])
+    assert res["_exit"] == (1 if found else 0), res
+    return res

@@ -27,7 +27,7 @@ from hive_brain.engine import Engine
 from hive_brain.errors import HiveBrainError, InvalidText, UsageError, VaultError
 from hive_brain.memory.model import MemoryInput
 
-from .helpers import remember, run
+from .helpers import doctor, remember, run
 
 QUERY_SYNTAX = list('+-&|!(){}[]^"~*?:\\/\'`<>=@#$%,.;') + ["AND", "OR", "NOT", "TO", "title:", "*:*", "[a TO b]",
                                                              "{1 TO 2}", '"a b"~2', "x^3", "IN [a b]", "&&", "||"]
@@ -290,7 +290,7 @@ def test_recall_answers_any_query(vault_path, query):
 # -- hand-edited vault content ---------------------------------------------------------------------
 
 def _doctor() -> dict:
-    return run("doctor")
+    return doctor()
 
 
 def _problems() -> dict[str, str]:

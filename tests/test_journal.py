@@ -14,7 +14,7 @@ import pytest
 from hive_brain.store.journal import STEPS
 from hive_brain.store.notes import parse_text
 
-from .helpers import remember, run
+from .helpers import doctor, remember, run
 
 SCRIPT = """
 import sys
@@ -41,7 +41,7 @@ def test_kill_at_every_step_then_recover(vault_path, step):
     proc = subprocess.run([sys.executable, "-c", SCRIPT, old["id"]], env=env, capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     # Any next command recovers first.
-    doc = run("doctor")
+    doc = doctor()
     assert doc["problems"] == []
     notes = _notes(vault_path)
     staged = list((vault_path / ".hive-brain/staging").glob("*/*"))
@@ -119,7 +119,7 @@ def test_torn_journal_record_is_discarded(vault_path):
     jdir = eng.vault.state / "journal"
     jdir.mkdir(parents=True, exist_ok=True)
     (jdir / "deadbeef.json").write_text('{"id": "deadbeef", "sta')
-    doc = run("doctor")
+    doc = doctor()
     assert doc["recovered"][0]["action"] == "discarded"
     assert not any(jdir.iterdir())
     assert json.dumps(doc)

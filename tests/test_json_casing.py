@@ -10,7 +10,7 @@ import re
 import shutil
 from typing import Any
 
-from tests.helpers import cli_as, run
+from tests.helpers import cli_as, doctor, run
 
 SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")
 
@@ -72,7 +72,7 @@ def test_json_output_is_camel_case(vault_path, tmp_path):
     outputs["generations after prune"] = run("generations")
     assert outputs["generations after prune"]["coverage"]["earliestReplayable"]  # coverage.json, converted
     outputs["recall"] = run("recall", "which package manager do we use?", "--lexical")
-    outputs["doctor"] = run("doctor")
+    outputs["doctor"] = doctor()
     outputs["health"] = run("health")
     outputs["conflicts"] = run("conflicts")
     assert outputs["doctor"]["conflicts"] and outputs["recall"]["hits"][0]["idConflict"]

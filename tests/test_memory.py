@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from hive_brain.cli.app import main
 from hive_brain.store.notes import parse_text
 
-from .helpers import remember, run
+from .helpers import doctor, remember, run
 
 
 def test_remember_writes_typed_note(vault_path):
@@ -106,7 +106,7 @@ def test_broken_notes_reported_never_rewritten(vault_path):
     (vault_path / "Projects/latin1.md").write_bytes(b"caf\xe9")
     before = broken.read_bytes()
     remember("Still works", "Writes go on despite broken notes.")
-    doc = run("doctor")
+    doc = doctor()
     paths = {p["path"]: p["problem"] for p in doc["problems"]}
     assert "broken YAML" in paths["Memory/Distillations/Agent Memory/broken.md"]
     assert "binary" in paths["Projects/image.md"]

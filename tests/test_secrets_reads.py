@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from hive_brain.cli.app import main
 from hive_brain.store.vault import MEMORY_DIR
-from tests.helpers import remember, run
+from tests.helpers import doctor, remember, run
 
 # (kind, the value that must never leave, the note text around it). Each note is about its own
 # made-up service, so a question about that service finds that note.
@@ -137,7 +137,7 @@ def test_no_secret_leaves_through_any_read(leaky_vault, tmp_path):
     assert _text_leaks(_mcp_reads()) == []
 
     # doctor says where the secrets are: path, line and kind, never the value.
-    doc = run("doctor")
+    doc = doctor()
     found = {(s["path"], s["kind"]) for s in doc["secrets"]}
     assert ("Projects/leak-aws-access.md", "AWS access key") in found
     assert ("Projects/leak-slack-webhook.md", "Slack webhook") in found

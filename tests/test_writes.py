@@ -17,7 +17,7 @@ from hive_brain.store import pending as pending_writes
 from hive_brain.store.journal import STEPS
 from hive_brain.store.lock import FileLock, vault_lock
 
-from .helpers import remember, run
+from .helpers import doctor, remember, run
 
 HOLD = """
 import sys, time
@@ -257,7 +257,7 @@ def test_new_note_write_killed_at_every_step_is_all_or_nothing(vault_path, step)
     proc = subprocess.run([sys.executable, "-c", REMEMBER_ONE], env={**os.environ, "HIVE_BRAIN_CRASH_AT": step},
                           capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    doc = run("doctor")
+    doc = doctor()
     assert doc["problems"] == []
     assert list((vault_path / ".hive-brain/staging").glob("*")) == [], "staging left behind"
     written = "Crash test" in _titles(vault_path)

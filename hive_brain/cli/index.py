@@ -23,6 +23,9 @@ def doctor_cmd(state: State, as_json: bool) -> None:
     Every per-device state file is read through: a damaged one is moved aside (`<name>.damaged-<time>`)
     and rebuilt from the notes, and listed here.
 
+    Exits 1 when it found something to fix (an unreadable note, a sync conflict, a damaged state
+    file), so a script or CI can tell; 0 when all is well.
+
     \b
     Example:
       hive-brain doctor --json
@@ -50,6 +53,8 @@ def doctor_cmd(state: State, as_json: bool) -> None:
         print_pending_writes(c, res["pendingWrites"])
 
     out(as_json, res, human)
+    if res["problems"] or res["conflicts"] or res["damagedNow"]:
+        raise SystemExit(1)
 
 
 # ---------------------------------------------------------------------------------------------- index
