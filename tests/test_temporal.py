@@ -122,3 +122,47 @@ def test_a_day_alone_finds_that_days_conversation(vault_path):
     assert eng.recall("what is the capital of peru", semantic=False, now=NOW)["abstained"]
     # A prompt that only mentions a day ("... today") is not answered with that day's notes alone.
     assert eng.recall("let's migrate the payroll exporter today", semantic=False, now=NOW)["abstained"]
+
+
+@pytest.mark.parametrize("q, cutoff", [
+    ("which database did we use as of June 2025", "2025-06-30T23:59:59"),
+    ("what was the deploy target as of 2025-03", "2025-03-31T23:59:59"),
+    ("how did releases work as of 2024", "2024-12-31T23:59:59"),
+    ("our CI provider as of the end of Feb 2024", "2024-02-29T23:59:59"),
+])
+def test_month_and_year_cutoffs(q, cutoff):
+    ti = temporal.parse(q, now=NOW)
+    assert ti.cutoff == _day(cutoff) and ti.window is None, q
+
+
+@pytest.mark.parametrize("q", ["what did we use before bun", "the historical package manager",
+                               "the history of our deploy target", "which tool did we have before pnpm"])
+def test_more_history_phrases(q):
+    ti = temporal.parse(q, now=NOW)
+    assert ti.history and ti.cutoff is None and ti.window is None, q
+
+
+def _dated(vault_path, rel: str, day: str, title: str, body: str) -> None:
+    p = vault_path / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(f'---\ntitle: "{title}"\ndate: "{day}"\n---\n\n{body}\n', encoding="utf-8")
+
+
+def test_time_phrase_words_do_not_score_lexically(vault_path):
+    """Found in an ordinary vault: "two weeks ago" matched a memory titled "Profile two"."""
+    _dated(vault_path, "Memory/Notes/profile.md", "2026-06-01", "Profile two", "The second user profile keeps two avatars.")
+    _dated(vault_path, "Memory/Conversations/fri.md", "2026-11-16", "Session Nov 16",
+           "**User**: We discussed moving the staging cluster to arm64 runners.")
+    _dated(vault_path, "Memory/Conversations/nov28.md", "2026-11-28", "Session",
+           "**User**: We talked through the quarterly budget and the hiring plan.")
+    _dated(vault_path, "Memory/Notes/nov30.md", "2026-11-30", "November planning",
+           "November planning: budget review moved to November 30; talk to finance about the budget.")
+    eng = Engine.open()
+    eng.rebuild(embed=False)
+    res = eng.recall("what did we discuss two weeks ago", semantic=False, now=NOW, scope="full-vault")
+    paths = [h["path"] for h in res["hits"]]
+    assert "Memory/Notes/profile.md" not in paths and paths[:1] == ["Memory/Conversations/fri.md"], paths
+    # A written-out date keeps its words (notes write dates out); the day's conversation is found.
+    res = eng.recall("what did we talk about on November 28 about the budget", semantic=False, now=NOW,
+                     scope="full-vault")
+    assert "Memory/Conversations/nov28.md" in [h["path"] for h in res["hits"]][:2], res["hits"]

@@ -65,8 +65,8 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
     similarity statistics, the semantic floor, timings)."""
     info: dict[str, Any] = {}
     t0 = time.perf_counter()
-    lex_hits = view.lexical.search(query.text, where=And((where, In("unit", ("passage", "whole")))), limit=pool)
-    note_hits = view.lexical.search(query.text, where=And((where, In("unit", ("note", "whole")))), limit=pool)
+    lex_hits = view.lexical.search(query.lexical, where=And((where, In("unit", ("passage", "whole")))), limit=pool)
+    note_hits = view.lexical.search(query.lexical, where=And((where, In("unit", ("note", "whole")))), limit=pool)
     info["term_weights"] = view.lexical.term_weights(query.words)
     info["lexicalMs"] = round((time.perf_counter() - t0) * 1000, 2)
     cands: dict[str, Cand] = {}

@@ -10,7 +10,11 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-HISTORY = re.compile(r"\b(used to|previously|historically|in the past|formerly|before (?:we|i|they) (?:switched|moved|changed)|what did we use|originally)\b", re.I)
+HISTORY = re.compile(
+    r"\b(used to|previously|historically|historical|history of|in the past|formerly|originally|earlier version"
+    r"|before (?:we|i|they) (?:switched|moved|changed)|what did we use"
+    # "what did we use before bun", "the tool we had before pnpm": before a name, not a date
+    r"|(?:use|used|using|had|have|ran|run)\s+before\s+(?!\d)[a-z])", re.I)
 _MONTHS = {m: i for i, m in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"], 1)}
 _MON_RE = "|".join(list(_MONTHS) + [m[:3] for m in _MONTHS] + ["sept"])
@@ -108,6 +112,11 @@ def _part_of_month(part: str, mon: int, year: int) -> tuple[dt.date, dt.date]:
     return d, min(end, d + dt.timedelta(days=7))
 
 
+def is_relative(phrase: str) -> bool:
+    """"two weeks ago", "last Saturday", "yesterday": no calendar date written out (no digit, no month)."""
+    return re.search(rf"\d|\b(?:{_MON_RE})\b", phrase, re.I) is None
+
+
 def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
     now = now or dt.datetime.now(dt.UTC)
     today = now.date()
@@ -124,6 +133,22 @@ def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
         ti.cutoff = _day_start(d) + dt.timedelta(days=1) - dt.timedelta(seconds=1)
         ti.phrase = m.group(0)
         return ti
+    # "as of June 2025", "as of 2025-03", "as of 2024": as things stood at the end of that month or year.
+    m = re.search(rf"\b(?:as of|as at|at the time of)\s+(?:(?:the\s+)?(?:end\s+of\s+)?({_MON_RE})\b\.?,?\s+(\d{{4}})"
+                  r"|(\d{4})-(\d{1,2})(?!-?\d)|((?:19|20)\d{2})(?![-/\d]))", q)
+    if m:
+        if m.group(1):
+            end = _month_span(_month_of(m.group(1)), int(m.group(2)))[1]
+        elif m.group(3) and 1 <= int(m.group(4)) <= 12:
+            end = _month_span(int(m.group(4)), int(m.group(3)))[1]
+        elif m.group(5):
+            end = dt.date(int(m.group(5)) + 1, 1, 1)
+        else:
+            end = None
+        if end is not None:
+            ti.cutoff = _day_start(end) - dt.timedelta(seconds=1)
+            ti.phrase = m.group(0)
+            return ti
     # "the week before August 3, 2023" names a span that ends at the date, not a cutoff.
     m = re.search(r"\b(?:(\d+|a|an|one|two|three|four|couple of|few)\s+)?(days?|weeks?|weekend|months?)\s+before\s+" + _DATE, q)
     if m and (d := _parse_date(m.group(3), today)):
