@@ -41,9 +41,12 @@ DEFAULT_MEMORIES = 1000
 PASSPHRASE = "benchmark passphrase, not a secret"
 TARGETS_S = {"export": 5.0, "open": 1.0, "import_preview": 5.0}
 TARGET_SEARCH_P95_MS = 50.0
-WORDS = ("deploy rollback postgres migration cache index queue worker retry timeout budget review release "
-         "schema backup restore latency token rotate secret vault agent sync conflict generation recall "
-         "answer lexical vector embedding model pack server socket lock journal pending catalog").split()
+WORDS = (
+    "deploy", "rollback", "postgres", "migration", "cache", "index", "queue", "worker", "retry", "timeout",
+    "budget", "review", "release", "schema", "backup", "restore", "latency", "token", "rotate", "secret",
+    "vault", "agent", "sync", "conflict", "generation", "recall", "answer", "lexical", "vector", "embedding",
+    "model", "pack", "server", "socket", "lock", "journal", "pending", "catalog",
+)
 TYPES = ("fact", "decision", "procedure", "lesson", "preference")
 
 
