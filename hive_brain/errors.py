@@ -17,7 +17,7 @@
     │   ├── PermissionDenied       layer/agent rules forbid this caller
     │   ├── NotConfirmed           a destructive command without --confirm
     │   ├── CapsuleRefused         a capsule failed a check; ``check`` names which (format,
-    │   │                          truncated, integrity, records, manifest, passphrase, expiry, scope)
+    │   │                          truncated, passphrase, integrity, manifest, records, expiry)
     │   └── AlreadyRunning*        a server already serves this vault (daemon/server.py)
     ├── NotFound                   no memory/generation with that id
     ├── LockTimeout                another process holds the vault lock; names the holder pid (a

@@ -249,3 +249,27 @@ def test_an_agent_may_not_open_a_locked_capsule(vault_path, tmp_path):
     assert read_capsule(resolve(), p, passphrase="pw").records == []
     with pytest.raises(PermissionDenied):
         read_capsule(replace(resolve(), agent_id="codex"), p, passphrase="pw")
+
+
+def test_capsule_json_is_camel_case(vault_path, atlas, tmp_path):
+    from tests.test_json_casing import snake_keys
+
+    exp = _export(tmp_path, "--expires", "3d")
+    outputs = {"export": exp, "open": run("capsule-open", "--capsule", exp["capsule"]),
+               "search": run("capsule-search", "atlas deploy", "--capsule", exp["capsule"]),
+               "import": run("capsule-import", "--capsule", exp["capsule"]),
+               "refused": run("capsule-open", "--capsule", str(tmp_path / "none.hivebrain"), ok=False)}
+    assert {k: snake_keys(v) for k, v in outputs.items() if snake_keys(v)} == {}
+
+
+def test_memory_ids_scope_takes_current_memories_only(vault_path, atlas, tmp_path):
+    ids = f"{atlas[0]['id']},{atlas[2]['id']}"
+    res = run("capsule-export", "--memory-ids", ids, "--output", str(tmp_path / "two.hivebrain"))
+    opened = run("capsule-open", "--capsule", res["capsule"])
+    assert [r["memoryId"] for r in opened["records"]] == [atlas[0]["id"], atlas[2]["id"]]
+    assert opened["scope"]["memoryIds"] == [atlas[0]["id"], atlas[2]["id"]]
+    new = run("evolve", atlas[0]["id"], "--content", "Atlas deploys on Wednesdays now.")
+    old = run("capsule-export", "--memory-ids", atlas[0]["id"], "--output", str(tmp_path / "old.hivebrain"), ok=False)
+    assert "current memories only" in old["message"] and new["id"] in old["hint"]
+    again = run("capsule-export", "--memory-ids", ids, "--output", str(tmp_path / "two.hivebrain"), ok=False)
+    assert "already exists" in again["message"]
