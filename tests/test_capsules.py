@@ -273,3 +273,21 @@ def test_memory_ids_scope_takes_current_memories_only(vault_path, atlas, tmp_pat
     assert "current memories only" in old["message"] and new["id"] in old["hint"]
     again = run("capsule-export", "--memory-ids", ids, "--output", str(tmp_path / "two.hivebrain"), ok=False)
     assert "already exists" in again["message"]
+
+
+def test_a_hostile_capsule_record_is_refused_by_the_write_rules_not_proposed(vault_path, tmp_path):
+    def rec(i: int, title: str, content: str) -> dict:
+        return {"memory_id": f"mem-{i}", "memory_key": None, "type": "fact", "title": title, "project": "x",
+                "layer": "shared", "agent": None, "task": None, "tags": "[]", "aliases": "[]", "confidence": None,
+                "created": None, "updated": None, "content": content, "content_hash": ""}
+
+    p = tmp_path / "hostile.hivebrain"
+    p.write_bytes(fmt.build([rec(1, "Fine", "A fine memory."), rec(2, "Bell\x07title", "Rings."),
+                             rec(3, "Key", "aws AKIAIOSFODNN7EXAMPLE here")], {"encrypted": False}))
+    res = run("capsule-import", "--capsule", str(p), "--enqueue")
+    by_id = {r["memoryId"]: r for r in res["records"]}
+    assert by_id["mem-1"]["action"] == "proposed"
+    assert by_id["mem-2"]["action"] == "refused" and "U+0007" in by_id["mem-2"]["reason"]
+    assert by_id["mem-3"]["action"] == "proposed" and by_id["mem-3"]["redacted"]
+    shown = run("review", "show", by_id["mem-3"]["proposal"])
+    assert "AKIAIOSFODNN7EXAMPLE" not in shown["content"] and "[redacted" in shown["content"]

@@ -24,6 +24,7 @@ from ..store.fsutil import atomic_write_bytes
 from ..store.notes import content_hash, new_ulid, read_note, render, to_text_list
 from ..store.secrets import scrub
 from .layers import PRIVATE, SHARED, TASK, require_owner
+from .model import MemoryInput
 from .patterns import parse_since
 from .proposals import build_proposal, proposal_entries
 from .store import MemoryStore
@@ -229,6 +230,14 @@ def search_capsule(cap: fmt.Capsule, query: str, limit: int = 10) -> dict[str, A
     return {"query": query, "capsuleId": cap.manifest.get("capsule_id"), "hits": hits}
 
 
+def _json_list(value: Any) -> list[Any]:
+    try:
+        v = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return []
+    return v if isinstance(v, list) else []
+
+
 def _plan(store: MemoryStore, cap: fmt.Capsule) -> list[dict[str, Any]]:
     """Per record: what an import would propose, and whether the memory already exists here (same
     memory_key or same content in shared memory) or is already waiting in Brain Review."""
@@ -238,12 +247,25 @@ def _plan(store: MemoryStore, cap: fmt.Capsule) -> list[dict[str, Any]]:
     for r in cap.records:
         content = scrub(r["content"])  # a capsule made elsewhere is not trusted to be clean
         h = content_hash(content)
+        inp = MemoryInput(type=str(r["type"]), title=scrub(str(r["title"])), content=content,
+                          memory_key=r["memory_key"], project=r["project"],
+                          tags=[scrub(str(t)) for t in _json_list(r["tags"])],
+                          aliases=[scrub(str(a)) for a in _json_list(r["aliases"])], confidence=r["confidence"])
+        try:
+            # A capsule is untrusted input: each record meets the rules every write meets (text, type,
+            # sizes, secrets) before it may become a proposal.
+            store._validate(inp)
+        except (UsageError, Refused) as e:
+            plan.append({"memoryId": r["memory_id"], "type": r["type"], "title": inp.title, "memoryKey": r["memory_key"],
+                         "project": r["project"], "layer": r["layer"], "redacted": False, "exists": None,
+                         "evolves": None, "action": "refused", "reason": e.message, "_inp": None})
+            continue
         same_content = next((e for e in cat.by_content_hash(h)
                              if e.kind == "memory" and e.layer == SHARED and e.status == "active"), None)
         same_key = next((e for e in cat.by_key(r["memory_key"])
                          if e.kind == "memory" and e.layer == SHARED and e.status == "active"), None) \
             if r["memory_key"] else None
-        item: dict[str, Any] = {"memoryId": r["memory_id"], "type": r["type"], "title": scrub(r["title"]),
+        item: dict[str, Any] = {"memoryId": r["memory_id"], "type": inp.type, "title": inp.title,
                                 "memoryKey": r["memory_key"], "project": r["project"], "layer": r["layer"],
                                 "redacted": content != r["content"], "exists": None, "evolves": None}
         if same_content is not None:
@@ -256,7 +278,7 @@ def _plan(store: MemoryStore, cap: fmt.Capsule) -> list[dict[str, Any]]:
                         reason=f"{same_key.id} has the same memory_key: the proposal would evolve it")
         else:
             item.update(action="propose", reason="new to this vault")
-        item["_content"] = content
+        item["_inp"] = inp
         plan.append(item)
     return plan
 
@@ -276,20 +298,19 @@ def import_capsule(store: MemoryStore, cap: fmt.Capsule, *, enqueue: bool = Fals
             for item, rec in zip(plan, cap.records, strict=True):
                 if item["action"] != "propose":
                     continue
-                fields = {"type": rec["type"], "title": item["title"], "memory_key": rec["memory_key"],
-                          "project": rec["project"], "tags": [scrub(t) for t in json.loads(rec["tags"])] or None,
-                          "aliases": [scrub(a) for a in json.loads(rec["aliases"])] or None,
-                          "confidence": rec["confidence"]}
+                inp = item["_inp"]
+                fields = {"type": inp.type, "title": inp.title, "memory_key": inp.memory_key, "project": inp.project,
+                          "tags": inp.tags or None, "aliases": inp.aliases or None, "confidence": inp.confidence}
                 path, meta, _text = build_proposal(
-                    kind="import", proposed_by=store.agent or "owner", fields=fields, content=item["_content"],
+                    kind="import", proposed_by=store.agent or "owner", fields=fields, content=inp.content,
                     reason=f"imported from {source}" + (f"; would evolve {item['evolves']}" if item["evolves"] else ""),
                     sources=[f"capsule:{m.get('capsule_id')}#{rec['memory_id']}"], evolves=item["evolves"],
                     taken=taken, exists=lambda q: store.vault.abs(q).exists())
                 meta["capsule"] = m.get("capsule_id")
-                tx.write(path, render(meta, item["_content"]), expect_old="")
+                tx.write(path, render(meta, inp.content), expect_old="")
                 item.update(action="proposed", proposal=meta["id"], path=path)
     for item in plan:
-        item.pop("_content", None)
+        item.pop("_inp", None)
     counts: dict[str, int] = {}
     for item in plan:
         counts[item["action"]] = counts.get(item["action"], 0) + 1
