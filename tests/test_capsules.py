@@ -291,3 +291,9 @@ def test_a_hostile_capsule_record_is_refused_by_the_write_rules_not_proposed(vau
     assert by_id["mem-3"]["action"] == "proposed" and by_id["mem-3"]["redacted"]
     shown = run("review", "show", by_id["mem-3"]["proposal"])
     assert "AKIAIOSFODNN7EXAMPLE" not in shown["content"] and "[redacted" in shown["content"]
+
+
+def test_an_unreadable_expiry_date_is_treated_as_expired(vault_path, tmp_path):
+    p = tmp_path / "odd.hivebrain"
+    p.write_bytes(fmt.build([], {"encrypted": False, "expires": "next tuesday"}))
+    assert run("capsule-open", "--capsule", str(p), ok=False)["check"] == "expiry"

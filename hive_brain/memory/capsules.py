@@ -201,8 +201,9 @@ def describe(cap: fmt.Capsule, path: Path, now: dt.datetime | None = None) -> di
     m = cap.manifest
     now = now or dt.datetime.now(dt.UTC)
     left = None
-    if m.get("expires"):
-        secs = (dt.datetime.fromisoformat(str(m["expires"]).replace("Z", "+00:00")) - now).total_seconds()
+    when = fmt.expiry_time(m) if m.get("expires") else None
+    if when is not None:
+        secs = (when - now).total_seconds()
         left = f"{int(secs // 86400)}d {int(secs % 86400 // 3600)}h"
     layers: dict[str, int] = {}
     for r in cap.records:

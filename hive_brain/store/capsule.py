@@ -263,7 +263,12 @@ def verify_image(image: bytes) -> tuple[sqlite3.Connection, dict[str, Any], list
         text = str(meta.get("manifest") or "")
         if sha256_hex(text.encode("utf-8")) != meta.get("manifest_sha256"):
             raise CapsuleRefused("manifest", "the manifest does not match its checksum")
-        manifest = json.loads(text)
+        try:
+            manifest = json.loads(text)
+        except ValueError:
+            manifest = None
+        if not isinstance(manifest, dict):
+            raise CapsuleRefused("manifest", "the manifest is not a JSON object")
         rows = conn.execute(f"SELECT seq, {', '.join(RECORD_COLUMNS)}, record_sha256 FROM records ORDER BY seq").fetchall()
         records, digests = [], []
         for row in rows:
@@ -283,11 +288,22 @@ def verify_image(image: bytes) -> tuple[sqlite3.Connection, dict[str, Any], list
     return conn, manifest, records
 
 
+def expiry_time(manifest: dict[str, Any]) -> dt.datetime | None:
+    """When the capsule expires (None: never, or an unreadable date, which :func:`check_expiry` refuses)."""
+    try:
+        when = dt.datetime.fromisoformat(str(manifest.get("expires")).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
 def check_expiry(manifest: dict[str, Any], now: dt.datetime) -> None:
     exp = manifest.get("expires")
     if not exp:
         return
-    when = dt.datetime.fromisoformat(str(exp).replace("Z", "+00:00"))
+    when = expiry_time(manifest)
+    if when is None:
+        raise CapsuleRefused("expiry", f"the expiry date {exp!r} cannot be read: treated as expired")
     if now >= when:
         raise CapsuleRefused("expiry", f"this capsule expired at {exp}",
                              hint="ask its exporter for a fresh one (capsule-export --expires ...)")
