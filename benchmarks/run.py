@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import cmrc, freshness, locomo, operations, resources, scale, startup, writes
+from . import capsule, cmrc, freshness, locomo, operations, resources, scale, startup, writes
 from .common import (
     add_common_args,
     config_from_args,
@@ -40,7 +40,7 @@ from .common import (
 )
 
 BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in (startup, locomo, cmrc, scale, freshness, resources, writes,
-                                                          operations)}
+                                                          operations, capsule)}
 
 
 def parse_only(value: str | None) -> list[str]:

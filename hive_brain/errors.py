@@ -16,6 +16,8 @@
     │   ├── ChainProtected         delete would break an evolution chain (use --force)
     │   ├── PermissionDenied       layer/agent rules forbid this caller
     │   ├── NotConfirmed           a destructive command without --confirm
+    │   ├── CapsuleRefused         a capsule failed a check; ``check`` names which (format,
+    │   │                          truncated, passphrase, integrity, manifest, records, expiry)
     │   └── AlreadyRunning*        a server already serves this vault (daemon/server.py)
     ├── NotFound                   no memory/generation with that id
     ├── LockTimeout                another process holds the vault lock; names the holder pid (a
@@ -106,6 +108,17 @@ class NotConfirmed(Refused):
     pass
 
 
+class CapsuleRefused(Refused):
+    """A capsule (store/capsule.py) was refused; ``check`` names the check it failed."""
+
+    def __init__(self, check: str, message: str, *, hint: str | None = None) -> None:
+        self.check = check
+        super().__init__(f"capsule refused ({check} check): {message}", hint=hint)
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "check": self.check}
+
+
 class NotFound(HiveBrainError):
     pass
 
@@ -141,8 +154,8 @@ class ModelError(HiveBrainError):
 
 
 __all__ = [
-    "ChainProtected", "DuplicateContent", "DuplicateKey", "GenerationCorrupt", "HiveBrainError", "IndexError_",
-    "InvalidAgentId", "InvalidText", "JournalError", "LockTimeout", "ModelError", "NotConfirmed", "NotFound",
-    "NoteError", "PermissionDenied", "Refused", "SecretDetected", "UsageError", "VaultError", "VaultNotFound",
-    "WriteUnconfirmed",
+    "CapsuleRefused", "ChainProtected", "DuplicateContent", "DuplicateKey", "GenerationCorrupt", "HiveBrainError",
+    "IndexError_", "InvalidAgentId", "InvalidText", "JournalError", "LockTimeout", "ModelError", "NotConfirmed",
+    "NotFound", "NoteError", "PermissionDenied", "Refused", "SecretDetected", "UsageError", "VaultError",
+    "VaultNotFound", "WriteUnconfirmed",
 ]

@@ -271,3 +271,14 @@ def test_process_and_disk_helpers(tmp_path):
     sizes = common.state_sizes(tmp_path)
     assert sizes["lexical"] >= 5000 and sizes["total"] >= sizes["lexical"] + sizes["catalog"]
     assert common.dir_bytes(tmp_path, apparent=True) == 5100
+
+
+def test_capsule_benchmark_runs_on_a_small_vault(tmp_path):
+    from benchmarks import capsule
+
+    cfg = common.BenchConfig(mode="quick", bench_data=tmp_path, results_dir=tmp_path)
+    res = capsule.run(cfg, memories=20)
+    assert res["export"]["records"] == 20 and res["import_preview_new"]["counts"] == {"propose": 20}
+    assert res["import_preview_existing"]["counts"] == {"skip": 20}
+    assert res["import_enqueue"]["counts"] == {"proposed": 20}
+    assert capsule.summary_rows(res) and capsule._rows(res)

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from hive_brain.cli.app import main
 
-HEAVY = ("tantivy", "lancedb", "onnxruntime", "numpy", "pyarrow", "tokenizers", "rich")
+HEAVY = ("tantivy", "lancedb", "onnxruntime", "numpy", "pyarrow", "tokenizers", "rich", "cryptography")
 
 
 def test_importing_cli_loads_no_heavy_library():

@@ -7,10 +7,24 @@ commands.
 
 from __future__ import annotations
 
-from . import agents, demo, index, memory, model, operations, owner, repair, review, search, server, settings
+from . import (
+    agents,
+    capsule,
+    demo,
+    index,
+    memory,
+    model,
+    operations,
+    owner,
+    repair,
+    review,
+    search,
+    server,
+    settings,
+)
 from .base import main
 
-for _module in (memory, search, index, model, review, repair, operations, agents, owner, server, settings, demo):
+for _module in (memory, search, index, model, review, repair, operations, capsule, agents, owner, server, settings, demo):
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

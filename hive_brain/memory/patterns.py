@@ -54,9 +54,11 @@ def is_test_noise(ev: dict[str, Any]) -> bool:
     return bool(_NOISE_TITLE.match(str(ev.get("title") or "")))
 
 
-def parse_since(value: str | None, *, now: dt.datetime | None = None) -> str | None:
+def parse_since(value: str | None, *, now: dt.datetime | None = None, ahead: bool = False,
+                option: str = "--since") -> str | None:
     """``--since``: a date (``2026-11-01``), an ISO time, or an age (``7d``, ``12h``, ``30m``); returns
-    the ISO-8601 UTC instant (``...Z``) events must be at or after."""
+    the ISO-8601 UTC instant (``...Z``) events must be at or after. ``ahead``: an age counts forward
+    from ``now`` instead (``capsule-export --expires 30d``)."""
     if not value or not value.strip():
         return None
     v = value.strip()
@@ -65,12 +67,12 @@ def parse_since(value: str | None, *, now: dt.datetime | None = None) -> str | N
     if m:
         n, unit = int(m.group(1)), m.group(2).lower()
         delta = {"d": dt.timedelta(days=n), "h": dt.timedelta(hours=n), "m": dt.timedelta(minutes=n)}[unit]
-        t = now - delta
+        t = now + delta if ahead else now - delta
     else:
         try:
             t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
         except ValueError:
-            raise UsageError(f"--since {v!r} is neither a date nor an age",
+            raise UsageError(f"{option} {v!r} is neither a date nor an age",
                              hint="use e.g. 2026-11-01, 2026-11-01T09:00:00Z or 7d") from None
         if t.tzinfo is None:
             t = t.replace(tzinfo=dt.UTC)
