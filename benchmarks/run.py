@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import cmrc, freshness, locomo, resources, scale, startup, writes
+from . import cmrc, freshness, locomo, resources, scale, smallvault, startup, writes
 from .common import (
     add_common_args,
     config_from_args,
@@ -39,7 +39,7 @@ from .common import (
     write_result,
 )
 
-BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in (startup, locomo, cmrc, scale, freshness, resources, writes)}
+BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in (startup, locomo, cmrc, smallvault, scale, freshness, resources, writes)}
 
 
 def parse_only(value: str | None) -> list[str]:

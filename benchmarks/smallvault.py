@@ -16,15 +16,18 @@ questions; off-topic abstention rate and how many off-topic prompts the prompt h
 into (out of 20 per half); evolved-head-first rate; the same hit@k for the mixed-language questions.
 ``e5 only`` ranks notes by their best passage cosine alone (the model's own ranking, no fusion).
 
---quick builds the 20-note and 70-note vaults; --full adds 500 and 2,000 notes.
+--quick builds the 20-note and 70-note vaults; --full adds 500 and 2,000 notes. ``--work DIR`` keeps the
+built vaults and reuses them (before/after comparisons on the same vaults).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +198,42 @@ def questions_for(data: Mapping[str, Any], keys: set[str], head: Mapping[str, st
     return qs
 
 
-def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None) -> dict[str, Any]:
+@contextmanager
+def _vault_dir(keep: Path | None, size: int) -> Iterator[Path]:
+    """A throwaway folder, or ``keep/<size>`` kept between runs (its own state dir either way)."""
+    if keep is None:
+        with temp_state_dir(), temp_dir("hb-bench-smallvault-") as work:
+            yield work
+        return
+    work = keep / str(size)
+    work.mkdir(parents=True, exist_ok=True)
+    saved = {k: os.environ.get(k) for k in ("HIVE_BRAIN_STATE_DIR", "HIVE_BRAIN_VAULT")}
+    os.environ["HIVE_BRAIN_STATE_DIR"] = str(work / "state")
+    os.environ.pop("HIVE_BRAIN_VAULT", None)
+    try:
+        yield work
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _open_or_build(work: Path, size: int, memories: list[dict[str, Any]], evolutions: list[dict[str, Any]]) -> tuple[
+        Any, dict[str, str], dict[str, str], dict[str, Any]]:
+    maps = work / "maps.json"
+    if maps.exists():
+        from hive_brain.engine import Engine
+
+        m = json.loads(maps.read_text(encoding="utf-8"))
+        return Engine.open(work / "vault"), m["head"], m["first"], {**m["info"], "reused": True}
+    eng, head, first, info = build_vault(work / "vault", size, memories, evolutions)
+    maps.write_text(json.dumps({"head": head, "first": first, "info": info}), encoding="utf-8")
+    return eng, head, first, info
+
+
+def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, keep: Path | None = None) -> dict[str, Any]:
     from hive_brain.search.params import PARAMS
 
     memories, data = load_data()
@@ -203,8 +241,8 @@ def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None) -> dict[str, Any
     offtopic = [{"q": q, "split": split_of(i)} for i, q in enumerate(data["offtopic"])]
     out: list[dict[str, Any]] = []
     for size in sizes:
-        with temp_state_dir(), temp_dir("hb-bench-smallvault-") as work:
-            eng, head, first, info = build_vault(work / "vault", size, memories, data["evolve"])
+        with _vault_dir(keep, size) as work:
+            eng, head, first, info = _open_or_build(work, size, memories, data["evolve"])
             view = eng.view()
             qs = questions_for(data, set(first), head, first)
             log(f"smallvault: {info['notes']} notes ({info['memories']} memories) built in {info['build_s']} s; "
@@ -250,5 +288,16 @@ def summary_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _args(ap: Any) -> None:
+    ap.add_argument("--work", type=Path, default=None,
+                    help="keep the built vaults in WORK/<size> and reuse them (the 2,000-note vault takes minutes "
+                         "to embed); they are rebuilt when missing")
+    ap.add_argument("--sizes", default=None, help="comma-separated vault sizes (default: by mode)")
+
+
+def _kwargs(args: Any) -> dict[str, Any]:
+    return {"keep": args.work, "sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else None}
+
+
 if __name__ == "__main__":
-    sys.exit(standalone_main(sys.modules[__name__]))
+    sys.exit(standalone_main(sys.modules[__name__], extra_args=_args, kwargs_from_args=_kwargs))
