@@ -199,4 +199,4 @@ def _stats(xs: list[float]) -> dict[str, float] | None:
     xs = sorted(xs, reverse=True)
     mean = sum(xs) / len(xs)
     sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs)) or 1e-6
-    return {"max": xs[0], "mean": mean, "sd": sd, "median": xs[len(xs) // 2]}
+    return {"max": xs[0], "mean": mean, "sd": sd, "median": xs[len(xs) // 2], "min": xs[-1]}

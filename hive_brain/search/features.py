@@ -175,6 +175,10 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
                 f.semantic_z = (c.sem - sims["mean"]) / sims["sd"]
             if "background_top3" in info:
                 f.gap = c.sem - info["background_top3"]
+        elif sims and "background_top3" in info:
+            # The vectors ran and did not find this note: it is no nearer than the last one they found.
+            # Without this bound such a hit (a word match only) was judged as if there were no model.
+            f.gap = sims["min"] - info["background_top3"]
         c.features = f
 
 
