@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import capsule, cmrc, freshness, locomo, operations, resources, scale, startup, writes
+from . import capsule, cmrc, freshness, locomo, operations, resources, scale, smallvault, startup, writes
 from .common import (
     add_common_args,
     config_from_args,
@@ -39,8 +39,8 @@ from .common import (
     write_result,
 )
 
-BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in (startup, locomo, cmrc, scale, freshness, resources, writes,
-                                                          operations, capsule)}
+BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in (startup, locomo, cmrc, smallvault, scale, freshness, resources,
+                                                          writes, operations, capsule)}
 
 
 def parse_only(value: str | None) -> list[str]:

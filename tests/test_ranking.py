@@ -43,8 +43,10 @@ def test_coverage_multiplier_saturates_and_meaning_stands_in_for_words():
     base = Features(lex_rank=0, n_terms=3)
     none, half, full = (score(replace(base, coverage=c)) for c in (0.0, 0.2, 1.0))
     assert none < half < full
-    assert score(replace(base, coverage=P["cov_need_short"])) == full  # saturated at the need
-    assert none / full == pytest.approx(P["cov_base"])
+    need, bonus = P["cov_need_short"], P["w_cov_full"]
+    # Saturated at the need; past it only the full-coverage bonus grows (the note with every word wins).
+    assert score(replace(base, coverage=need)) / (1 + bonus * need) == pytest.approx(full / (1 + bonus))
+    assert none / (full / (1 + bonus)) == pytest.approx(P["cov_base"])
     # A strong semantic match covers part of the need: ranking only.
     sem = breakdown(replace(base, sem_rel=1.0)).multiplier / breakdown(base).multiplier
     assert sem == pytest.approx((P["cov_base"] + (1 - P["cov_base"]) * P["cov_sem"]) / P["cov_base"])
@@ -67,7 +69,8 @@ def test_every_weight_comes_from_params():
     f = Features(lex_rank=0, n_terms=2, coverage=0.1, superseded=True, title_coverage=1.0)
     assert score(f, {**P, "superseded": 1.0}) == pytest.approx(score(replace(f, superseded=False)))
     assert score(f, {**P, "w_title_cov": 0.0}) == pytest.approx(score(replace(f, title_coverage=0.0)))
-    assert score(f, {**P, "cov_base": 1.0}) == pytest.approx(score(replace(f, coverage=1.0), {**P, "cov_base": 1.0}))
+    flat = {**P, "cov_base": 1.0, "w_cov_full": 0.0}
+    assert score(f, flat) == pytest.approx(score(replace(f, coverage=1.0), flat))
     assert score(Features(passages=(0.1, 0.05, 0.05, 0.05, 0.05)), {**P, "support": 1.0, "linear": 0.0}) == \
         pytest.approx(0.15 * (P["conf_base"] + P["w_conf"] * 0.8))
 
@@ -83,11 +86,14 @@ def test_details_report_every_feature():
 def test_abstains_only_when_words_and_meaning_are_both_weak():
     question = q()
     assert reason([], question) == "no note matches the question"
-    assert reason([Features(coverage=P["abstain_cov"])], question) is None
+    assert reason([Features(coverage=P["abstain_cov_lexical"])], question) is None  # lexical search only
+    assert reason([Features(coverage=P["abstain_cov"], gap=P["abstain_cov_gap"])], question) is None
     assert reason([Features(coverage=0.1, gap=P["abstain_gap"])], question) is None
     assert reason([Features(coverage=P["abstain_cov_partial"], gap=P["abstain_gap_partial"])], question) is None
-    why = reason([Features(coverage=0.2, gap=0.01)], question)
-    assert why is not None and "20%" in why and "+0.010" in why
+    why = reason([Features(coverage=0.2, gap=-0.02)], question)
+    assert why is not None and "20%" in why and "-0.020" in why
+    # Words of the question with the meaning elsewhere: coverage alone does not answer.
+    assert reason([Features(coverage=0.9, gap=P["abstain_cov_gap"] - 0.01)], question) is not None
     assert "lexical search only" in (reason([Features(coverage=0.2)], question) or "")
     # The best of the top few decides; the fourth does not count.
     weak = Features(coverage=0.1)
@@ -97,11 +103,11 @@ def test_abstains_only_when_words_and_meaning_are_both_weak():
 
 def test_abstention_thresholds_read_params_and_compare_reported_values():
     question = q()
-    f = Features(coverage=0.6)
+    f = Features(coverage=0.7)
     assert reason([f], question) is None
-    assert reason([f], question, {**P, "abstain_cov": 0.9}) is not None
-    # 0.4996 is reported as 0.5 in scoreDetails: the decision agrees with what a reader sees.
-    assert reason([Features(coverage=0.4996)], question) is None
+    assert reason([f], question, {**P, "abstain_cov_lexical": 0.9}) is not None
+    # 0.5996 is reported as 0.6 in scoreDetails: the decision agrees with what a reader sees.
+    assert reason([Features(coverage=0.5996, gap=-0.01)], question, {**P, "abstain_cov": 0.6}) is None
 
 
 def test_questions_about_a_time_or_without_words():
@@ -116,7 +122,7 @@ def test_fits_and_typed_memory_tier():
     question = q()
     assert fits(Features(coverage=P["fit_cov"]), question)
     assert fits(Features(gap=P["fit_gap"]), question)
-    assert not fits(Features(coverage=0.2, gap=0.01), question)
+    assert not fits(Features(coverage=0.2, gap=P["fit_gap"] - 0.01), question)
     assert memory_is_weak([], question)
     assert memory_is_weak([Features(coverage=0.4, gap=0.05)], question)  # answers, but not well enough to stop
     assert not memory_is_weak([Features(coverage=P["tier_cov"])], question)

@@ -31,7 +31,7 @@ def recall_options(fn: Callable) -> Callable:
         click.option("--scope", type=click.Choice(["tiered", "agent-memory", "full-vault"]), default="tiered", show_default=True,
                      help="tiered: typed memory first, the whole vault when the best typed hit is weak."),
         click.option("--type", "types", multiple=True, help="Only these memory types (repeatable)."),
-        click.option("--tags", default=None, help="Only notes with one of these tags (comma-separated)."),
+        click.option("--tags", default=None, help="Only notes with one of these tags (comma-separated; frontmatter tags or inline #tags)."),
         click.option("--project", default=None),
         click.option("--limit", type=click.IntRange(1, 100), default=10, show_default=True),
         click.option("--as-of", default=None, metavar="YYYY-MM-DD", help="Recall as things stood on that day."),

@@ -36,15 +36,16 @@ from ..store.fsutil import (
 )
 from ..store.journal import crash_point
 from ..store.lock import vault_lock
-from ..store.notes import Note, date_of, parse_bytes, to_text_list
+from ..store.notes import Note, date_of, note_tags, parse_bytes, to_text_list
 from ..store.secrets import RULES_VERSION, scrub_bytes
 from ..store.vault import Vault
 from .generations import GenerationStore
 
 PASSAGE_WORDS = 200
 # Bump when passage splitting or the indexed document changes: the next catch-up rebuilds in full.
-# 5: secrets are scrubbed from everything indexed (the detector's own version is part of the key too).
-PASSAGES_VERSION = 5
+# 5: secrets are scrubbed from everything indexed (the detector's own version is part of the key too);
+# 6: inline #tags are tags, aliases are searched as title words.
+PASSAGES_VERSION = 6
 WINDOW_TURNS = 3  # conversation turns per vector-only window
 WINDOW_STRIDE = 2
 FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
@@ -106,7 +107,7 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
     docs, rows = [], []
     from .textproc import analyze_joined
 
-    aliases, tags = to_text_list(meta.get("aliases")), to_text_list(meta.get("tags"))
+    aliases, tags = to_text_list(meta.get("aliases")), note_tags(meta, note.body)
     terms: list[str] = []
     for p in split_passages(title, note.body, max_words=PASSAGE_WORDS, date=date_str):
         etext = embed_text(title, p, date=date_str if kind == "conversation" else None)

@@ -426,7 +426,12 @@ class LexicalWriter:
             # A caller that already analyzed the text (a whole-note document built from its
             # passages) passes the terms, so a note is never analyzed twice.
             terms = doc.get(f"{name}_terms")
-            d.add_text(name, terms if isinstance(terms, str) else textproc.analyze_joined(v))
+            analyzed = terms if isinstance(terms, str) else textproc.analyze_joined(v)
+            if name == "title":
+                # An alias is another name of the note: searched like its title. Alone in a field that
+                # most notes leave empty, BM25's length normalisation buried it under any body match.
+                analyzed = " ".join([analyzed, *(textproc.analyze_joined(a) for a in _as_list(doc.get("aliases")))])
+            d.add_text(name, analyzed)
             d.add_bytes(_SOURCE_FIELDS[name], v.encode("utf-8"))
         for name in ("aliases", "tags"):
             vals = _as_list(doc.get(name))

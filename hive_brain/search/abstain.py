@@ -32,7 +32,10 @@ def reason(ranked: Sequence[Features], query: Query, params: Mapping[str, float]
     cov = max(_coverage(f) for f in top)
     gaps = [g for f in top if (g := _gap(f)) is not None]
     gap = max(gaps) if gaps else None
-    if cov >= P["abstain_cov"]:
+    if gap is None:  # lexical search only (no model, or no vector found anything)
+        if cov >= P["abstain_cov_lexical"]:
+            return None
+    elif cov >= P["abstain_cov"] and gap >= P["abstain_cov_gap"]:
         return None
     if gap is not None and (gap >= P["abstain_gap"] or (cov >= P["abstain_cov_partial"] and gap >= P["abstain_gap_partial"])):
         return None

@@ -86,6 +86,9 @@ def breakdown(f: Features, params: Mapping[str, float] = PARAMS) -> Breakdown:
         if f.sem_rel is not None:
             cov = max(cov, P["cov_sem"] * need * f.sem_rel)
         mult = P["cov_base"] + (1 - P["cov_base"]) * min(1.0, cov / need)
+        # Past saturation, the words still count: the only note with a rare word of the question
+        # ("zorbulator cache") must beat one that has only the common word in its title.
+        mult *= 1.0 + P["w_cov_full"] * f.coverage
     mult *= (1.0 + P["w_title_cov"] * f.title_coverage + P["w_exact_title"] * f.exact_title
              + P["w_key"] * f.key_match + P["w_alias"] * f.alias_match)
     mult *= P["conf_base"] + P["w_conf"] * f.confidence
@@ -172,6 +175,10 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
                 f.semantic_z = (c.sem - sims["mean"]) / sims["sd"]
             if "background_top3" in info:
                 f.gap = c.sem - info["background_top3"]
+        elif sims and "background_top3" in info:
+            # The vectors ran and did not find this note: it is no nearer than the last one they found.
+            # Without this bound such a hit (a word match only) was judged as if there were no model.
+            f.gap = sims["min"] - info["background_top3"]
         c.features = f
 
 
@@ -183,8 +190,11 @@ def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list
     q_terms = query.terms
     title = (e.title if e else "") or ""
     title_terms = _head_terms_of(title)
-    tags = " ".join(str(x) for x in ((e.meta.get("tags") or []) if e else []))
-    head_terms = (title_terms | _head_terms_of(tags)) if tags else title_terms
+    # Tags (frontmatter and inline, as indexed) and aliases name the note as much as its title does.
+    d0 = next((docs[p] for p in c.pids if p in docs), None)
+    extra = [*((e.meta.get("tags") or []) if e else []), *((d0 or {}).get("tags") or []),
+             *((e.meta.get("aliases") or []) if e else [])]
+    head_terms = (title_terms | _head_terms_of(" ".join(str(x) for x in extra))) if extra else title_terms
     if q_terms:
         head_w = sum(w for t, w in q_weighted if t in head_terms)
         rest = [(t, w) for t, w in q_weighted if t not in head_terms]

@@ -1,7 +1,8 @@
 """Every number that ranks or abstains, in one place. Fusion weights are tuned on LoCoMo
 (``benchmarks/locomo.py``; fast experiments with ``benchmarks/tune_locomo.py``), abstention
-thresholds on the scale fixtures' default-recall abstention: change them only with before/after
-numbers. Counts are stored as floats like the rest and read with ``int()``."""
+thresholds on ``benchmarks/smallvault.py`` (answerable vs off-topic questions at 20 to 2,000 notes, the
+tune half only; the curve and the chosen point are in docs/benchmarks.md): change them only with
+before/after numbers. Counts are stored as floats like the rest and read with ``int()``."""
 
 from __future__ import annotations
 
@@ -10,17 +11,19 @@ PARAMS: dict[str, float] = {
     "pool_window": 60,  # passages dated inside a named time window that become candidates (newest first)
     "passage_rrf_k": 10.0,  # rank fusion of one note's passages: picks the passage shown, feeds `support`
     "background_top": 3,  # semantic floor = mean similarity of the question to its N nearest background texts
+    "floor_per_decade": 0.01,  # ... plus this for every tenfold of indexed documents above `floor_ref_docs`
+    "floor_ref_docs": 100,
     # Rank fusion of the note rankings
     "rrf_k": 10.0,  # smaller = the top of each list matters more
     "w_lex": 1.0,  # weight of the lexical note ranking
-    "w_sem": 1.0,  # weight of the semantic note ranking
+    "w_sem": 1.5,  # weight of the semantic note ranking
     "w_doc": 0.5,  # weight of the whole-note BM25 ranking
     "w_win": 0.5,  # weight of the "dated inside the named window" note ranking (newest first)
     "lex_sum": 0.0,  # note lexical score = best passage + lex_sum * other matching passages
     "sem_second": 0.0,  # note semantic score = best passage + sem_second * second best
     # Score-based fusion added to the rank fusion
     "linear": 0.3,  # weight of score-based fusion (normalised BM25 + semantic) added to the rank fusion
-    "lin_sem": 0.5,  # weight of the semantic part inside the score-based fusion
+    "lin_sem": 1.0,  # weight of the semantic part inside the score-based fusion
     "lin_doc": 0.5,  # weight of whole-note BM25 inside the score-based fusion
     "support": 0.0,  # bonus per other strong passage (rank-fused)
     "support_passages": 3,  # how many other passages count for `support`
@@ -30,6 +33,7 @@ PARAMS: dict[str, float] = {
     "cov_need_short": 0.4,  # ... for a question of fewer than `cov_long_terms` words
     "cov_need_long": 0.6,  # ... for a longer one: longer questions need proportionally more words present
     "cov_long_terms": 6,
+    "w_cov_full": 0.3,  # multiplier bonus at full (rarity-weighted) coverage, not saturating at `cov_need`
     "cov_sem": 0.8,  # how much of the needed coverage the best semantic match can stand in for
     # Multiplier: title, key, aliases, confidence, status, time
     "w_title_cov": 0.25,  # bonus at full coverage of the question by the title's words
@@ -46,12 +50,14 @@ PARAMS: dict[str, float] = {
     "folder_boost": 0.2,  # hierarchical mode: bonus at the best folder's summed score
     # Abstention (compared with the values scoreDetails reports: coverage to 3 places, gap to 4)
     "abstain_top": 3,  # the hits whose evidence decides
-    "abstain_cov": 0.5,  # lexical coverage that answers on its own
-    "abstain_gap": 0.03,  # semantic gap over background that answers on its own
+    "abstain_cov_lexical": 0.5,  # lexical coverage that answers on its own (lexical search only)
+    "abstain_cov": 0.6,  # with semantic evidence: lexical coverage that answers
+    "abstain_cov_gap": -0.05,  # ... unless the semantic gap is below this (words of the question, meaning elsewhere)
+    "abstain_gap": 0.007,  # semantic gap over background that answers on its own
     "abstain_cov_partial": 0.34,  # ... or this coverage together with
-    "abstain_gap_partial": 0.015,  # ... this gap
+    "abstain_gap_partial": -0.016,  # ... this gap
     "fit_cov": 0.34,  # a hit after the first needs this coverage
-    "fit_gap": 0.025,  # ... or this gap
+    "fit_gap": 0.0,  # ... or this gap
     "time_only_terms": 1,  # a question with at most this many words besides its time phrase asks about a time
     "tier_cov": 0.5,  # tiered recall stays in typed memory when its best hit covers this much
     "drop_below": 0.25,  # hits scoring under this fraction of the best are dropped

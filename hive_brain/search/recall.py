@@ -13,6 +13,7 @@ and threshold is in ``PARAMS`` (:mod:`.params`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,14 +95,56 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
     docs = view.lexical.get_docs(pids) if pids else {}
     entries = view.catalog.by_paths(list(cands))
     if tags:
-        want = {t.lower() for t in tags}
-        cands = {p: c for p, c in cands.items() if want & {str(t).lower() for t in (entries[p].meta.get("tags") or [])}
-                 if p in entries}
+        want = {t.lower().lstrip("#") for t in tags}
+        cands = {p: c for p, c in cands.items() if p in entries and want & _tags_of(c, entries[p], docs)}
     features.extract(cands, q, docs, entries, info)
     for c in cands.values():
         b = features.breakdown(c.features)
         c.score, c.details = b.score, features.details(c.features, b)
+    _credit_heads(view, cands, entries)
     return _Ranking(sorted(cands.values(), key=lambda c: -c.score), info, docs, entries)
+
+
+def _tags_of(c: Cand, e: Entry, docs: dict[str, dict]) -> set[str]:
+    """Frontmatter tags and the inline ``#tags`` the index found in the text (on every passage)."""
+    out = {str(t).lower() for t in (e.meta.get("tags") or [])}
+    d = next((docs[p] for p in c.pids if p in docs), None)
+    if d is not None:
+        out.update(str(t).lower() for t in d.get("tags") or [])
+    return out
+
+
+def _credit_heads(view: View, cands: dict[str, Cand], entries: dict[str, Entry]) -> None:
+    """A question that matches an old version of a memory asks about what that memory says now: the
+    old version's evidence counts for its chain's head (each feature at the better of the two), which
+    recall shows instead.
+    Without this, an evolve split the evidence between two notes and the new head lost to an
+    unrelated one (its words and the old version's are not the same)."""
+    for c in list(cands.values()):
+        f = c.features
+        e = entries.get(c.path)
+        if f is None or not f.superseded or e is None or e.kind != "memory":
+            continue
+        head = _head(view.catalog, e, None)
+        h = cands.get(head.path)
+        if h is None:
+            c.score = features.score(dataclasses.replace(f, superseded=False))  # shown as its head by _hits
+            continue
+        g = h.features
+        merged = dataclasses.replace(
+            g, lex_rank=_first(g.lex_rank, f.lex_rank), sem_rank=_first(g.sem_rank, f.sem_rank),
+            doc_rank=_first(g.doc_rank, f.doc_rank), lex_norm=max(g.lex_norm, f.lex_norm),
+            doc_norm=max(g.doc_norm, f.doc_norm), sem_rel=max(g.sem_rel or 0.0, f.sem_rel or 0.0)
+            if g.sem_rel is not None or f.sem_rel is not None else None,
+            coverage=max(g.coverage, f.coverage), title_coverage=max(g.title_coverage, f.title_coverage))
+        full = features.score(merged)
+        if full > h.score:
+            h.score = full
+            h.details["creditedFrom"] = e.id
+
+
+def _first(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 def _by_folder(ranked: list[Cand]) -> None:

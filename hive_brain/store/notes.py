@@ -261,6 +261,26 @@ def to_text_list(v: Any) -> list[str]:
     return [str(v)]
 
 
+# An Obsidian inline tag: "#" after a space or line start, then a word that is not all digits
+# ("#k8s", "#infra/db"; not "#1", not a "# Heading", not a URL fragment "page#part").
+_INLINE_TAG_RE = re.compile(r"(?<![\w&/#])#((?:[^\W\d_]|\d+[^\W\d_])[\w/-]*)")
+_CODE_RE = re.compile(r"^ {0,3}(?:`{3,}|~{3,}).*?^ {0,3}(?:`{3,}|~{3,})[ \t]*$|`[^`\n]*`", re.S | re.M)
+
+
+def inline_tags(body: str) -> list[str]:
+    """The ``#tags`` written in a note's text (outside code), first occurrence order."""
+    if "#" not in body:
+        return []
+    return list(dict.fromkeys(m.group(1) for m in _INLINE_TAG_RE.finditer(_CODE_RE.sub(" ", body))))
+
+
+def note_tags(meta: dict[str, Any], body: str) -> list[str]:
+    """Frontmatter ``tags`` and inline ``#tags``: both are the note's tags (Obsidian counts both)."""
+    tags = to_text_list(meta.get("tags"))
+    seen = {t.lower().lstrip("#") for t in tags}
+    return tags + [t for t in inline_tags(body) if t.lower() not in seen]
+
+
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
 

@@ -1,0 +1,108 @@
+"""Recall in a developer's own small vault, with the real model: off-topic prompts abstain at 20 and at
+2,000 notes, an evolved memory is first for the question it answers, aliases and inline #tags find a
+note (benchmarks/smallvault.py measures the same on a larger set)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from hive_brain.engine import Engine
+
+MEMORIES = [
+    ("decision", "Hosting", "The web app is deployed on Fly.io in the ams region; we moved off Heroku because of dyno prices."),
+    ("preference", "Commit messages", "Write commit messages in the imperative mood, subject under 72 characters."),
+    ("lesson", "Memory leak in worker", "The Celery worker leaked memory because tasks kept the request payload in a list."),
+    ("decision", "Customer support tool", "Customer emails and tickets land in Help Scout; Dana triages them every morning."),
+    ("fact", "Staging URL", "Staging lives at https://staging.quillpad.dev and is reset from a production snapshot weekly."),
+    ("preference", "Package manager", "Use npm for JavaScript dependencies and commit package-lock.json."),
+    ("preference", "Editor tabs", "Indent with two spaces in JavaScript files, four in Python; never hard tabs."),
+    ("decision", "Test framework", "Backend tests use pytest; frontend tests use Vitest."),
+    ("procedure", "On-call rota", "On-call rotates weekly on Monday between Priya, Tomás and me; handover in #ops."),
+    ("procedure", "Database migrations", "Run alembic upgrade head on staging first, then production in the Tuesday window."),
+    ("person", "Priya Raman", "Priya is the backend lead; she owns the billing service and reviews in the afternoon."),
+    ("lesson", "Docker cache", "CI builds were slow because COPY . came before pip install; copy requirements first."),
+    ("fact", "PDF export service", "The PDF export keeps rendered pages in the zorbulator, our Redis-backed page cache."),
+    ("decision", "Dependency updates", "Renovate opens grouped dependency PRs every Monday; merge patch updates when green."),
+    ("fact", "Internal tools cluster", "Metabase and Unleash run on a small k3s cluster on Hetzner. #k8s"),
+    ("procedure", "Production release steps", "Merge to main, wait for the green build, run fly deploy, watch Sentry."),
+]
+ALIASES = {"Production release steps": ["shipping", "deploy to prod"]}
+OFF_TOPIC = ["what year did the Berlin wall fall?", "how does photosynthesis work?",
+             "what is the capital of Australia?", "explain the CAP theorem briefly"]
+
+
+def _remember_all(eng: Engine) -> dict[str, str]:
+    recs = [{"type": t, "title": title, "content": body, "aliases": ALIASES.get(title, [])}
+            for t, title, body in MEMORIES]
+    out = eng.memory.batch(recs)
+    return {title: r["id"] for (_t, title, _b), r in zip(MEMORIES, out["records"], strict=True)}
+
+
+@pytest.fixture
+def small(vault_path: Path, with_model: Path) -> tuple[Engine, dict[str, str]]:
+    eng = Engine.open(vault_path)
+    return eng, _remember_all(eng)
+
+
+def test_off_topic_abstains_and_a_paraphrase_answers_in_a_small_vault(small):
+    eng, ids = small
+    for q in OFF_TOPIC:
+        res = eng.recall(q, limit=5)
+        assert res["abstained"], (q, [h["title"] for h in res["hits"]])
+    res = eng.recall("where is the website hosted?", limit=5)
+    assert not res["abstained"] and res["hits"][0]["id"] == ids["Hosting"]
+
+
+def test_evolved_memory_is_first_for_the_question_it_answers(small):
+    eng, ids = small
+    new = eng.memory.evolve(ids["Package manager"], "Use pnpm for JavaScript dependencies and commit "
+                                                    "pnpm-lock.yaml; npm lockfiles are deleted.")
+    for q in ("which node dependency tool should I use?", "which package manager do we use for node?"):
+        res = eng.recall(q, limit=5)
+        assert res["hits"] and res["hits"][0]["id"] == new["id"], (q, [h["title"] for h in res["hits"]])
+
+
+def test_a_note_is_found_by_its_alias_and_by_an_inline_tag(small):
+    eng, ids = small
+    for q in ("shipping", "how do I deploy to prod?"):
+        res = eng.recall(q, limit=5)
+        assert res["hits"][0]["id"] == ids["Production release steps"], (q, [h["title"] for h in res["hits"]])
+    res = eng.recall("where do the internal dashboards run?", tags=["k8s"], limit=5, abstain=False)
+    assert [h["id"] for h in res["hits"]] == [ids["Internal tools cluster"]]
+    assert eng.recall("where do the internal dashboards run?", tags=["#k8s"], limit=5, abstain=False)["hits"]
+
+
+def test_the_rare_word_beats_the_common_one(small):
+    eng, ids = small
+    res = eng.recall("zorbulator cache", limit=5)
+    assert res["hits"][0]["id"] == ids["PDF export service"], [h["title"] for h in res["hits"]]
+
+
+_SERVICES = ["billing", "search", "auth", "export", "gateway", "sync", "mailer", "reports", "uploads", "notify"]
+_FACTS = ["The {s} service {n} listens on port {p}.", "The {s} service {n} is owned by team {t}.",
+          "Deploys of {s} service {n} happen on {d}.", "The {s} service {n} stores its data in {db}.",
+          "Alerts for {s} service {n} go to the {t} channel.", "Tests for {s} service {n} run with make test-{n}."]
+
+
+@pytest.mark.slow
+def test_off_topic_abstains_in_a_2000_note_vault(vault_path: Path, with_model: Path):
+    rng = random.Random(7)
+    mem = vault_path / "Memory"
+    mem.mkdir(exist_ok=True)
+    for i in range(1984):
+        text = rng.choice(_FACTS).format(s=rng.choice(_SERVICES), n=i, p=rng.randint(2000, 9999),
+                                         t=rng.choice(["red", "blue", "green", "core"]),
+                                         d=rng.choice(["Monday", "Tuesday", "Thursday"]),
+                                         db=rng.choice(["Postgres", "Redis", "S3", "SQLite"]))
+        (mem / f"fact-{i:04d}.md").write_text(f"---\ntitle: Service fact {i}\n---\n\n{text}\n", encoding="utf-8")
+    eng = Engine.open(vault_path)
+    eng.rebuild()
+    ids = _remember_all(eng)
+    for q in OFF_TOPIC:
+        res = eng.recall(q, limit=5)
+        assert res["abstained"], (q, [h["title"] for h in res["hits"]])
+    res = eng.recall("where is the website hosted?", limit=5)
+    assert not res["abstained"] and res["hits"][0]["id"] == ids["Hosting"]
