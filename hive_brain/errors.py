@@ -154,8 +154,8 @@ class ModelError(HiveBrainError):
 
 
 __all__ = [
-    "CapsuleRefused", "ChainProtected", "DuplicateContent", "DuplicateKey", "GenerationCorrupt", "HiveBrainError",
-    "IndexError_", "InvalidAgentId", "InvalidText", "JournalError", "LockTimeout", "ModelError", "NotConfirmed",
-    "NotFound", "NoteError", "PermissionDenied", "Refused", "SecretDetected", "UsageError", "VaultError",
-    "VaultNotFound", "WriteUnconfirmed",
+    "CapsuleRefused", "ChainProtected", "DuplicateContent", "DuplicateKey", "GenerationCorrupt",
+    "HiveBrainError", "IndexError_", "InvalidAgentId", "InvalidText", "JournalError", "LockTimeout",
+    "ModelError", "NotConfirmed", "NotFound", "NoteError", "PermissionDenied", "Refused", "SecretDetected",
+    "StateDamaged", "UsageError", "VaultError", "VaultNotFound", "WriteUnconfirmed",
 ]
