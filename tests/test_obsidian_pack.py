@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from hive_brain.cli.app import main
 from hive_brain.memory.proposals import REVIEW_DIR
 from hive_brain.store.notes import KEY_ORDER, parse_text
+from hive_brain.store.secrets import find_secrets
 from hive_brain.store.vault import BRAIN_SERVICES_DIR, CONVERSATIONS_DIR, MEMORY_DIR, template_dir
 
 # The known-key schema, from Obsidian's help pages "Bases syntax", "Views" and "Functions"
@@ -186,6 +187,9 @@ def test_skills_have_agent_skill_frontmatter():
         desc = note.meta["description"]
         assert isinstance(desc, str) and 40 < len(desc) <= 1024
         assert set(note.meta) == {"name", "description"}
+        # Skills are notes, indexed like any other: a phrase the secret detector takes for a credential
+        # ("anything secret: hive-brain ...") would be redacted and reported by doctor in every vault.
+        assert find_secrets(p.read_text(encoding="utf-8")) == [], name
     body = (template_dir() / "Skills/hive-brain/SKILL.md").read_text(encoding="utf-8")
     for must in ("hive-brain recall", "hive-brain remember", "hive-brain evolve", "DuplicateKey", "archived"):
         assert must in body
