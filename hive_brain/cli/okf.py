@@ -41,17 +41,21 @@ def export_cmd(state: State, include: str, output: str | None, clean: bool, as_j
       hive-brain okf export
       hive-brain okf export --include all --output ~/okf/brain --clean --json
     """
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
     from ..memory.okf import export
     from ..store.journal import write_session
 
+    try:
+        ours = version("hive-brain")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        ours = "0+unknown"
     eng = state.engine()
     # Under the vault lock: the server prunes the default bundle under it too.
     with write_session(eng.vault, timeout=eng.settings.lock_timeout, command="okf export"):
         eng.catalog.refresh()
         res = export(eng.vault, eng.catalog, include=include, output=output, clean=clean,
-                     generator=f"hive-brain/{version('hive-brain')}")
+                     generator=f"hive-brain/{ours}")
 
     def human(c: Any) -> None:
         click.echo(f"Exported {res['concepts']} concepts to {res['output']} ({res['written']} written, "
