@@ -261,3 +261,31 @@ def test_the_server_prunes_the_default_bundle(vault_path, tmp_path):
     res = run("okf", "export")
     assert set(_by_resource(root)) == {f"hive-brain:memory/{keep}", f"hive-brain:memory/{newer}"}
     assert res["removed"] == []
+
+
+def test_derived_status_decides_and_a_moved_note_keeps_its_concept(vault_path):
+    from hive_brain.config import resolve
+    from hive_brain.engine import Engine
+    from hive_brain.memory.okf import prune_default
+
+    # A sync brought an old version back as `active`; the newer note still supersedes it.
+    _hand_memory(vault_path, "limit-old.md", "note-limit-1", "Rate limit", "100 requests a minute.")
+    _hand_memory(vault_path, "limit-new.md", "note-limit-2", "Rate limit", "500 requests a minute.",
+                 supersedes="note-limit-1")
+    run("okf", "export")
+    root = _bundle(vault_path)
+    assert set(_by_resource(root)) == {"hive-brain:memory/note-limit-2"}
+
+    # Moved by hand (same id): still current, so the prune keeps it; deleted: gone.
+    mem = vault_path / "Memory/Distillations/Agent Memory"
+    (mem / "archive").mkdir()
+    (mem / "limit-new.md").rename(mem / "archive" / "limit-new.md")
+    eng = Engine.from_settings(resolve())
+    eng.catalog.refresh()
+    assert prune_default(eng.vault, eng.catalog) == []
+    (mem / "archive" / "limit-new.md").unlink()
+    eng.catalog.refresh()
+    assert len(prune_default(eng.vault, eng.catalog)) == 1
+    assert _concepts(root) == {}
+    assert "Nothing is exported yet." in (root / "index.md").read_text(encoding="utf-8")
+    assert run("okf", "validate", str(root))["ok"]
