@@ -14,6 +14,7 @@ from . import (
     index,
     memory,
     model,
+    okf,
     operations,
     owner,
     repair,
@@ -24,7 +25,8 @@ from . import (
 )
 from .base import main
 
-for _module in (memory, search, index, model, review, repair, operations, capsule, agents, owner, server, settings, demo):
+_MODULES = (memory, search, index, model, review, repair, operations, capsule, okf, agents, owner, server, settings, demo)
+for _module in _MODULES:
     for _command in _module.COMMANDS:
         main.add_command(_command)
 

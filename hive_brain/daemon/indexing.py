@@ -119,6 +119,7 @@ class IndexingLoop:
         self._sem: tuple[Any, Any, str | None] = (None, None, "not loaded yet")
         self._inflight = 0
         self._writes: list[WriteJob] = []
+        self._okf_gen: int | None = None  # the generation the default OKF bundle was last pruned against
         self.observer: Any = None
         self.watcher = "none"
         self.error: str | None = None
@@ -314,6 +315,7 @@ class IndexingLoop:
         try:
             with write_session(self.vault, timeout=lock_timeout, command="serve") as recovered:
                 res = idx.catch_up(label=label)
+                self._prune_export(idx, res)
         except LockTimeout:
             return None
         if recovered:
@@ -325,6 +327,25 @@ class IndexingLoop:
             self.cycles += 1
             self.last_catch_up = {**res, "at": time.time()}
         return res
+
+    def _prune_export(self, idx: Any, res: dict) -> None:
+        """Keep the default OKF bundle current: a note deleted, archived or superseded leaves it at once.
+        Keyed on the generation, not on this catch-up's own changes: a write through the server or a CLI
+        write publishes its generation itself, and the catch-up that follows finds nothing new to index.
+        The lock is held (the catch-up's), so an `okf export` cannot interleave."""
+        gen = res.get("generation")
+        if gen is None or gen == self._okf_gen:
+            return
+        from ..memory.okf import prune_default
+
+        try:
+            gone = prune_default(self.vault, idx.catalog)
+        except Exception:  # noqa: BLE001 - a bundle we cannot tidy must not stop indexing; retried next generation
+            self.log.exception("could not prune the OKF export")
+            return
+        self._okf_gen = gen
+        if gone:
+            self.log.info("OKF export: removed %d concepts whose note is gone, archived or superseded", len(gone))
 
     def _refresh(self, idx: Any) -> None:
         gid = idx.gens.current_id()

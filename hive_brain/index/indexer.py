@@ -38,7 +38,7 @@ from ..store.journal import crash_point
 from ..store.lock import vault_lock
 from ..store.notes import Note, date_of, note_tags, parse_bytes, to_text_list
 from ..store.secrets import RULES_VERSION, scrub_bytes
-from ..store.vault import Vault
+from ..store.vault import OKF_EXPORT_DIR, Vault
 from .generations import GenerationStore
 
 PASSAGE_WORDS = 200
@@ -50,7 +50,8 @@ WINDOW_TURNS = 3  # conversation turns per vector-only window
 WINDOW_STRIDE = 2
 FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
 FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
-SKIP_PREFIXES = ("Templates/",)
+# Templates are not notes yet; the OKF export holds copies of notes that are indexed where they live.
+SKIP_PREFIXES = ("Templates/", OKF_EXPORT_DIR + "/")
 # Names what a catch-up is changing in the index until its generation is published (see _reconcile).
 IN_FLIGHT = "in-flight.json"
 # Where tests kill a catch-up (HIVE_BRAIN_CRASH_AT, see store.journal.crash_point), in order.

@@ -16,6 +16,9 @@ MEMORY_DIR = "Memory/Distillations/Agent Memory"
 CORE_MEMORY = "Memory/Core Memory.md"
 CONVERSATIONS_DIR = "Memory/Conversations"
 AGENTS_DIR = "Agents"
+BRAIN_SERVICES_DIR = "Operations/Brain Services"  # generated views for Obsidian (DESIGN); never indexed as notes
+# The default Open Knowledge Format bundle (memory/okf.py): copies of shared notes, so never indexed.
+OKF_EXPORT_DIR = BRAIN_SERVICES_DIR + "/OKF Export"
 # Folders that never hold notes to index: our own marker, Obsidian's config, VCS and trash.
 IGNORED_DIRS = {MARKER_DIR, ".obsidian", ".git", ".trash", ".stfolder", ".stversions", "node_modules"}
 
