@@ -66,3 +66,17 @@ def test_resolving_settings_imports_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_due_allows_an_action_once_per_interval(tmp_path):
+    """Starting a server or a rebuild that may fail again at once: at most once per interval."""
+    import os
+
+    from hive_brain.store.fsutil import due
+
+    marker = tmp_path / "sub" / "marker"
+    assert due(marker, 60) is True and marker.exists()
+    assert due(marker, 60) is False
+    old = marker.stat().st_mtime - 120
+    os.utime(marker, (old, old))
+    assert due(marker, 60) is True

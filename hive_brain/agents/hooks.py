@@ -300,15 +300,11 @@ def _request_rebuild(state: Any, vault_root: Any) -> bool:
     import subprocess
     from pathlib import Path
 
-    marker = Path(state) / "hooks" / "rebuild-requested"
+    from ..store.fsutil import due
+
+    if not due(Path(state) / "hooks" / "rebuild-requested", REBUILD_RETRY_S):
+        return False
     try:
-        if time.time() - marker.stat().st_mtime < REBUILD_RETRY_S:
-            return False
-    except OSError:
-        pass
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
         with open(Path(state) / "hooks" / "rebuild.log", "ab") as log:
             subprocess.Popen(
                 [sys.executable, "-m", "hive_brain", "--vault", str(vault_root), "rebuild-index", "--quiet"],

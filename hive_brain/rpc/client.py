@@ -298,15 +298,11 @@ def start_in_background(vault_root: Path | str, state_dir: Path | str) -> bool:
     info = read_info(state_dir)
     if info and pid_alive(info.get("pid") if isinstance(info.get("pid"), int) else None):
         return False  # starting: server.json is written as soon as it listens
-    marker = Path(state_dir) / AUTOSTART_MARKER
+    from ..store.fsutil import due
+
+    if not due(Path(state_dir) / AUTOSTART_MARKER, AUTOSTART_EVERY_S):
+        return False
     try:
-        if time.time() - marker.stat().st_mtime < AUTOSTART_EVERY_S:
-            return False
-    except OSError:
-        pass
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
         spawn_server(vault_root, state_dir)
     except OSError:
         return False

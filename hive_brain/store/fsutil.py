@@ -30,6 +30,23 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def due(marker: Path, every_s: float) -> bool:
+    """True (and ``marker`` touched) when it was not touched in the last ``every_s`` seconds: an
+    action done at most once per interval across processes (starting a server or a rebuild that may
+    fail again at once). False also when the marker cannot be written."""
+    try:
+        if time.time() - marker.stat().st_mtime < every_s:
+            return False
+    except OSError:
+        pass
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        return False
+    return True
+
+
 def write_fsync(path: Path, data: bytes) -> None:
     """Write a file that does not exist yet (or may be clobbered) and fsync it."""
     with open(path, "wb") as f:
