@@ -224,3 +224,15 @@ def test_the_packaged_template_is_the_one_init_copies():
     pkg = Path(__file__).resolve().parents[1] / "hive_brain" / "vault_template"
     assert pkg.resolve() == template_dir().resolve()
     assert (pkg / BRAIN_SERVICES_DIR / "Agent Memory.base").is_file()
+
+
+def test_the_shipped_skills_are_not_recalled_as_memory(vault_path):
+    """They are instructions for agents; as notes they matched any developer question."""
+    from .helpers import remember, run
+
+    assert (vault_path / "Skills" / "hive-brain" / "SKILL.md").is_file()
+    remember("Recall habit", "Recall memory from the vault before answering; evolve a memory that changed.")
+    hits = run("recall", "recall memory before answering and evolve memories in this vault", "--scope", "full-vault",
+               "--lexical")["hits"]
+    paths = [h["path"] for h in hits]
+    assert paths and not [p for p in paths if p.startswith("Skills/")], paths

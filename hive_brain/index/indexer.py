@@ -51,7 +51,10 @@ WINDOW_STRIDE = 2
 FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
 FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
 # Templates are not notes yet; the OKF export holds copies of notes that are indexed where they live.
-SKIP_PREFIXES = ("Templates/", OKF_EXPORT_DIR + "/")
+# Not indexed: templates, the OKF export (copies of notes), and the skills the vault template ships
+# (instructions for agents about hive-brain and Obsidian, read by the agent's skill loader; as notes
+# they matched every developer question: the demo's "which node dependency tool" answered with one).
+SKIP_PREFIXES = ("Templates/", OKF_EXPORT_DIR + "/", "Skills/hive-brain/", "Skills/obsidian-notes/")
 # Names what a catch-up is changing in the index until its generation is published (see _reconcile).
 IN_FLIGHT = "in-flight.json"
 # Where tests kill a catch-up (HIVE_BRAIN_CRASH_AT, see store.journal.crash_point), in order.
