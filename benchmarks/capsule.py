@@ -27,6 +27,7 @@ from typing import Any
 
 from .common import (
     BenchConfig,
+    check_target,
     latency_summary,
     log,
     print_table,
@@ -154,16 +155,13 @@ def report(result: dict[str, Any], console: Any) -> None:
 def summary_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     n = result["memories"]
 
-    def status(value: float, limit: float) -> str:
-        return "pass" if value < limit else "FAIL"
-
     rows = [summary_row(NAME, f"{n} memories: {step}", "s", result[key]["s"], target=f"< {TARGETS_S[tk]:.0f} s",
-                        status=status(result[key]["s"], TARGETS_S[tk]))
+                        status=check_target(result[key]["s"], TARGETS_S[tk], higher_is_better=False))
             for step, key, tk in (("export", "export", "export"), ("open + verify", "open", "open"),
                                   ("import preview", "import_preview_new", "import_preview"))]
     p95 = result["search"]["p95_ms"]
     rows.append(summary_row(NAME, f"{n} memories: search", "p95 ms", p95, target=f"< {TARGET_SEARCH_P95_MS:.0f} ms",
-                            status=status(p95, TARGET_SEARCH_P95_MS)))
+                            status=check_target(p95, TARGET_SEARCH_P95_MS, higher_is_better=False)))
     return rows
 
 

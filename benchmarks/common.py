@@ -190,10 +190,9 @@ def git_dirty() -> list[str] | None:
 
 
 @contextmanager
-def temp_state_dir(prefix: str = "hive-brain-bench-") -> Iterator[Path]:
-    """A throwaway $HIVE_BRAIN_STATE_DIR (and no $HIVE_BRAIN_VAULT) for the duration; restored after."""
+def state_dir_at(d: Path) -> Iterator[Path]:
+    """$HIVE_BRAIN_STATE_DIR set to ``d`` (and no $HIVE_BRAIN_VAULT) for the duration; restored after."""
     saved = {k: os.environ.get(k) for k in ("HIVE_BRAIN_STATE_DIR", "HIVE_BRAIN_VAULT")}
-    d = Path(tempfile.mkdtemp(prefix=prefix))
     os.environ["HIVE_BRAIN_STATE_DIR"] = str(d)
     os.environ.pop("HIVE_BRAIN_VAULT", None)
     try:
@@ -204,6 +203,16 @@ def temp_state_dir(prefix: str = "hive-brain-bench-") -> Iterator[Path]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@contextmanager
+def temp_state_dir(prefix: str = "hive-brain-bench-") -> Iterator[Path]:
+    """A throwaway $HIVE_BRAIN_STATE_DIR (see ``state_dir_at``), removed after."""
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        with state_dir_at(d):
+            yield d
+    finally:
         shutil.rmtree(d, ignore_errors=True)
 
 

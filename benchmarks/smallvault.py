@@ -23,7 +23,6 @@ built vaults and reuses them (before/after comparisons on the same vaults).
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -31,7 +30,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .common import BenchConfig, log, print_table, standalone_main, summary_row, temp_dir, temp_state_dir
+from .common import (
+    BenchConfig,
+    log,
+    print_table,
+    standalone_main,
+    state_dir_at,
+    summary_row,
+    temp_dir,
+    temp_state_dir,
+)
 
 NAME = "smallvault"
 DATA = Path(__file__).parent / "smallvault"
@@ -207,17 +215,8 @@ def _vault_dir(keep: Path | None, size: int) -> Iterator[Path]:
         return
     work = keep / str(size)
     work.mkdir(parents=True, exist_ok=True)
-    saved = {k: os.environ.get(k) for k in ("HIVE_BRAIN_STATE_DIR", "HIVE_BRAIN_VAULT")}
-    os.environ["HIVE_BRAIN_STATE_DIR"] = str(work / "state")
-    os.environ.pop("HIVE_BRAIN_VAULT", None)
-    try:
+    with state_dir_at(work / "state"):
         yield work
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _open_or_build(work: Path, size: int, memories: list[dict[str, Any]], evolutions: list[dict[str, Any]]) -> tuple[

@@ -34,7 +34,7 @@ def _user_config_dir() -> Path:
     return Path(base) / APP
 
 
-def _user_cache_dir() -> Path:
+def user_cache_dir() -> Path:
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches" / APP
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -45,7 +45,7 @@ def _user_cache_dir() -> Path:
 class Settings:
     vault: Path | None = None
     state_dir: Path = field(default_factory=_user_data_dir)
-    model_dir: Path = field(default_factory=lambda: _user_cache_dir() / "models")
+    model_dir: Path = field(default_factory=lambda: user_cache_dir() / "models")
     agent_id: str | None = None
     lock_timeout: float = 30.0
     hook_deadline: float = 1.5
@@ -140,7 +140,7 @@ def resolve(**flags: Any) -> Settings:
     if s.state_dir is None:
         s.state_dir = _user_data_dir()
     if s.model_dir is None:
-        s.model_dir = _user_cache_dir() / "models"
+        s.model_dir = user_cache_dir() / "models"
     if "agent_id" in s.sources:
         s.agent_id = validate_agent_id(s.agent_id)
     return s
@@ -152,7 +152,7 @@ def settable() -> list[str]:
     return [k for k in Settings.__dataclass_fields__ if k not in _NOT_FROM_CONFIG]
 
 
-def _check_key(key: str) -> str:
+def check_key(key: str) -> str:
     k = key.replace("-", "_")
     if k not in settable():
         raise UsageError(f"unknown setting {key!r}", hint="one of: " + ", ".join(settable()))
@@ -182,7 +182,7 @@ def set_in_file(key: str, value: Any | None) -> Path:
     other lines and comments; the result must still parse. Returns the file's path."""
     import tomllib
 
-    k = _check_key(key)
+    k = check_key(key)
     path = config_file()
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     kept = [ln for ln in lines if _key_of(ln) != k]

@@ -30,7 +30,7 @@ def init_cmd(state: State, path: Path | None, force: bool, as_json: bool) -> Non
     data = {"vault": str(vault.root), "vaultId": vault.vault_id, "stateDir": str(vault.state), "created": created}
     out(as_json, data, lambda c: c.print(
         f"{'Created' if created else 'Already a vault:'} [bold]{vault.root}[/] (id {vault.vault_id})\n"
-        f"Use it with: export HIVE_BRAIN_VAULT={vault.root}"))
+        f"Make it your vault for good with: hive-brain config set vault {vault.root}"))
 
 
 # ---------------------------------------------------------------------------------------------- memory

@@ -59,9 +59,9 @@ def config_get_cmd(state: State, key: str, as_json: bool) -> None:
     Example:
       hive-brain config get vault
     """
-    from ..config import _check_key
+    from ..config import check_key
 
-    k = _check_key(key)
+    k = check_key(key)
     s = state.settings(identify=False)
     res = {"key": k, "value": _value(s, k), "source": s.sources.get(k, "default")}
     out(as_json, res, lambda c: click.echo("" if res["value"] is None else res["value"]))
@@ -78,9 +78,9 @@ def config_set_cmd(state: State, key: str, value: str, as_json: bool) -> None:
       hive-brain config set vault ~/brain
       hive-brain config set autostart false
     """
-    from ..config import _check_key, resolve, set_in_file
+    from ..config import check_key, resolve, set_in_file
 
-    k = _check_key(key)
+    k = check_key(key)
     path = set_in_file(k, value)
     s = resolve()
     res = {"key": k, "value": _value(s, k), "file": str(path), "source": s.sources.get(k, "default")}

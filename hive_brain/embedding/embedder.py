@@ -24,10 +24,10 @@ def _import_onnxruntime() -> Any:
     """onnxruntime writes a device id under ``$XDG_CACHE_HOME/Microsoft/DeveloperTools/`` (else
     ``~/.cache``) when it is imported: point it into hive-brain's own cache dir, so nothing lands
     outside the vault, the state dir and hive-brain's caches. The variable is restored at once."""
-    from ..config import _user_cache_dir
+    from ..config import user_cache_dir
 
     old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(_user_cache_dir() / "runtime")
+    os.environ["XDG_CACHE_HOME"] = str(user_cache_dir() / "runtime")
     try:
         import onnxruntime
     finally:
