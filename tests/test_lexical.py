@@ -181,7 +181,8 @@ def test_rollback_on_exception_leaves_index_unchanged(index):
     assert _paths(index.search("zebra")) == ["new.md"]
 
 
-def test_single_writer(index, tmp_path):
+def test_single_writer(index, tmp_path, monkeypatch):
+    monkeypatch.setattr("hive_brain.index.lexical.WRITER_BUSY_WAIT_S", 0.2)
     w = index.writer()
     try:
         with pytest.raises(LockTimeout):
@@ -193,6 +194,28 @@ def test_single_writer(index, tmp_path):
         w.rollback()
     with index.writer():
         pass
+
+
+def test_deferred_merges_hold_the_writer_until_finished_and_another_handle_waits(index, tmp_path):
+    """The server commits with ``defer_merges`` and waits for tantivy's merges only after answering; a
+    writer in another handle (another process's) waits for that instead of failing at once."""
+    import threading
+    import time
+
+    index.defer_merges = True
+    with index.writer() as w:
+        w.add(_doc("later.md", "Later", "a deferred zebra", [], "shared", ""))
+    assert _paths(index.search("zebra")) == ["later.md"]  # committed and visible before the merges end
+    other = LexicalIndex(tmp_path / "lex")
+    t = threading.Timer(0.5, index.finish_merges)
+    t.start()
+    t0 = time.monotonic()
+    with other.writer() as w2:
+        w2.add(_doc("other.md", "Other", "another zebra", [], "shared", ""))
+    t.join()
+    assert time.monotonic() - t0 >= 0.4  # it waited for the first handle's writer to go
+    index.reload()
+    assert sorted(_paths(index.search("zebra"))) == ["later.md", "other.md"]
 
 
 def test_stored_fields_and_fetch(index):

@@ -202,3 +202,93 @@ def test_update_and_delete_go_through_the_server(served, vault_path):
     gone = run("delete", "--memory-id", res["id"], "--confirm")
     assert gone["via"] == "server" and not (vault_path / res["path"]).exists()
     assert _paths(served, "axolotl") == []
+
+
+HAND_NOTE = """---
+id: mem-01handwritten0000000000001
+type: decision
+title: Queue broker
+memory_key: decision/queue-broker
+layer: shared
+status: active
+created: '2026-11-30T10:00:00Z'
+updated: '2026-11-30T10:00:00Z'
+---
+
+Jobs go through RabbitMQ.
+"""
+
+
+def test_a_note_written_by_hand_a_moment_ago_can_be_evolved_through_the_server(served, vault_path):
+    """The server re-reads only the notes its watcher saw change; a note saved an instant before the
+    write (its event not delivered yet) is still found: a miss walks the vault before "not found"."""
+    run("remember", "--type", "fact", "--title", "Warm", "--content", "The server has written once.")
+    note = vault_path / "Memory" / "Distillations" / "Agent Memory" / "Queue broker.md"
+    note.write_text(HAND_NOTE, encoding="utf-8")
+    ev = run("evolve", "mem-01handwritten0000000000001", "--content", "Jobs go through NATS now.")
+    assert ev["via"] == "server" and ev["supersedes"] == "mem-01handwritten0000000000001"
+    assert _paths(served, "nats") == [ev["path"]]
+
+
+class _SpyCatalog:
+    def __init__(self) -> None:
+        self.calls: list[list[str] | None] = []
+
+    def refresh(self, *, only: list[str] | None = None) -> dict:
+        self.calls.append(only)
+        return {}
+
+
+def test_the_server_refreshes_only_what_its_watcher_saw(vault_path):
+    from hive_brain.daemon.indexing import IndexingLoop
+
+    settings = resolve()
+    loop = IndexingLoop(settings, open_vault(settings), threading.Event())
+    cat = _SpyCatalog()
+    assert loop.refresh_catalog(cat) is True and cat.calls[-1] is None  # no watcher: always a walk
+    loop.mark("Memory/a.md")
+    assert loop.refresh_catalog(cat) is True and cat.calls[-1] is None
+    loop.observer = object()  # as if watching from now on
+    loop.mark("", is_dir=True)  # what start_watcher says
+    assert loop.refresh_catalog(cat) is True and cat.calls[-1] is None  # nothing read since it started
+    loop.mark("Memory/a.md")
+    loop.mark("Memory/b.md")
+    assert loop.refresh_catalog(cat) is False and cat.calls[-1] == ["Memory/a.md", "Memory/b.md"]
+    assert loop.refresh_catalog(cat) is False and cat.calls[-1] == []  # read: forgotten
+    loop.mark("Projects", is_dir=True)  # a folder moved in: its notes were never named
+    loop.mark("Memory/c.md")
+    assert loop.refresh_catalog(cat) is True and cat.calls[-1] is None
+    assert loop.refresh_catalog(cat) is False and cat.calls[-1] == []
+
+
+def test_an_event_during_a_refresh_stays_marked(vault_path):
+    from hive_brain.daemon.indexing import IndexingLoop
+
+    settings = resolve()
+    loop = IndexingLoop(settings, open_vault(settings), threading.Event())
+    loop.observer = object()
+    loop.refresh_catalog(_SpyCatalog())  # the first one walks
+
+    class Racing(_SpyCatalog):
+        def refresh(self, *, only: list[str] | None = None) -> dict:
+            loop.mark("Memory/a.md")  # saved again while the catalog was reading it
+            return super().refresh(only=only)
+
+    loop.mark("Memory/a.md")
+    loop.refresh_catalog(Racing())
+    cat = _SpyCatalog()
+    loop.refresh_catalog(cat)
+    assert cat.calls == [["Memory/a.md"]]
+
+
+def test_a_write_that_misses_an_id_after_a_partial_refresh_walks_first(vault_path):
+    """In-process with a refresh that reads nothing (the watcher has not reported the note yet)."""
+    from hive_brain.engine import Engine
+
+    eng = Engine.open(vault_path)
+    eng.memory.remember(__import__("hive_brain.memory.model", fromlist=["MemoryInput"]).MemoryInput(
+        type="fact", title="First", content="Something to have a catalog."))
+    (vault_path / "Memory" / "Distillations" / "Agent Memory" / "Queue broker.md").write_text(HAND_NOTE, encoding="utf-8")
+    eng.memory.refresh_catalog = lambda catalog: False
+    res = eng.memory.evolve("mem-01handwritten0000000000001", "Jobs go through NATS now.")
+    assert res["supersedes"] == "mem-01handwritten0000000000001"

@@ -54,7 +54,7 @@ class Snapshot:
     pending: int = 0
 
 
-def watch_handler(root: Any, mark: Callable[[str], None]) -> Any:
+def watch_handler(root: Any, mark: Callable[[str, bool], None]) -> Any:
     from watchdog.events import FileSystemEventHandler
 
     from ..store.vault import is_ignored_dir
@@ -82,11 +82,12 @@ def watch_handler(root: Any, mark: Callable[[str], None]) -> Any:
             if event.is_directory and kind == "modified":
                 return
             paths = [event.src_path] + ([event.dest_path] if kind == "moved" else [])
+            # Both ends of a move: the catalog re-reads exactly the paths marked here (see
+            # IndexingLoop.refresh_catalog), so the old name must be seen to go and the new one to come.
             for p in paths:
                 rel = relevant(p, event.is_directory)
                 if rel is not None:
-                    mark(rel)
-                    return
+                    mark(rel, event.is_directory)
 
     return Handler()
 
@@ -123,6 +124,11 @@ class IndexingLoop:
         self.observer: Any = None
         self.watcher = "none"
         self.error: str | None = None
+        # What the watcher saw since the catalog last read it: path -> the event's number. A folder
+        # event (a folder moved in, renamed, deleted) names no notes: the next refresh walks the vault.
+        self._event_seq = 0
+        self._changed: dict[str, int] = {}
+        self._unknown_seq: int | None = 0  # nothing read yet: the first refresh walks
 
     # -- watcher ---------------------------------------------------------------------------------
     def start_watcher(self) -> None:
@@ -134,6 +140,7 @@ class IndexingLoop:
             obs.daemon = True
             obs.start()
             self.observer = obs
+            self.mark("", is_dir=True)  # what changed before it watched is unknown: the next refresh walks
             self.watcher = type(obs).__name__
         except Exception as e:  # noqa: BLE001 - e.g. the inotify watch limit: scanning still works, just slower
             self.watcher = "polling"
@@ -151,11 +158,41 @@ class IndexingLoop:
             with contextlib.suppress(Exception):
                 self.observer.join(2.0)
 
-    def mark(self, rel: str) -> None:
+    def mark(self, rel: str, is_dir: bool = False) -> None:
         with self.cond:
+            self._event_seq += 1
+            if is_dir:
+                self._unknown_seq = self._event_seq
+            else:
+                self._changed[rel] = self._event_seq
             self._dirty = True
             self._last_event = time.monotonic()
             self.cond.notify_all()
+
+    def refresh_catalog(self, catalog: Any) -> bool:
+        """Bring ``catalog`` up to date for a write (lock held): re-read only the notes the watcher saw
+        change, or walk the whole vault when it cannot say (no watcher, a folder event, not read yet).
+        The 30 s resync walks anyway, for events a watcher can miss (a full inotify queue, NFS).
+        Returns whether it walked; a write that then misses an id walks before saying "not found"."""
+        with self.cond:
+            seq = self._event_seq
+            paths = None if self.observer is None or self._unknown_seq is not None else sorted(self._changed)
+        catalog.refresh(only=paths)
+        self._forget(seq, paths)
+        return paths is None
+
+    def _forget(self, seq: int, paths: list[str] | None) -> None:
+        """The catalog has read ``paths`` (None: every note) as they were at event ``seq`` or later;
+        events after ``seq`` may not have been seen and stay marked."""
+        with self.cond:
+            if paths is None:
+                self._changed = {p: n for p, n in self._changed.items() if n > seq}
+                if self._unknown_seq is not None and self._unknown_seq <= seq:
+                    self._unknown_seq = None
+            else:
+                for p in paths:
+                    if self._changed.get(p, seq + 1) <= seq:
+                        del self._changed[p]
 
     def wake(self) -> None:
         with self.cond:
@@ -227,6 +264,8 @@ class IndexingLoop:
         finally:
             for job in jobs:
                 job.done.set()
+        # Answered: now wait for the merges of the commits above (see LexicalIndex.defer_merges).
+        idx.lexical.finish_merges()
 
     # -- the thread ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -244,7 +283,12 @@ class IndexingLoop:
                 self._stop.wait(2.0)
         if eng is None or self._stop.is_set():
             return
-        self._loop(eng)
+        eng.memory.refresh_catalog = self.refresh_catalog
+        eng.indexer.lexical.defer_merges = True
+        try:
+            self._loop(eng)
+        finally:
+            eng.indexer.lexical.finish_merges()
 
     def _begin_cycle(self) -> int:
         """Called under the condition: clears the dirty mark (events from now on set it again)."""
@@ -312,12 +356,15 @@ class IndexingLoop:
     def _catch_up(self, idx: Any, *, lock_timeout: float, label: str) -> dict | None:
         from ..store.journal import write_session
 
+        with self.cond:
+            seq = self._event_seq  # the catch-up's walk starts after this: it sees these events' notes
         try:
             with write_session(self.vault, timeout=lock_timeout, command="serve") as recovered:
                 res = idx.catch_up(label=label)
                 self._prune_export(idx, res)
         except LockTimeout:
             return None
+        self._forget(seq, None)
         if recovered:
             self.log.info("recovered unfinished transactions: %s", recovered)
         if res.get("changed"):
@@ -439,3 +486,5 @@ class IndexingLoop:
                 with self.cond:
                     self._dirty = True
                     self._last_event = time.monotonic() + 1.0
+            finally:
+                idx.lexical.finish_merges()  # after the cycle's readers got their snapshot

@@ -23,6 +23,7 @@ import contextlib
 import json
 import math
 import shutil
+import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ _SOURCE_FIELDS: dict[str, str] = {"title": "title_src", "heading": "heading_src"
 DEFAULT_BOOSTS: dict[str, float] = {"title": 2.0, "aliases": 2.0, "tags": 1.5, "heading": 1.2, "text": 1.0}
 PLAIN_BOOSTS: dict[str, float] = {"text": 1.0}  # baseline: BM25 on the passage body only
 MAX_QUERY_TERMS = 64
+WRITER_BUSY_WAIT_S = 10.0  # how long a writer waits for another process's (a server finishing merges)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +115,11 @@ class LexicalIndex:
         # Weak, so a writer dropped without commit/rollback is collected (its tantivy writer and
         # lock with it) instead of blocking this handle forever.
         self._active_writer: weakref.ref[LexicalWriter] | None = None
+        # A long-lived owner (the server) sets ``defer_merges``: a committed writer is kept while tantivy
+        # merges segments, and :meth:`finish_merges` waits for it once the caller has answered. Waiting at
+        # commit put a 1-2 s merge (every few one-note commits) inside a write the user waits for.
+        self.defer_merges = False
+        self._merging: tantivy.IndexWriter | None = None
         meta_path = self.directory / META_FILE
         exists = self.directory.is_dir() and (self.directory / "meta.json").exists()
         if exists:
@@ -170,8 +177,9 @@ class LexicalIndex:
     def writer(self, heap_mb: int = 128, *, num_threads: int = 0) -> LexicalWriter:
         """A context manager that commits on clean exit and rolls back on exception.
 
-        Only one writer may exist per index, across processes (tantivy's lock file); a second one
-        raises :class:`~hive_brain.errors.LockTimeout` at once.
+        Only one writer may exist per index, across processes (tantivy's lock file); a second one in
+        this process raises :class:`~hive_brain.errors.LockTimeout` at once, one in another process
+        after waiting ``WRITER_BUSY_WAIT_S`` for the first to go.
         """
         if self.read_only:
             raise IndexError_(f"the lexical index at {self.directory} was opened read-only")
@@ -180,20 +188,39 @@ class LexicalIndex:
                 f"a lexical index writer is already open on {self.directory} in this process",
                 hint="close it before opening another",
             )
-        try:
-            w = self._index.writer(heap_size=heap_mb * 1_000_000, num_threads=num_threads)
-        except ValueError as e:
-            if "LockBusy" in str(e) or "lock" in str(e).lower():
-                raise LockTimeout(
-                    f"another writer (in this or another process) holds the lexical index at {self.directory}",
-                    hint="only one index writer may run at a time; is `hive-brain serve` running?",
-                ) from e
-            raise IndexError_(f"cannot open a writer on {self.directory}: {e}") from e
+        self.finish_merges()
+        w = self._open_writer(heap_mb, num_threads)
         lw = LexicalWriter(self, w)
         self._active_writer = weakref.ref(lw)
         return lw
 
     # -- reading -------------------------------------------------------------------------------
+
+    def _open_writer(self, heap_mb: int, num_threads: int) -> tantivy.IndexWriter:
+        # Callers hold the vault lock, so a busy tantivy lock is a server still finishing the merges of
+        # its last commit (see ``defer_merges``): they end within seconds, so wait for them a while.
+        deadline = time.monotonic() + WRITER_BUSY_WAIT_S
+        while True:
+            try:
+                return self._index.writer(heap_size=heap_mb * 1_000_000, num_threads=num_threads)
+            except ValueError as e:
+                busy = "LockBusy" in str(e) or "lock" in str(e).lower()
+                if busy and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                if busy:
+                    raise LockTimeout(
+                        f"another writer (in this or another process) holds the lexical index at {self.directory}",
+                        hint="only one index writer may run at a time; is `hive-brain serve` running?",
+                    ) from e
+                raise IndexError_(f"cannot open a writer on {self.directory}: {e}") from e
+
+    def finish_merges(self) -> None:
+        """Wait for the merges of the last deferred commit and release its writer (and tantivy's lock)."""
+        w, self._merging = self._merging, None
+        if w is not None:
+            with contextlib.suppress(Exception):
+                w.wait_merging_threads()
 
     def reload(self) -> None:
         """Make the next search see the latest commit (also from another process)."""
@@ -481,6 +508,9 @@ class LexicalWriter:
     def _close(self, w: tantivy.IndexWriter) -> None:
         self._w = None
         self._owner._active_writer = None
+        if self._owner.defer_merges:
+            self._owner._merging = w
+            return
         with contextlib.suppress(Exception):
             # Consumes the writer: waits for merges, then drops it, releasing the lock file.
             w.wait_merging_threads()

@@ -57,6 +57,12 @@ MAX_CONTENT_CHARS = 100_000
 Publish = Callable[[list[str]], None]
 
 
+def walk_catalog(catalog: Catalog) -> bool:
+    """The default catalog refresh of a unit of work: stat every note (returns True: nothing skipped)."""
+    catalog.refresh()
+    return True
+
+
 def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]:
     """A write that cannot take the lock in time is kept as a durable pending write (replayed by the
     next writer with the same arguments and agent) and reported as ``{"status": "pending", "id"}``.
@@ -117,6 +123,11 @@ class MemoryStore:
         self.publish_error: str | None = None
         self._replaying = False
         self._agent_stores: dict[tuple[str | None, bool], MemoryStore] = {}
+        # How a unit of work brings the catalog up to date under the lock: by default a stat walk of the
+        # whole vault (someone may have edited any note); the server, whose file watcher knows what
+        # changed, passes one that re-reads only that (at 10k notes the walk was most of a write).
+        self.refresh_catalog: Callable[[Catalog], bool] = walk_catalog
+        self._partial = False  # this unit of work's catalog refresh re-read only what the watcher named
 
     # -- identity and layers -------------------------------------------------------------------
     @property
@@ -255,6 +266,11 @@ class MemoryStore:
             raise UsageError("memory id is empty")
         check_text(memory_id, "the memory id")
         e = self.catalog.by_id(memory_id.strip())
+        if e is None and self._partial:
+            # A note written by hand a moment ago whose file event has not reached the server yet.
+            self.catalog.refresh()
+            self._partial = False
+            e = self.catalog.by_id(memory_id.strip())
         if e is None or e.kind != "memory" or not may_open(e, self.agent):
             raise NotFound(f"no memory with id {memory_id!r}", hint="find ids with `hive-brain recall ... --json`")
         if e.problem:
@@ -331,6 +347,7 @@ class MemoryStore:
             store = MemoryStore(self.vault, replace(self.settings, agent_id=agent, owner_verified=owner_verified),
                                 publish=self.publish)
             self._agent_stores[(agent, owner_verified)] = store
+        store.refresh_catalog = self.refresh_catalog
         return store
 
     def call(self, op: str, args: dict[str, Any], *, trusted: bool = False) -> dict:
@@ -373,11 +390,14 @@ class MemoryStore:
         """
         with self._session(label, timeout=timeout):
             if refresh:
-                self.catalog.refresh()
-            tx = UnitOfWork(self, Transaction(self.vault, label))
-            yield tx
-            if tx.txn.paths:
-                self._commit(tx.txn, publish=publish)
+                self._partial = not self.refresh_catalog(self.catalog)
+            try:
+                tx = UnitOfWork(self, Transaction(self.vault, label))
+                yield tx
+                if tx.txn.paths:
+                    self._commit(tx.txn, publish=publish)
+            finally:
+                self._partial = False
 
     def _result(self, res: dict) -> dict:
         """The notes are written either way; an index that failed to follow is said, not hidden."""

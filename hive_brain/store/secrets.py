@@ -57,76 +57,86 @@ class _Rule:
     ``text`` = the whole text."""
 
     kind: str
-    pattern: re.Pattern[str]
+    source: tuple[str, int]  # (pattern, flags): compiled on the rule's first use, see ``pattern``
     anchors: tuple[str, ...] | None = None
     scope: str = "words"
     min_token: int = 15
     random: bool = False  # the value must look random (a bare key has no other sign of being one)
 
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        # Most text holds no rule's anchor, so most rules never run: compiling all ~30 up front cost
+        # every write 8-12 ms (issue 11); a rule is compiled the first time its anchors let it run.
+        return re.compile(*self.source)
+
+
+def _src(pattern: str, flags: int = 0) -> tuple[str, int]:
+    return pattern, flags
+
 
 @functools.cache
 def _rules() -> list[_Rule]:
-    """Compiled on first use, not at import: ~30 patterns cost 10-20 ms, and the prompt hook imports
-    this module (through the catalog) without scanning anything when no note changed.
+    """Built on first use, not at import, and each pattern compiled only when a text first gets past
+    its anchors: ~30 patterns cost 10-20 ms to compile, and a write's few short fields need one or two.
 
     A pattern with a group named "v" redacts only that group (the key name stays). Ordered from most
     to least specific; a later finding overlapping an earlier one is dropped."""
     return [
-        _Rule("private key", re.compile(
+        _Rule("private key", _src(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
             r"|PuTTY-User-Key-File-\d[\s\S]*?Private-MAC: [0-9a-f]+"), ("-----begin", "putty-user-key"), scope="text", min_token=0),
         # The body of a key pasted without its BEGIN line: lines of base64 (checked for randomness below).
-        _Rule("private key", re.compile(
+        _Rule("private key", _src(
             rf"(?m)(?:^[ \t]*[{_B64}]{{40,}}={{0,2}}[ \t]*(?:\r?\n|\Z)){{2,}}(?:[ \t]*-----END [A-Z0-9 ]*-----)?"), min_token=40),
-        _Rule("private key", re.compile(
+        _Rule("private key", _src(
             r"(?m)(?:^[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+[ \t]*-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
             ("-----end",), scope="text"),
-        _Rule("AWS access key", re.compile(
+        _Rule("AWS access key", _src(
             r"(?<![A-Za-z0-9])(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[0-9A-Z]{16}(?![A-Za-z0-9])"), _AKIA),
-        _Rule("AWS secret access key", re.compile(
+        _Rule("AWS secret access key", _src(
             rf"(?i)aws.{{0,20}}?(?:secret|key|pwd|pw|password|pass|token).{{0,20}}?(?<![{_B64}])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"),
             ("aws",), scope="lines", min_token=40),
-        _Rule("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9_]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"),
+        _Rule("GitHub token", _src(r"\b(?:gh[pousr]_[A-Za-z0-9_]{30,}|github_pat_[A-Za-z0-9_]{40,})\b"),
               ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
-        _Rule("GitLab token", re.compile(
+        _Rule("GitLab token", _src(
             r"\b(?:(?:glpat|gldt|glft|glsoat|glrt|glcbt|glimt|glptt|glagent|gloas)-[A-Za-z0-9_-]{20,}|GR1348941[A-Za-z0-9_-]{20,})"),
             ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "glcbt-", "glimt-", "glptt-", "glagent-", "gloas-", "gr1348941")),
-        _Rule("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), ("sk-ant-",)),
-        _Rule("OpenAI API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), ("sk-",)),
-        _Rule("Slack webhook", re.compile(r"https://hooks\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{12,}"),
+        _Rule("Anthropic API key", _src(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), ("sk-ant-",)),
+        _Rule("OpenAI API key", _src(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), ("sk-",)),
+        _Rule("Slack webhook", _src(r"https://hooks\.slack(?:-gov)?\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+-]{12,}"),
               ("hooks.slack",)),
-        _Rule("Slack token", re.compile(r"\b(?:xox[abposre]-|xapp-)[A-Za-z0-9-]{10,}"), ("xox", "xapp-")),
-        _Rule("Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}"), ("sk_", "rk_", "whsec_")),
-        _Rule("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), ("aiza",)),
-        _Rule("Google OAuth token", re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}"), ("ya29.",)),
-        _Rule("Azure storage key", re.compile(r"(?i)\b(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/=]{40,})"),
+        _Rule("Slack token", _src(r"\b(?:xox[abposre]-|xapp-)[A-Za-z0-9-]{10,}"), ("xox", "xapp-")),
+        _Rule("Stripe key", _src(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}"), ("sk_", "rk_", "whsec_")),
+        _Rule("Google API key", _src(r"\bAIza[0-9A-Za-z_-]{35}"), ("aiza",)),
+        _Rule("Google OAuth token", _src(r"\bya29\.[0-9A-Za-z_-]{20,}"), ("ya29.",)),
+        _Rule("Azure storage key", _src(r"(?i)\b(?:AccountKey|SharedAccessKey)=(?P<v>[A-Za-z0-9+/=]{40,})"),
               ("accountkey=", "sharedaccesskey=")),
-        _Rule("Azure client secret", re.compile(
+        _Rule("Azure client secret", _src(
             r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])"), ("q~",)),
-        _Rule("Azure SAS signature", re.compile(r"[?&]sig=(?P<v>[A-Za-z0-9%+/=]{30,})"), ("sig=",)),
-        _Rule("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), ("npm_",)),
-        _Rule("PyPI token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"), ("pypi-",)),
-        _Rule("Hugging Face token", re.compile(r"\bhf_[A-Za-z]{34}\b"), ("hf_",)),
-        _Rule("SendGrid key", re.compile(r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"), ("sg.",)),
-        _Rule("Twilio key", re.compile(r"\bSK[0-9a-f]{32}\b"), min_token=34),
-        _Rule("Mailchimp key", re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b"), ("-us",)),
-        _Rule("Telegram bot token", re.compile(r"\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b"), (":aa",)),
-        _Rule("DigitalOcean token", re.compile(r"\bdo[por]_v1_[a-f0-9]{64}\b"), ("_v1_",)),
-        _Rule("JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), ("eyj",)),
+        _Rule("Azure SAS signature", _src(r"[?&]sig=(?P<v>[A-Za-z0-9%+/=]{30,})"), ("sig=",)),
+        _Rule("npm token", _src(r"\bnpm_[A-Za-z0-9]{36}\b"), ("npm_",)),
+        _Rule("PyPI token", _src(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"), ("pypi-",)),
+        _Rule("Hugging Face token", _src(r"\bhf_[A-Za-z]{34}\b"), ("hf_",)),
+        _Rule("SendGrid key", _src(r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b"), ("sg.",)),
+        _Rule("Twilio key", _src(r"\bSK[0-9a-f]{32}\b"), min_token=34),
+        _Rule("Mailchimp key", _src(r"\b[0-9a-f]{32}-us\d{1,2}\b"), ("-us",)),
+        _Rule("Telegram bot token", _src(r"\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b"), (":aa",)),
+        _Rule("DigitalOcean token", _src(r"\bdo[por]_v1_[a-f0-9]{64}\b"), ("_v1_",)),
+        _Rule("JSON web token", _src(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), ("eyj",)),
         # user:password@host; the user may be empty (redis://:pw@host) and the password may hold '/'.
-        _Rule("connection string password", re.compile(
+        _Rule("connection string password", _src(
             r"\b[a-z][a-z0-9+.-]*://[^\s:@/]*:(?P<v>[^\s@]+?)@[A-Za-z0-9\[_-]", re.I), ("://",), scope="lines", min_token=0),
-        _Rule("bearer token", re.compile(r"\b(?:[Bb]earer|Basic)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"), ("bearer", "basic"), scope="lines", min_token=20),
-        _Rule(ASSIGNMENT, re.compile(
+        _Rule("bearer token", _src(r"\b(?:[Bb]earer|Basic)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"), ("bearer", "basic"), scope="lines", min_token=20),
+        _Rule(ASSIGNMENT, _src(
             rf"""(?x)(?P<k>{_KEY_NAME})["'\]]{{0,2}}\s*(?::=|=>|[:=])\s*["'`]?(?P<v>[^\s"'`,;]{{4,}})""", re.I),
             _ASSIGN_WORDS, scope="at", min_token=0),
         # "the prod db password is hunter2-Xy9!kLm", "admin pw: ..." in prose.
-        _Rule("password in text", re.compile(
+        _Rule("password in text", _src(
             r"(?i)\b(?:password|passwd|passphrase|pass ?code|pwd|pw|pin ?code|secret|token|api key)(?:\s+(?!is\b|was\b)[\w@/-]+){0,5}?"
             r"\s*(?:\bis|\bwas|\bare|=|:)\s+"
             r"(?:now\s+|still\s+|set to\s+)?(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{4,})"), _PROSE_WORDS, scope="at", min_token=0),
         # An AWS secret access key without a label: 40 characters of base64, random (checked below).
-        _Rule("AWS secret access key", re.compile(rf"(?<![{_B64}=-])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"), min_token=40,
+        _Rule("AWS secret access key", _src(rf"(?<![{_B64}=-])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"), min_token=40,
               random=True),
     ]
 
@@ -252,11 +262,11 @@ def _find(text: str) -> list[Finding]:
     longs = "\n".join(words)  # what every "words" rule looks at first
     longs_low = longs.lower()
     for rule in _rules():
-        kind, pat = rule.kind, rule.pattern
+        kind = rule.kind
         for m in _matches(rule, text, low, longest, longs, longs_low):
             if not _keep(rule, m):
                 continue
-            if "v" in pat.groupindex:
+            if "v" in m.re.groupindex:
                 end = m.end("v")
                 if kind in (ASSIGNMENT, "password in text"):
                     end = m.start("v") + len(m.group("v").rstrip(".,;:!?)]}"))
