@@ -29,12 +29,20 @@ __all__ = ["write"]
 def write(settings: Settings, op: str, args: dict[str, Any], *, local: Callable[[], MemoryStore]) -> dict:
     """Run the memory write ``op`` (a :data:`~hive_brain.memory.store.WRITE_OPS` name) with ``args``
     given as data (a MemoryInput as a dict under ``inp``); ``local()`` opens the in-process store."""
-    if settings.use_server and not settings.scoped_permissions:
+    served = settings.use_server and not settings.scoped_permissions
+    if served:
         res = _via_server(settings, op, args)
         if res is not None:
             return res
-    res = local().call(op, args)
-    return {**res, "via": "local"}
+    res = {**local().call(op, args), "via": "local"}
+    if served:
+        # Like a cold read: start the server (detached, at most once a minute), so the next write
+        # costs the client alone (issue 11: p50 130 ms against 200 ms in-process at 1k notes).
+        from .rpc.client import autostart
+
+        if autostart(settings):
+            res["serverStarted"] = True
+    return res
 
 
 def _via_server(settings: Settings, op: str, args: dict[str, Any]) -> dict | None:

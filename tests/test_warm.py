@@ -39,8 +39,10 @@ def _wait_ready(state: Path) -> None:
         time.sleep(0.1)
 
 
-def test_a_cold_recall_starts_the_server_and_the_next_one_is_warm(autostart, vault_path):
+def test_a_cold_recall_starts_the_server_and_the_next_one_is_warm(autostart, vault_path, monkeypatch):
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "0")  # a write would start it too (next test)
     remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "1")
     first = run("recall", "which package manager do we use?")
     assert first.get("via") != "server" and first["serverStarted"] is True
     _wait_ready(autostart)
@@ -49,10 +51,19 @@ def test_a_cold_recall_starts_the_server_and_the_next_one_is_warm(autostart, vau
     assert second["hits"][0]["title"] == "Package manager"
 
 
+def test_a_write_with_no_server_starts_one_and_the_next_write_goes_through_it(autostart, vault_path):
+    first = remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
+    assert first["via"] == "local" and first["serverStarted"] is True
+    _wait_ready(autostart)
+    second = remember("Editor", "Tabs are four spaces wide.")
+    assert second["via"] == "server" and "serverStarted" not in second
+
+
 def test_autostart_off_starts_nothing(vault_path):
     remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
     res = run("recall", "which package manager do we use?")
     assert "serverStarted" not in res
+    assert "serverStarted" not in remember("Editor", "Tabs are four spaces wide.")
     assert not client.server_ready(open_vault(resolve()).state)
     assert client.read_info(open_vault(resolve()).state) is None
 
