@@ -194,3 +194,21 @@ def test_streamed_rebuild_matches_a_buffered_one(small_vault, with_model, monkey
     gid = eng2.indexer.gens.current_id()
     for sha in set(eng2.indexer.gens.manifest(gid).values()):
         assert eng2.indexer.gens.get_object(sha)
+
+
+def test_checkpoints_come_every_n_generations_whether_the_depth_is_known_or_walked(tmp_path, monkeypatch):
+    """A store that published or materialised the current generation knows its depth; a new one
+    walks back to the checkpoint. Both must put a checkpoint every CHECKPOINT_EVERY generations."""
+    from hive_brain.index import generations
+
+    monkeypatch.setattr(generations, "CHECKPOINT_EVERY", 4)
+    kinds = []
+    store = generations.GenerationStore(tmp_path)
+    for i in range(14):
+        if i % 3 == 0:
+            store = generations.GenerationStore(tmp_path)  # a new process: nothing cached
+            if i % 2 == 0 and store.current_id() is not None:
+                store.manifest(store.current_id())  # what a write's diff does first
+        g = store.publish({f"n{j}.md": f"{j:064x}" for j in range(i + 1)}, index={}, label=f"g{i}")
+        kinds.append(g.kind[0])
+    assert "".join(kinds) == "cdddcdddcdddcd"

@@ -103,6 +103,9 @@ class GenerationStore:
         self._conn: sqlite3.Connection | None = None
         self.warnings: list[str] = []
         self._manifest_cache: dict[int, dict[str, str]] = {}
+        # gid -> deltas since its checkpoint, known from materialising or publishing it: publishing the
+        # next one then needs no walk back through up to CHECKPOINT_EVERY files (each read and hashed).
+        self._depth: dict[int, int] = {}
         self.objects_reset = False  # the object store was found damaged and started afresh
 
     # -- objects ------------------------------------------------------------------------------
@@ -242,6 +245,7 @@ class GenerationStore:
         if manifest_hash(man) != chain[0].notes_hash:
             raise GenerationCorrupt(f"generation {gid}: manifest does not match its notes hash")
         self._manifest_cache = {gid: man}
+        self._depth = {gid: len(chain) - 1}
         return dict(man)
 
     # -- current ------------------------------------------------------------------------------
@@ -286,8 +290,9 @@ class GenerationStore:
         base = self.manifest(base_id) if base_id is not None else {}
         ids = self.ids()
         gid = (ids[-1] + 1) if ids else 1
-        deltas_since_cp = 0
-        cur = base_id
+        known = self._depth.get(base_id) if base_id is not None else 0
+        deltas_since_cp = 0 if known is None else known
+        cur = base_id if known is None else None
         while cur is not None:
             g = self.load(cur)
             if g.kind == "checkpoint":
@@ -329,6 +334,7 @@ class GenerationStore:
         if man != new_manifest or g.notes_hash != body["notes_hash"]:
             raise GenerationCorrupt(f"generation {gid} did not verify after writing")
         self._manifest_cache = {gid: man}
+        self._depth = {gid: 0 if checkpoint else deltas_since_cp + 1}
         from ..store.journal import crash_point  # here: readers import this module, not the writer side
 
         crash_point("generation-before-current")
@@ -378,7 +384,7 @@ class GenerationStore:
             body = {**{k: getattr(g, k) for k in Generation.__dataclass_fields__ if k != "entries"}, "format": FORMAT,
                     "kind": "checkpoint", "entries": dict(sorted(man.items()))}
             atomic_write_bytes(self._gen_path(oldest_kept), seal(body))
-            self._manifest_cache = {}
+            self._manifest_cache, self._depth = {}, {}
         removed = [i for i in self.ids() if i not in keep and i < oldest_kept]
         for gid in removed:
             self._gen_path(gid).unlink(missing_ok=True)
