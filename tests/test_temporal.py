@@ -49,6 +49,9 @@ def test_cutoffs(q, cutoff):
     ("which state did Joanna visit in summer 2021?", ("2021-06-01", "2021-09-01")),
     ("how often did she go to the beach in 2023?", ("2023-01-01", "2024-01-01")),
     ("what did we talk about last Saturday", ("2026-11-28", "2026-11-29")),
+    ("what did we decide on Saturday", ("2026-11-28", "2026-11-29")),
+    ("what happened this past Friday?", ("2026-11-27", "2026-11-28")),
+    ("what did we discuss on monday", ("2026-11-23", "2026-11-24")),
     ("the bug we fixed two weeks ago", ("2026-11-13", "2026-11-20")),
     ("what changed yesterday", ("2026-11-29", "2026-11-30")),
     # no year: the most recent such day or month
@@ -71,6 +74,8 @@ def test_windows(q, span):
     "what is our rate limit",
     "what did we decide in marketing",  # a month's letters inside a word
     "notes on Mayhem 3",
+    "let's deploy on Monday",  # a day ahead, not one to look back at
+    "schedule the review on friday",
 ])
 def test_no_time_intent(q):
     ti = temporal.parse(q, now=NOW)
@@ -99,6 +104,23 @@ def test_a_named_date_lifts_the_note_from_that_day(vault_path):
                      ("where did Sam go hiking the week before 18 September, 2023", "late")):
         res = eng.recall(q, semantic=False, scope="full-vault", limit=5)
         assert [h["path"] for h in res["hits"]][:1] == [f"Conversations/{first}.md"], (q, res["time"])
+
+
+def test_the_named_day_beats_the_days_after_it(vault_path):
+    """The grace after a window (people report an event later) must not make a note from two days
+    later count as much as one from the day the question names."""
+    conv = vault_path / "Memory/Conversations"
+    conv.mkdir(parents=True, exist_ok=True)
+    for day, name in (("2026-11-28", "sat"), ("2026-11-30", "mon")):
+        (conv / f"{name}.md").write_text(
+            f'---\ntitle: "Session {name}"\ndate: "{day}"\n---\n\n**User**: The flaky upload test failed again.\n',
+            encoding="utf-8")
+    eng = Engine.open()
+    eng.rebuild(embed=False)
+    res = eng.recall("what did we say about the flaky upload test on November 28?", semantic=False, now=NOW)
+    assert [h["path"] for h in res["hits"]][:1] == ["Memory/Conversations/sat.md"], res["hits"]
+    res = eng.recall("what did we say about the flaky upload test on November 30?", semantic=False, now=NOW)
+    assert [h["path"] for h in res["hits"]][:1] == ["Memory/Conversations/mon.md"], res["hits"]
 
 
 def test_a_day_alone_finds_that_days_conversation(vault_path):

@@ -41,6 +41,7 @@ class Features:
     confidence: float = 0.8
     superseded: bool = False  # a replaced version, and the question asks neither about the past nor as of a date
     in_window: bool | None = None  # None: the question names no window
+    in_window_exact: bool = False  # inside the named days themselves, not only in the grace after them
     # Reported in scoreDetails only.
     status: str | None = ""
     bm25: float = 0.0
@@ -95,7 +96,7 @@ def breakdown(f: Features, params: Mapping[str, float] = PARAMS) -> Breakdown:
     if f.superseded:
         mult *= P["superseded"]
     if f.in_window:
-        mult *= 1.0 + P["window_boost"]
+        mult *= 1.0 + P["window_boost"] + P["window_exact"] * f.in_window_exact
     return Breakdown(rrf, support, mult, (rrf + support) * mult)
 
 
@@ -235,3 +236,4 @@ def _note(f: Features, c: Cand, e: Entry | None, query: Query, docs: Mapping[str
         lo, hi = query.window
         d = next((docs[p]["date"] for p in c.pids if p in docs), None)
         f.in_window = d is not None and lo <= d <= hi + P["window_after"] * 86400
+        f.in_window_exact = bool(f.in_window) and d is not None and d <= hi

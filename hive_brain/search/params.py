@@ -46,6 +46,7 @@ PARAMS: dict[str, float] = {
     "conf_default": 0.8,  # confidence of a note that states none
     "superseded": 0.6,  # multiplier of a superseded version when the question is not about the past
     "window_boost": 0.3,  # multiplier bonus for notes dated inside a time window named in the question
+    "window_exact": 0.0,  # further bonus when dated on the named days themselves, not in the grace after
     "window_after": 3.0,  # days after a named window that still count as inside it (talk about an event comes later)
     "folder_boost": 0.2,  # hierarchical mode: bonus at the best folder's summed score
     # Abstention (compared with the values scoreDetails reports: coverage to 3 places, gap to 4)

@@ -112,6 +112,9 @@ def _part_of_month(part: str, mon: int, year: int) -> tuple[dt.date, dt.date]:
     return d, min(end, d + dt.timedelta(days=7))
 
 
+_PAST = re.compile(r"\b(?:did|was|were|had|said|told|went|saw|got|made|met|took)\b|\b\w{3,}ed\b")
+
+
 def is_relative(phrase: str) -> bool:
     """"two weeks ago", "last Saturday", "yesterday": no calendar date written out (no digit, no month)."""
     return re.search(rf"\d|\b(?:{_MON_RE})\b", phrase, re.I) is None
@@ -169,7 +172,9 @@ def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
     m = re.search(r"\b(?:on|since|from)\s+" + _DATE, q)
     if m and (d := _parse_date(m.group(1), today)):
         return window(d, d + dt.timedelta(days=1) if m.group(0).startswith("on") else now, m.group(0))
-    m = re.search(r"\blast\s+(" + "|".join(_DAYS) + r")\b", q)
+    m = re.search(r"\b(?:last|this past)\s+(" + "|".join(_DAYS) + r")\b", q)
+    # "what did we decide on Friday" means the last one; "let's deploy on Monday" names no past day.
+    m = m or (re.search(r"\bon\s+(" + "|".join(_DAYS) + r")\b", q) if _PAST.search(q) else None)
     if m:
         wd = _DAYS.index(m.group(1))
         d = today - dt.timedelta(days=(today.weekday() - wd) % 7 or 7)
