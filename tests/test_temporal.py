@@ -123,6 +123,33 @@ def test_the_named_day_beats_the_days_after_it(vault_path):
     assert [h["path"] for h in res["hits"]][:1] == ["Memory/Conversations/mon.md"], res["hits"]
 
 
+def test_a_time_only_question_is_answered_by_that_days_notes_not_by_todays_memories(vault_path):
+    """In a vault of typed memories, "what did we work on last Saturday?" matched memories by "work"
+    (and memories written today counted as inside the window's grace) and never reached Saturday's
+    conversation: typed memory answered the tier. The day's notes must come first."""
+    from hive_brain.memory.model import MemoryInput
+
+    eng = Engine.open()
+    for title, content in (("Issue tracker", "Work items live in Linear; we do not use Jira."),
+                           ("Incident postmortems", "Postmortems are written within a week of the work to fix it."),
+                           ("Editor tabs", "Do use four spaces, never tabs."),
+                           ("Hosting", "The web app runs on Fly.io.")):
+        eng.memory.remember(MemoryInput(type="fact", title=title, content=content))
+    now = dt.datetime.now(dt.UTC)
+    sat = now.date() - dt.timedelta(days=(now.weekday() - 5) % 7 or 7)
+    conv = vault_path / "Memory/Conversations"
+    conv.mkdir(parents=True, exist_ok=True)
+    for day, text in ((sat, "We fixed the flaky upload test and renamed the media bucket."),
+                      (sat - dt.timedelta(days=3), "Refactored the billing module.")):
+        (conv / f"{day}.md").write_text(f'---\ntitle: "Session {day}"\ndate: "{day}"\n---\n\n**User**: {text}\n',
+                                        encoding="utf-8")
+    eng.rebuild(embed=False)
+    for q in ("what did we work on last Saturday?", f"what did we do {(now.date() - sat).days} days ago?"):
+        res = eng.recall(q, semantic=False)
+        assert not res["abstained"], q
+        assert res["hits"][0]["path"] == f"Memory/Conversations/{sat}.md", (q, [h["path"] for h in res["hits"]])
+
+
 def test_a_day_alone_finds_that_days_conversation(vault_path):
     """ "What did we talk about last Saturday?" shares no word with Saturday's conversation; the day
     it names is enough. Only notes strictly inside the window come this way, and a question with

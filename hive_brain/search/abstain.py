@@ -55,4 +55,8 @@ def fits(f: Features, query: Query, params: Mapping[str, float] = PARAMS) -> boo
 
 def memory_is_weak(typed: Sequence[Features], query: Query, params: Mapping[str, float] = PARAMS) -> bool:
     """Tiered recall: typed memory alone does not answer, so the whole vault's ranking is used."""
+    if typed and query.time_only(params) and typed[0].win_rank is None:
+        # "What did we work on last Saturday": a memory matching "work" from another day does not
+        # answer; that day's conversations (outside typed memory) do.
+        return True
     return not typed or reason(typed, query, params) is not None or _coverage(typed[0]) < params["tier_cov"]

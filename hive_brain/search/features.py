@@ -42,6 +42,7 @@ class Features:
     superseded: bool = False  # a replaced version, and the question asks neither about the past nor as of a date
     in_window: bool | None = None  # None: the question names no window
     in_window_exact: bool = False  # inside the named days themselves, not only in the grace after them
+    time_only: bool = False  # the question asks about its time alone ("what did we do last Saturday")
     # Reported in scoreDetails only.
     status: str | None = ""
     bm25: float = 0.0
@@ -68,8 +69,12 @@ def breakdown(f: Features, params: Mapping[str, float] = PARAMS) -> Breakdown:
         rrf += P["w_sem"] / (P["rrf_k"] + f.sem_rank)
     if f.doc_rank is not None:
         rrf += P["w_doc"] / (P["rrf_k"] + f.doc_rank)
+    # A question about a time alone ("what did we do last Saturday") is answered by that day's notes:
+    # their place in the window is then most of the evidence, and its one other word ("do", "work")
+    # is not a word they need to contain.
+    dated_answer = f.time_only and f.win_rank is not None
     if f.win_rank is not None:
-        rrf += P["w_win"] / (P["rrf_k"] + f.win_rank)
+        rrf += (P["w_win"] + P["w_win_time_only"] * dated_answer) / (P["rrf_k"] + f.win_rank)
     if P["linear"]:
         lin = f.lex_norm + P["lin_doc"] * f.doc_norm
         if f.sem_rel is not None:
@@ -83,7 +88,7 @@ def breakdown(f: Features, params: Mapping[str, float] = PARAMS) -> Breakdown:
         # A passage that says the same thing in other words is covered by meaning, not by words: a
         # strong semantic match stands in for part of the missing coverage. Ranking only; abstention
         # still reads the lexical coverage.
-        cov = f.coverage
+        cov = need if dated_answer else f.coverage
         if f.sem_rel is not None:
             cov = max(cov, P["cov_sem"] * need * f.sem_rel)
         mult = P["cov_base"] + (1 - P["cov_base"]) * min(1.0, cov / need)
@@ -160,7 +165,7 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
     for c in cands.values():
         e = entries.get(c.path)
         f = Features(lex_rank=lex_rank.get(c.path), sem_rank=sem_rank.get(c.path), doc_rank=doc_rank.get(c.path),
-                     win_rank=c.win_rank, n_terms=len(query.terms))
+                     win_rank=c.win_rank, n_terms=len(query.terms), time_only=query.time_only(P))
         f.lex_norm = lex_note[c.path] / lex_max
         f.doc_norm = c.lex_doc / doc_max
         if sem_note[c.path] > -1 and sem_top > sem_floor:
@@ -235,5 +240,9 @@ def _note(f: Features, c: Cand, e: Entry | None, query: Query, docs: Mapping[str
     if query.window is not None:
         lo, hi = query.window
         d = next((docs[p]["date"] for p in c.pids if p in docs), None)
-        f.in_window = d is not None and lo <= d <= hi + P["window_after"] * 86400
+        # The grace after a window is for notes that report events (a conversation on Monday about
+        # Saturday); a typed memory is dated when it was written, so one written today is not "from
+        # two days ago" (in a small vault, today's memories outranked the day's conversation).
+        grace = 0.0 if e is not None and e.kind == "memory" else P["window_after"] * 86400
+        f.in_window = d is not None and lo <= d <= hi + grace
         f.in_window_exact = bool(f.in_window) and d is not None and d <= hi

@@ -59,6 +59,7 @@ PARAMS: dict[str, float] = {
     "abstain_gap_partial": -0.016,  # ... this gap
     "fit_cov": 0.34,  # a hit after the first needs this coverage
     "fit_gap": 0.0,  # ... or this gap
+    "w_win_time_only": 10.0,  # added to w_win for a question that asks about its time alone
     "time_only_terms": 1,  # a question with at most this many words besides its time phrase asks about a time
     "tier_cov": 0.5,  # tiered recall stays in typed memory when its best hit covers this much
     "drop_below": 0.25,  # hits scoring under this fraction of the best are dropped

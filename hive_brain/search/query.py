@@ -20,6 +20,7 @@ class Query:
     lexical: str  # what BM25 searches: ``text`` without a served time phrase ("two weeks ago" is no topic)
     cutoff: int | None  # unix seconds: recall as the vault stood then
     window: tuple[int, int] | None  # unix seconds [start, end) of a time the question names
+    topic: int  # how many content words the question has besides its time phrase
 
     @property
     def history(self) -> bool:
@@ -28,7 +29,7 @@ class Query:
     def time_only(self, params: Mapping[str, float]) -> bool:
         """Besides its time phrase, the question says little ("what did we talk about last Saturday"):
         being from that time is then evidence enough. "Finish the refactor today" still needs its words."""
-        return len(self.terms) <= params["time_only_terms"]
+        return self.window is not None and self.topic <= params["time_only_terms"]
 
 
 def content_words(text: str) -> list[str]:
@@ -51,6 +52,7 @@ def analyse(text: str, *, now: dt.datetime | None = None, as_of: str | None = No
         ti.cutoff = d.replace(hour=23, minute=59, second=59)
     words = content_words(text)
     terms = words
+    topic = len(words)
     lexical = text
     # A time phrase is served by its window or cutoff: a note need not repeat "3 June 2023" to cover
     # the question. A relative phrase's words are no topic either ("two weeks ago" must not find
@@ -58,7 +60,9 @@ def analyse(text: str, *, now: dt.datetime | None = None, as_of: str | None = No
     # write dates out ("on 8 May, 2023"; LoCoMo's temporal questions lost 0.012 any@5 without them).
     if ti.phrase and (ti.window or ti.cutoff):
         time_words = set(content_words(ti.phrase))
-        terms = [t for t in words if t not in time_words] or words
+        terms = [t for t in words if t not in time_words]
+        topic = len(terms)
+        terms = terms or words
         if temporal.is_relative(ti.phrase):
             rest = " ".join(text.lower().replace(ti.phrase, " ").split())
             if content_words(rest):
@@ -72,4 +76,5 @@ def analyse(text: str, *, now: dt.datetime | None = None, as_of: str | None = No
         lexical=lexical,
         cutoff=int(ti.cutoff.timestamp()) if ti.cutoff else None,
         window=(int(ti.window[0].timestamp()), int(ti.window[1].timestamp())) if ti.window else None,
+        topic=topic,
     )
