@@ -28,6 +28,10 @@ EVENTS = {
     "stop": "Stop",
     "session-end": "SessionEnd",
 }
+# The JSON envelope of the answer, per agent family (``--format``): "claude" = Claude Code's
+# hookSpecificOutput.additionalContext, which Codex and Gemini CLI document too; "cursor" = Cursor's
+# flat additional_context (https://cursor.com/docs/agent/hooks).
+FORMATS = ("claude", "cursor")
 STATUS_FILE = "status.json"
 STATUS_KEEP = 30
 CONTEXT_CHARS = 1500  # words of the previous assistant reply that join the query
@@ -39,7 +43,7 @@ HOOK_LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when 
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
 USAGE = (
-    "usage: hive-brain hook prompt|session-start|stop|session-end < hook.json\n"
+    "usage: hive-brain hook prompt|session-start|stop|session-end [--format claude|cursor] < hook.json\n"
     "Reads the hook JSON an agent (Claude Code, Codex) sends on stdin and prints the hook's JSON answer.\n"
     'Example: echo \'{"prompt": "how do we deploy?"}\' | hive-brain hook prompt'
 )
@@ -61,6 +65,10 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
             f"hive-brain hook: unknown event {event!r} (use prompt, session-start, stop or session-end)",
             file=sys.stderr,
         )
+        return 2
+    fmt = _format(argv)
+    if fmt not in FORMATS:
+        print(f"hive-brain hook: unknown --format {fmt!r} (use {' or '.join(FORMATS)})", file=sys.stderr)
         return 2
     rec: dict[str, Any] = {"time": _now_iso(), "event": event, "ok": True, "mode": None}
     settings = None
@@ -104,6 +112,8 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
             code = 2
         else:
             output = {"systemMessage": msg}
+    if output and fmt != "claude":
+        output = envelope(output, fmt)
     if output:
         try:
             sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
@@ -120,6 +130,24 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
                 pass
         os._exit(code)
     return code
+
+
+def _format(argv: list[str]) -> str:
+    for i, a in enumerate(argv):
+        if a == "--format":
+            return argv[i + 1] if i + 1 < len(argv) else ""
+        if a.startswith("--format="):
+            return a.split("=", 1)[1]
+    return "claude"
+
+
+def envelope(output: dict, fmt: str) -> dict:
+    """Our answer (Claude Code's shape) in the envelope agent family ``fmt`` documents."""
+    if fmt == "cursor":
+        ctx = (output.get("hookSpecificOutput") or {}).get("additionalContext")
+        # Cursor documents no user-visible message for sessionStart: a failure shows in `hooks status`.
+        return {"additional_context": ctx} if ctx else {}
+    return output
 
 
 def _read_payload(stdin: str | None) -> dict:
