@@ -209,6 +209,72 @@ def test_gemini_prompt_and_session_start_end_to_end(with_memory, tmp_path):
     assert "I am Ana" in out["hookSpecificOutput"]["additionalContext"]
 
 
+# ---------------------------------------------------------------------------------------------- cline
+def test_cline_hook_scripts_install_idempotently_and_leave_the_users_hooks(vault_path):
+    folder = Path.home() / "Documents" / "Cline" / "Hooks"
+    folder.mkdir(parents=True)
+    theirs = folder / "PreToolUse"
+    theirs.write_text("#!/bin/sh\necho '{\"cancel\": false}'\n")
+    dry = run("hooks", "install", "--agent", "cline", "--dry-run")
+    assert dry["changed"] and "hook prompt --format cline" in dry["diff"] and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
+
+    res = run("hooks", "install", "--agent", "cline")
+    assert res["changed"] and {Path(f["file"]).name for f in res["files"]} == {"UserPromptSubmit", "TaskStart"}
+    for name, event in (("UserPromptSubmit", "prompt"), ("TaskStart", "session-start")):
+        path = folder / name
+        assert os.access(path, os.X_OK) and path.read_text().startswith("#!/bin/sh\n")
+        assert f"hook {event} --format cline" in path.read_text() and "HIVE_AGENT_ID=cline " in path.read_text()
+    texts = {p.name: p.read_text() for p in folder.iterdir()}
+    assert not run("hooks", "install", "--agent", "cline")["changed"]
+    assert {p.name: p.read_text() for p in folder.iterdir()} == texts and not backups(folder)
+
+    st = run("hooks", "status")
+    assert set(st["cline"]["user"]["events"]) == {"UserPromptSubmit", "TaskStart"}
+    assert st["cline"]["user"]["vaults"]["UserPromptSubmit"]["path"] == str(vault_path)
+
+    res = run("hooks", "uninstall", "--agent", "cline")
+    assert res["removed"] == 2 and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
+
+
+def test_cline_refuses_to_replace_a_hook_of_the_users(vault_path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / ".clinerules" / "hooks"
+    folder.mkdir(parents=True)
+    (folder / "TaskStart").write_text("#!/bin/sh\necho mine\n")
+    res = run("hooks", "install", "--agent", "cline", "--project", ok=False)
+    assert res["_exit"] == 2 and "is a Cline hook of yours" in res["message"]
+    assert sorted(p.name for p in folder.iterdir()) == ["TaskStart"]  # nothing half installed
+    assert (folder / "TaskStart").read_text() == "#!/bin/sh\necho mine\n"
+    assert run("hooks", "uninstall", "--agent", "cline", "--project")["removed"] == 0
+    assert (folder / "TaskStart").exists()
+
+
+def test_cline_prompt_and_task_start_end_to_end(with_memory, tmp_path):
+    run("hooks", "install", "--agent", "cline")
+    folder = Path.home() / "Documents" / "Cline" / "Hooks"
+    base = {"clineVersion": "3.36.0", "timestamp": "1764584400000", "taskId": "t-1",
+            "workspaceRoots": [str(tmp_path)], "userId": "u-1"}
+
+    def hook_file(name: str, payload: dict) -> dict:
+        # Cline executes the file itself (no shell in front), the event JSON on stdin.
+        env = {k: v for k, v in os.environ.items() if k != "HIVE_BRAIN_VAULT"}
+        p = subprocess.run([str(folder / name)], input=json.dumps(payload), capture_output=True, text=True,
+                           env=env, cwd=tmp_path, timeout=60)
+        assert p.returncode == 0, p.stderr  # a non-zero exit would cancel the prompt in Cline
+        return json.loads(p.stdout.strip().splitlines()[-1])  # Cline parses the last JSON object
+
+    out = hook_file("UserPromptSubmit", {**base, "hookName": "UserPromptSubmit",
+                                         "userPromptSubmit": {"prompt": "which package manager should I use?",
+                                                              "attachments": []}})
+    assert out["cancel"] is False and "pnpm" in out["contextModification"]
+    out = hook_file("TaskStart", {**base, "hookName": "TaskStart",
+                                  "taskStart": {"taskMetadata": {"taskId": "t-1", "ulid": "01J", "initialTask": "hi"}}})
+    assert out["cancel"] is False and "I am Ana" in out["contextModification"]
+    out = hook_file("UserPromptSubmit", {**base, "hookName": "UserPromptSubmit",
+                                         "userPromptSubmit": {"prompt": "weather on the moon tomorrow?"}})
+    assert out == {"cancel": False}  # nothing relevant: the prompt goes through untouched
+
+
 # ---------------------------------------------------------------------------------------------- agents-md
 def test_agents_md_block_is_idempotent_and_uninstall_restores_the_file(vault_path, tmp_path, monkeypatch):
     project = tmp_path / "webapp"

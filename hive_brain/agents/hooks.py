@@ -28,10 +28,12 @@ EVENTS = {
     "stop": "Stop",
     "session-end": "SessionEnd",
 }
-# The JSON envelope of the answer, per agent family (``--format``): "claude" = Claude Code's
-# hookSpecificOutput.additionalContext, which Codex and Gemini CLI document too; "cursor" = Cursor's
-# flat additional_context (https://cursor.com/docs/agent/hooks).
-FORMATS = ("claude", "cursor")
+# The JSON envelope of the input and the answer, per agent family (``--format``): "claude" = Claude
+# Code's hookSpecificOutput.additionalContext, which Codex and Gemini CLI document too; "cursor" =
+# Cursor's flat additional_context (https://cursor.com/docs/agent/hooks); "cline" = Cline's
+# {"cancel", "contextModification"}, its prompt under userPromptSubmit
+# (https://docs.cline.bot/features/hooks/hook-reference).
+FORMATS = ("claude", "cursor", "cline")
 STATUS_FILE = "status.json"
 STATUS_KEEP = 30
 CONTEXT_CHARS = 1500  # words of the previous assistant reply that join the query
@@ -43,7 +45,7 @@ HOOK_LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when 
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
 USAGE = (
-    "usage: hive-brain hook prompt|session-start|stop|session-end [--format claude|cursor] < hook.json\n"
+    "usage: hive-brain hook prompt|session-start|stop|session-end [--format claude|cursor|cline] < hook.json\n"
     "Reads the hook JSON an agent (Claude Code, Codex) sends on stdin and prints the hook's JSON answer.\n"
     'Example: echo \'{"prompt": "how do we deploy?"}\' | hive-brain hook prompt'
 )
@@ -76,6 +78,8 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
     timed_out = False
     try:
         payload = _read_payload(stdin)
+        if fmt == "cline":
+            payload = _from_cline(payload)
         rec["session_id"] = str(payload.get("session_id") or "")[:80] or None
         settings = _settings(payload, argv)
         rec["agent"] = settings.agent_id
@@ -112,7 +116,7 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
             code = 2
         else:
             output = {"systemMessage": msg}
-    if output and fmt != "claude":
+    if fmt != "claude":
         output = envelope(output, fmt)
     if output:
         try:
@@ -141,13 +145,31 @@ def _format(argv: list[str]) -> str:
     return "claude"
 
 
-def envelope(output: dict, fmt: str) -> dict:
-    """Our answer (Claude Code's shape) in the envelope agent family ``fmt`` documents."""
+def envelope(output: dict | None, fmt: str) -> dict | None:
+    """Our answer (Claude Code's shape, or None) in the envelope agent family ``fmt`` documents.
+
+    Neither Cursor nor Cline documents a user-visible notice for these events: a failure or a
+    notice shows in `hooks status` instead.
+    """
+    ctx = ((output or {}).get("hookSpecificOutput") or {}).get("additionalContext")
     if fmt == "cursor":
-        ctx = (output.get("hookSpecificOutput") or {}).get("additionalContext")
-        # Cursor documents no user-visible message for sessionStart: a failure shows in `hooks status`.
-        return {"additional_context": ctx} if ctx else {}
+        return {"additional_context": ctx} if ctx else ({} if output else None)
+    if fmt == "cline":
+        # Cline blocks the prompt on a non-zero exit or unreadable JSON: always answer, never cancel.
+        return {"cancel": False, "contextModification": ctx} if ctx else {"cancel": False}
     return output
+
+
+def _from_cline(payload: dict) -> dict:
+    """Cline's hook input, in the field names the hooks read (prompt, session_id, cwd)."""
+    sub = payload.get("userPromptSubmit")
+    roots = payload.get("workspaceRoots")
+    return {
+        **payload,
+        "prompt": sub.get("prompt") if isinstance(sub, dict) else None,
+        "session_id": payload.get("taskId"),
+        "cwd": roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None,
+    }
 
 
 def _read_payload(stdin: str | None) -> dict:

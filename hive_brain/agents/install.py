@@ -1,5 +1,5 @@
 """Install, remove and inspect the agent integrations: Claude Code hooks, the Codex MCP entry, and
-(through their own modules) Cursor, Gemini CLI and an ``AGENTS.md`` instructions block.
+(through their own modules) Cursor, Gemini CLI, Cline and an ``AGENTS.md`` instructions block.
 
 Settings files belong to the user: we merge our entries without touching anything else, recognise
 our own entries on re-install (idempotent), back the file up before every write, refuse to write
@@ -33,9 +33,9 @@ from .settingsfile import (
 )
 
 # The agents `hooks install --agent` knows, in the order `--help` lists them.
-AGENTS = ("claude-code", "codex", "cursor", "gemini", "agents-md")
+AGENTS = ("claude-code", "codex", "cursor", "gemini", "cline", "agents-md")
 # Agents whose settings have a user and a project file (`--project/--user`).
-PROJECT_AGENTS = ("claude-code", "cursor", "gemini")
+PROJECT_AGENTS = ("claude-code", "cursor", "gemini", "cline")
 # (Claude Code event, our hook event, timeout in seconds). The prompt hook keeps its own 1.5 s deadline.
 CLAUDE_EVENTS: tuple[tuple[str, str, int], ...] = (
     ("UserPromptSubmit", "prompt", 5),
@@ -240,6 +240,10 @@ def install(
         from .gemini import install_gemini
 
         return install_gemini(settings, project=project, dry_run=dry_run)
+    if agent == "cline":
+        from .cline import install_cline
+
+        return install_cline(settings, project=project, dry_run=dry_run)
     from .agentsmd import install_agents_md
 
     return install_agents_md(settings, path=path, dry_run=dry_run)
@@ -261,6 +265,10 @@ def uninstall(
         from .gemini import uninstall_gemini
 
         return uninstall_gemini(project=project, dry_run=dry_run)
+    if agent == "cline":
+        from .cline import uninstall_cline
+
+        return uninstall_cline(project=project, dry_run=dry_run)
     from .agentsmd import uninstall_agents_md
 
     return uninstall_agents_md(path=path, dry_run=dry_run)
@@ -281,6 +289,7 @@ def _check_agent(agent: str, project: bool, path: Path | None) -> None:
 
 def status(settings: Any, cwd: Path | None = None) -> dict:
     from .agentsmd import agents_md_installed
+    from .cline import cline_installed
     from .cursor import cursor_installed
     from .gemini import gemini_installed
     from .hooks import read_status
@@ -305,6 +314,7 @@ def status(settings: Any, cwd: Path | None = None) -> dict:
         "codex": codex_installed(),
         "cursor": {"user": cursor_installed(False, cwd), "project": cursor_installed(True, cwd)},
         "gemini": {"user": gemini_installed(False, cwd), "project": gemini_installed(True, cwd)},
+        "cline": {"user": cline_installed(False, cwd), "project": cline_installed(True, cwd)},
         "agentsMd": agents_md_installed(cwd),
         "statusFile": str(Path(settings.state_dir) / "hooks" / "status.json"),
         "last": st.get("last") or {},
@@ -328,7 +338,7 @@ def installed_vaults(st: dict) -> list[dict]:
         if vault is not None:
             rows.append({"agent": agent, "where": where, "file": entry["file"], "vault": vault})
 
-    for key, agent in (("claudeCode", "claude-code"), ("cursor", "cursor"), ("gemini", "gemini")):
+    for key, agent in (("claudeCode", "claude-code"), ("cursor", "cursor"), ("gemini", "gemini"), ("cline", "cline")):
         for where in ("user", "project"):
             e = st[key][where]
             # All events of one install carry one command prefix: the first names the vault.

@@ -228,14 +228,15 @@ def write(path: Path, old: str, new: str, dry_run: bool) -> dict:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     # The temp file of an atomic write is 0600: keep the mode the user gave the file.
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644 & ~_umask()
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644 & ~umask()
     res["backup"] = backup(path)
     atomic_write_text(path, new)
     os.chmod(path, mode)
     return res
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The process umask (read without changing it for good)."""
     cur = os.umask(0)
     os.umask(cur)
     return cur

@@ -19,11 +19,11 @@ from .base import State, command, out
 # ---------------------------------------------------------------------------------------------- hooks
 @click.group("hooks")
 def hooks_group() -> None:
-    """Install, remove and inspect the agent integrations (Claude Code, Codex, Cursor, Gemini CLI, AGENTS.md)."""
+    """Install, remove and inspect the agent integrations (Claude Code, Codex, Cursor, Gemini CLI, Cline, AGENTS.md)."""
 
 
 # Kept in step with agents.install.AGENTS (a test checks), which the CLI must not import at load time.
-AGENT_CHOICES = ("claude-code", "codex", "cursor", "gemini", "agents-md")
+AGENT_CHOICES = ("claude-code", "codex", "cursor", "gemini", "cline", "agents-md")
 
 
 def _agent_opt(fn: Any) -> Any:
@@ -49,7 +49,8 @@ def _where_opt(fn: Any) -> Any:
         "--project/--user",
         "project",
         default=False,
-        help="Claude Code, Cursor, Gemini CLI: this project's settings (.claude/, .cursor/, .gemini/), "
+        help="Claude Code, Cursor, Gemini CLI, Cline: this project's settings (.claude/, .cursor/, .gemini/, "
+        ".clinerules/hooks/), "
         "or the user's in your home folder (default).",
     )(fn)
 
@@ -91,7 +92,8 @@ def hooks_install_cmd(
 
     Claude Code gets three hooks (prompt → memory, session start → core memory, stop → conversation
     note); Gemini CLI the prompt and session-start hooks plus the MCP server; Cursor the session-start
-    hook (core memory) plus the MCP server; Codex the MCP server; agents-md a block in AGENTS.md that
+    hook (core memory) plus the MCP server; Cline UserPromptSubmit and TaskStart hook scripts; Codex
+    the MCP server; agents-md a block in AGENTS.md that
     tells any agent reading it to recall and remember with hive-brain. See docs/agents.md.
 
     \b
@@ -100,6 +102,7 @@ def hooks_install_cmd(
       hive-brain hooks install --agent claude-code --project
       hive-brain hooks install --agent cursor
       hive-brain hooks install --agent gemini
+      hive-brain hooks install --agent cline --project
       hive-brain hooks install --agent agents-md --path ~/code/webapp
     """
     from ..agents import install as hooks_install
@@ -162,7 +165,7 @@ def hooks_status_cmd(state: State, as_json: bool) -> None:
 
         from ..agents.settingsfile import describe_vault
 
-        for key, name in (("claudeCode", "Claude Code"), ("cursor", "Cursor"), ("gemini", "Gemini CLI")):
+        for key, name in (("claudeCode", "Claude Code"), ("cursor", "Cursor"), ("gemini", "Gemini CLI"), ("cline", "Cline")):
             for where in ("user", "project"):
                 e = res[key][where]
                 parts = list(e["events"])
@@ -227,8 +230,8 @@ def _hook_cmd(event: str, what: str) -> None:
           | HIVE_AGENT_ID=claude-code hive-brain hook {event}
     """
     fmt_opt = click.option(
-        "--format", "fmt", type=click.Choice(["claude", "cursor"]), default="claude", show_default=True,
-        help="Answer envelope: claude (hookSpecificOutput; Claude Code, Codex, Gemini CLI) or cursor.",
+        "--format", "fmt", type=click.Choice(["claude", "cursor", "cline"]), default="claude", show_default=True,
+        help="Input and answer envelope: claude (hookSpecificOutput; Claude Code, Codex, Gemini CLI), cursor or cline.",
     )
     command(event, group=hook_group, with_json=False)(fmt_opt(run))
 
