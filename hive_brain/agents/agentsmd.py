@@ -21,6 +21,7 @@ from .settingsfile import (
     pinned_vault,
     put_block,
     read_text,
+    remove,
     split_block,
     vault_of_env,
     write,
@@ -95,7 +96,7 @@ def uninstall_agents_md(*, path: Path | None = None, dry_run: bool = False, cwd:
     target = agents_md_path(path, cwd)
     raw = read_text(target)
     new, removed = drop_block(raw, BEGIN, END, target)
-    res = write(target, raw, new, dry_run)
+    res = remove(target, raw, dry_run) if removed and not new else write(target, raw, new, dry_run)
     res.update(agent=AGENT, action="uninstall", removed=removed)
     return res
 

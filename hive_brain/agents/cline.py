@@ -23,11 +23,11 @@ from .settingsfile import (
     agent_credential,
     combine,
     command_env,
-    diff,
     hook_command,
     is_ours,
     pinned_vault,
     read_text,
+    remove,
     umask,
     vault_of_env,
     write,
@@ -95,14 +95,12 @@ def uninstall_cline(*, project: bool = False, dry_run: bool = False, cwd: Path |
     for name, _ours in EVENTS:
         path = folder / name
         old = read_text(path)
-        mine = bool(old) and _command_of(old) is not None
-        # Ours entirely (an empty hook file would still be run): removed, not emptied or backed up.
-        results.append({"file": str(path), "changed": mine, "dryRun": dry_run, "backup": None,
-                        "diff": diff(path, old, "") if mine else None})
-        if mine:
+        if old and _command_of(old) is not None:
+            # Ours entirely (an empty hook file would still be run): removed, not emptied or backed up.
+            results.append(remove(path, old, dry_run))
             removed += 1
-            if not dry_run:
-                path.unlink()
+        else:
+            results.append(write(path, old, old, dry_run))
     return combine(results, agent=AGENT, action="uninstall", removed=removed)
 
 

@@ -29,6 +29,7 @@ from .settingsfile import (
     mcp_server_entry,
     pinned_vault,
     read_json,
+    remove,
     vault_of_env,
     write,
 )
@@ -129,9 +130,12 @@ def uninstall_cursor(*, project: bool = False, dry_run: bool = False, cwd: Path 
     mcp_data, mcp_raw = read_json(mcp_path)
     new_hooks, n_hooks = strip_hooks(hooks_data, hooks_path)
     new_mcp, n_mcp = mcpjson.strip(mcp_data, mcp_path)
+    # A file left with nothing but what install puts in a new one was created by install: removed.
     results = [
-        write(hooks_path, hooks_raw, dump_json(new_hooks, hooks_raw) if n_hooks else hooks_raw, dry_run),
-        write(mcp_path, mcp_raw, dump_json(new_mcp, mcp_raw) if n_mcp else mcp_raw, dry_run),
+        remove(hooks_path, hooks_raw, dry_run) if n_hooks and new_hooks in ({}, {"version": 1})
+        else write(hooks_path, hooks_raw, dump_json(new_hooks, hooks_raw) if n_hooks else hooks_raw, dry_run),
+        remove(mcp_path, mcp_raw, dry_run) if n_mcp and not new_mcp
+        else write(mcp_path, mcp_raw, dump_json(new_mcp, mcp_raw) if n_mcp else mcp_raw, dry_run),
     ]
     return combine(results, agent=AGENT, action="uninstall", removed=n_hooks + n_mcp)
 

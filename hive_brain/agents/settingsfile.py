@@ -235,6 +235,15 @@ def write(path: Path, old: str, new: str, dry_run: bool) -> dict:
     return res
 
 
+def remove(path: Path, old: str, dry_run: bool) -> dict:
+    """Delete a file that held nothing but our entries (install created it): no empty file is left."""
+    res: dict[str, Any] = {"file": str(path), "changed": True, "dryRun": dry_run, "backup": None,
+                           "diff": diff(path, old, ""), "deleted": True}
+    if not dry_run:
+        path.unlink()
+    return res
+
+
 def umask() -> int:
     """The process umask (read without changing it for good)."""
     cur = os.umask(0)
