@@ -347,6 +347,7 @@ def test_install_without_agent_still_means_claude_code(vault_path):
 def test_status_and_doctor_show_each_hooks_vault_and_flag_a_missing_one(vault_path, tmp_path, monkeypatch):
     run("hooks", "install")
     run("hooks", "install", "--agent", "gemini")
+    run("hooks", "install", "--agent", "codex")
     # A second vault, set in the config file only: its hooks are not pinned.
     other = tmp_path / "brain"
     run("init", str(other))
@@ -356,7 +357,7 @@ def test_status_and_doctor_show_each_hooks_vault_and_flag_a_missing_one(vault_pa
 
     rows = {r["agent"] + " " + r["where"]: r["vault"] for r in run("hooks", "status")["vaults"]}
     assert rows["claude-code user"] == {"path": str(vault_path), "source": "pinned", "exists": True}
-    assert rows["gemini user mcp"]["path"] == str(vault_path)
+    assert rows["gemini user mcp"]["path"] == str(vault_path) and rows["codex user"]["path"] == str(vault_path)
     cursor = rows["cursor user"]
     assert cursor["source"].startswith("config file: ") and cursor["path"] == str(other) and cursor["exists"]
     human = CliRunner().invoke(main, ["hooks", "status"]).output
@@ -370,7 +371,7 @@ def test_status_and_doctor_show_each_hooks_vault_and_flag_a_missing_one(vault_pa
     shutil.rmtree(vault_path)  # the vault the claude-code and gemini hooks pin is gone
     st = run("hooks", "status")
     missing = {r["agent"] for r in st["vaults"] if not r["vault"]["exists"]}
-    assert missing == {"claude-code", "gemini"}
+    assert missing == {"claude-code", "gemini", "codex"}
     human = CliRunner().invoke(main, ["hooks", "status"]).output
     assert f"uses vault {vault_path} (pinned) - DOES NOT EXIST" in human
     res = CliRunner().invoke(main, ["doctor"])
