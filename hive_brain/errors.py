@@ -5,7 +5,7 @@
     │   ├── InvalidAgentId         empty/whitespace/malformed agent id: never widens what may be read
     │   ├── InvalidText            text hive-brain will not store: NUL/control characters, lone
     │   │                          surrogates (invalid UTF-8); says which field and where
-    │   └── SettingsFileError*     an agent's settings file cannot be merged (agents/install.py)
+    │   └── SettingsFileError*     an agent's settings file cannot be merged (agents/settingsfile.py)
     ├── VaultError                 the vault cannot be found, created or read
     │   ├── VaultNotFound
     │   └── NoteError              one note is unreadable (broken YAML, binary, too large)

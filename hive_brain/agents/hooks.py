@@ -28,6 +28,12 @@ EVENTS = {
     "stop": "Stop",
     "session-end": "SessionEnd",
 }
+# The JSON envelope of the input and the answer, per agent family (``--format``): "claude" = Claude
+# Code's hookSpecificOutput.additionalContext, which Codex and Gemini CLI document too; "cursor" =
+# Cursor's flat additional_context (https://cursor.com/docs/agent/hooks); "cline" = Cline's
+# {"cancel", "contextModification"}, its prompt under userPromptSubmit
+# (https://docs.cline.bot/features/hooks/hook-reference).
+FORMATS = ("claude", "cursor", "cline")
 STATUS_FILE = "status.json"
 STATUS_KEEP = 30
 CONTEXT_CHARS = 1500  # words of the previous assistant reply that join the query
@@ -39,7 +45,7 @@ HOOK_LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when 
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
 USAGE = (
-    "usage: hive-brain hook prompt|session-start|stop|session-end < hook.json\n"
+    "usage: hive-brain hook prompt|session-start|stop|session-end [--format claude|cursor|cline] < hook.json\n"
     "Reads the hook JSON an agent (Claude Code, Codex) sends on stdin and prints the hook's JSON answer.\n"
     'Example: echo \'{"prompt": "how do we deploy?"}\' | hive-brain hook prompt'
 )
@@ -62,12 +68,18 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
             file=sys.stderr,
         )
         return 2
+    fmt = _format(argv)
+    if fmt not in FORMATS:
+        print(f"hive-brain hook: unknown --format {fmt!r} (use {' or '.join(FORMATS)})", file=sys.stderr)
+        return 2
     rec: dict[str, Any] = {"time": _now_iso(), "event": event, "ok": True, "mode": None}
     settings = None
     output: dict | None = None
     timed_out = False
     try:
         payload = _read_payload(stdin)
+        if fmt == "cline":
+            payload = _from_cline(payload)
         rec["session_id"] = str(payload.get("session_id") or "")[:80] or None
         settings = _settings(payload, argv)
         rec["agent"] = settings.agent_id
@@ -104,6 +116,8 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
             code = 2
         else:
             output = {"systemMessage": msg}
+    if fmt != "claude":
+        output = envelope(output, fmt)
     if output:
         try:
             sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
@@ -120,6 +134,42 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
                 pass
         os._exit(code)
     return code
+
+
+def _format(argv: list[str]) -> str:
+    for i, a in enumerate(argv):
+        if a == "--format":
+            return argv[i + 1] if i + 1 < len(argv) else ""
+        if a.startswith("--format="):
+            return a.split("=", 1)[1]
+    return "claude"
+
+
+def envelope(output: dict | None, fmt: str) -> dict | None:
+    """Our answer (Claude Code's shape, or None) in the envelope agent family ``fmt`` documents.
+
+    Neither Cursor nor Cline documents a user-visible notice for these events: a failure or a
+    notice shows in `hooks status` instead.
+    """
+    ctx = ((output or {}).get("hookSpecificOutput") or {}).get("additionalContext")
+    if fmt == "cursor":
+        return {"additional_context": ctx} if ctx else ({} if output else None)
+    if fmt == "cline":
+        # Cline blocks the prompt on a non-zero exit or unreadable JSON: always answer, never cancel.
+        return {"cancel": False, "contextModification": ctx} if ctx else {"cancel": False}
+    return output
+
+
+def _from_cline(payload: dict) -> dict:
+    """Cline's hook input, in the field names the hooks read (prompt, session_id, cwd)."""
+    sub = payload.get("userPromptSubmit")
+    roots = payload.get("workspaceRoots")
+    return {
+        **payload,
+        "prompt": sub.get("prompt") if isinstance(sub, dict) else None,
+        "session_id": payload.get("taskId"),
+        "cwd": roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None,
+    }
 
 
 def _read_payload(stdin: str | None) -> dict:

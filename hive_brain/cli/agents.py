@@ -19,14 +19,18 @@ from .base import State, command, out
 # ---------------------------------------------------------------------------------------------- hooks
 @click.group("hooks")
 def hooks_group() -> None:
-    """Install, remove and inspect the Claude Code hooks and the Codex MCP entry."""
+    """Install, remove and inspect the agent integrations (Claude Code, Codex, Cursor, Gemini CLI, Cline, AGENTS.md)."""
+
+
+# Kept in step with agents.install.AGENTS (a test checks), which the CLI must not import at load time.
+AGENT_CHOICES = ("claude-code", "codex", "cursor", "gemini", "cline", "agents-md")
 
 
 def _agent_opt(fn: Any) -> Any:
     return click.option(
         "--agent",
         "agent_kind",
-        type=click.Choice(["claude-code", "codex"]),
+        type=click.Choice(AGENT_CHOICES),
         default="claude-code",
         show_default=True,
         help="Which agent to integrate with.",
@@ -34,11 +38,20 @@ def _agent_opt(fn: Any) -> Any:
 
 
 def _where_opt(fn: Any) -> Any:
+    fn = click.option(
+        "--path",
+        "path",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="agents-md: the project folder (its AGENTS.md) or an instructions file; default ./AGENTS.md.",
+    )(fn)
     return click.option(
         "--project/--user",
         "project",
         default=False,
-        help="Claude Code: this project's .claude/settings.json, or ~/.claude/settings.json (default).",
+        help="Claude Code, Cursor, Gemini CLI, Cline: this project's settings (.claude/, .cursor/, .gemini/, "
+        ".clinerules/hooks/), "
+        "or the user's in your home folder (default).",
     )(fn)
 
 
@@ -46,19 +59,20 @@ def _print_change(c: Any, res: dict) -> None:
     from rich.markup import escape
 
     verb = "Would change" if res.get("dryRun") else "Changed"
-    if not res["changed"]:
-        c.print(
-            f"Nothing to change in {escape(res['file'])} "
-            f"(already {'installed' if res['action'] == 'install' else 'removed'})."
-        )
-    else:
-        c.print(
-            f"{verb} {escape(res['file'])}"
-            + (f" (backup: {escape(res['backup'])})" if res.get("backup") else "")
-        )
-        if res.get("dryRun") and res.get("diff"):
-            sys.stdout.write(res["diff"])
-            sys.stdout.flush()
+    for f in res.get("files") or [res]:
+        if not f["changed"]:
+            c.print(
+                f"Nothing to change in {escape(f['file'])} "
+                f"(already {'installed' if res['action'] == 'install' else 'removed'})."
+            )
+        else:
+            c.print(
+                f"{verb} {escape(f['file'])}"
+                + (f" (backup: {escape(f['backup'])})" if f.get("backup") else "")
+            )
+            if res.get("dryRun") and f.get("diff"):
+                sys.stdout.write(f["diff"])
+                sys.stdout.flush()
     if res["action"] == "install":
         if res.get("vault"):
             c.print(f"Vault pinned in the hook command: {escape(res['vault'])}")
@@ -71,23 +85,31 @@ def _print_change(c: Any, res: dict) -> None:
 @_agent_opt
 @_where_opt
 @click.option("--dry-run", is_flag=True, help="Print the diff of the settings file; write nothing.")
-def hooks_install_cmd(state: State, agent_kind: str, project: bool, dry_run: bool, as_json: bool) -> None:
+def hooks_install_cmd(
+    state: State, agent_kind: str, project: bool, path: Path | None, dry_run: bool, as_json: bool
+) -> None:
     """Add hive-brain to an agent's settings (idempotent; the file is backed up first).
 
     Claude Code gets three hooks (prompt → memory, session start → core memory, stop → conversation
-    note); Codex gets the hive-brain MCP server.
+    note); Gemini CLI the prompt and session-start hooks plus the MCP server; Cursor the session-start
+    hook (core memory) plus the MCP server; Cline UserPromptSubmit and TaskStart hook scripts; Codex
+    the MCP server; agents-md a block in AGENTS.md that
+    tells any agent reading it to recall and remember with hive-brain. See docs/agents.md.
 
     \b
     Example:
       hive-brain hooks install --dry-run
       hive-brain hooks install --agent claude-code --project
-      hive-brain hooks install --agent codex
+      hive-brain hooks install --agent cursor
+      hive-brain hooks install --agent gemini
+      hive-brain hooks install --agent cline --project
+      hive-brain hooks install --agent agents-md --path ~/code/webapp
     """
     from ..agents import install as hooks_install
 
     settings = state.settings()
-    res = hooks_install.install(settings, agent=agent_kind, project=project, dry_run=dry_run)
-    if not dry_run:
+    res = hooks_install.install(settings, agent=agent_kind, project=project, dry_run=dry_run, path=path)
+    if not dry_run and agent_kind != "agents-md":
         from ..rpc.client import autostart
 
         # The hooks answer from the warm server; without one, prompts get lexical recall only.
@@ -105,23 +127,29 @@ def hooks_install_cmd(state: State, agent_kind: str, project: bool, dry_run: boo
 @_agent_opt
 @_where_opt
 @click.option("--dry-run", is_flag=True, help="Print the diff of the settings file; write nothing.")
-def hooks_uninstall_cmd(state: State, agent_kind: str, project: bool, dry_run: bool, as_json: bool) -> None:
+def hooks_uninstall_cmd(
+    state: State, agent_kind: str, project: bool, path: Path | None, dry_run: bool, as_json: bool
+) -> None:
     """Remove hive-brain's entries from an agent's settings (other hooks are kept; backed up first).
 
     \b
     Example:
       hive-brain hooks uninstall
       hive-brain hooks uninstall --agent codex --dry-run
+      hive-brain hooks uninstall --agent agents-md --path ~/code/webapp
     """
     from ..agents import install as hooks_install
 
-    res = hooks_install.uninstall(agent=agent_kind, project=project, dry_run=dry_run)
+    res = hooks_install.uninstall(agent=agent_kind, project=project, dry_run=dry_run, path=path)
     out(as_json, res, lambda c: _print_change(c, res))
 
 
 @command("status", group=hooks_group)
 def hooks_status_cmd(state: State, as_json: bool) -> None:
-    """Show where the integration is installed, the last hook runs and the last error.
+    """Show where the integrations are installed, which vault each uses, the last hook runs and the last error.
+
+    The vault is the one pinned in the hook command (HIVE_BRAIN_VAULT=...), else the one in the config
+    file; a vault that does not exist is flagged (that hook fails on every run).
 
     \b
     Example:
@@ -130,19 +158,30 @@ def hooks_status_cmd(state: State, as_json: bool) -> None:
     from ..agents import install as hooks_install
 
     res = hooks_install.status(state.settings(identify=False))
+    res["vaults"] = hooks_install.installed_vaults(res)
 
     def human(c: Any) -> None:
         from rich.markup import escape
 
-        for where in ("user", "project"):
-            cc = res["claudeCode"][where]
-            evs = ", ".join(cc["events"]) or "not installed"
-            c.print(f"Claude Code ({where}) {escape(cc['file'])}: {escape(cc.get('error') or evs)}")
+        from ..agents.settingsfile import describe_vault
+
+        for key, name in (("claudeCode", "Claude Code"), ("cursor", "Cursor"), ("gemini", "Gemini CLI"), ("cline", "Cline")):
+            for where in ("user", "project"):
+                e = res[key][where]
+                parts = list(e["events"])
+                if (e.get("mcp") or {}).get("installed"):
+                    parts.append("MCP server")
+                c.print(f"{name} ({where}) {escape(e['file'])}: {escape(e.get('error') or ', '.join(parts) or 'not installed')}")
         cx = res["codex"]
         c.print(
             f"Codex {escape(cx['file'])}: "
             + escape(cx.get("error") or ("MCP server installed" if cx["mcpServer"] else "not installed"))
         )
+        am = res["agentsMd"]
+        c.print(f"AGENTS.md {escape(am['file'])}: {escape(am.get('error') or ('block installed' if am['installed'] else 'not installed'))}")
+        for v in res["vaults"]:
+            line = f"{v['agent']} ({v['where']}) uses {describe_vault(v['vault'])}"
+            c.print(escape(line) if v["vault"]["exists"] else f"[red]{escape(line)}[/]")
         last = res["last"]
         if not last:
             c.print("No hook has run yet.")
@@ -173,7 +212,7 @@ def hook_group() -> None:
 
 
 def _hook_cmd(event: str, what: str) -> None:
-    def run(state: State) -> None:
+    def run(state: State, fmt: str) -> None:
         # Normally dispatched before click (see __main__); here only when global flags came first.
         if state.vault_flag:
             os.environ["HIVE_BRAIN_VAULT"] = state.vault_flag
@@ -181,7 +220,7 @@ def _hook_cmd(event: str, what: str) -> None:
             os.environ["HIVE_AGENT_ID"] = state.agent_flag
         from ..agents.hooks import dispatch
 
-        sys.exit(dispatch(event, []))
+        sys.exit(dispatch(event, ["--format", fmt]))
 
     run.__doc__ = f"""{what}
 
@@ -190,7 +229,11 @@ def _hook_cmd(event: str, what: str) -> None:
       echo '{{"session_id": "abc", "transcript_path": "/path/t.jsonl", "prompt": "deploy it"}}' \\
           | HIVE_AGENT_ID=claude-code hive-brain hook {event}
     """
-    command(event, group=hook_group, with_json=False)(run)
+    fmt_opt = click.option(
+        "--format", "fmt", type=click.Choice(["claude", "cursor", "cline"]), default="claude", show_default=True,
+        help="Input and answer envelope: claude (hookSpecificOutput; Claude Code, Codex, Gemini CLI), cursor or cline.",
+    )
+    command(event, group=hook_group, with_json=False)(fmt_opt(run))
 
 
 _hook_cmd(

@@ -31,6 +31,10 @@ def doctor_cmd(state: State, as_json: bool) -> None:
       hive-brain doctor --json
     """
     res = state.engine().doctor()
+    from ..agents.install import hook_vaults
+
+    res["hookVaults"] = hook_vaults(state.settings(identify=False))
+    lost = [v for v in res["hookVaults"] if not v["vault"]["exists"]]
 
     def human(c: Any) -> None:
         for r in res["recovered"]:
@@ -51,9 +55,14 @@ def doctor_cmd(state: State, as_json: bool) -> None:
         if res["conflicts"]:
             c.print("Run `hive-brain repair-conflicts` to see them side by side and fix them.")
         print_pending_writes(c, res["pendingWrites"])
+        from ..agents.settingsfile import describe_vault
+
+        for v in res["hookVaults"]:
+            c.print(f"hook {v['agent']} ({v['where']}) uses {describe_vault(v['vault'])}", markup=False,
+                    style=None if v["vault"]["exists"] else "red")
 
     out(as_json, res, human)
-    if res["problems"] or res["conflicts"] or res["damagedNow"]:
+    if res["problems"] or res["conflicts"] or res["damagedNow"] or lost:
         raise SystemExit(1)
 
 

@@ -1,0 +1,93 @@
+"""Gemini CLI: ``BeforeAgent`` and ``SessionStart`` hooks and the MCP server, all in ``settings.json``.
+
+Format, from Gemini CLI's hooks reference (https://geminicli.com/docs/hooks/reference, source
+https://github.com/google-gemini/gemini-cli/blob/main/docs/hooks/reference.md): ``~/.gemini/settings.json``
+(user) or ``<project>/.gemini/settings.json`` holds ``"hooks": {"<Event>": [{"matcher": "...", "hooks":
+[{"type": "command", "command": "...", "name": "...", "timeout": <ms>}]}]}`` - Claude Code's layout
+with Gemini's event names and a timeout in milliseconds. ``BeforeAgent`` (after the user submits a
+prompt) reads ``{"prompt": ...}`` and may answer ``{"hookSpecificOutput": {"hookEventName":
+"BeforeAgent", "additionalContext": "..."}}`` (appended to the prompt for that turn); ``SessionStart``
+answers the same way. That is the envelope our hook already prints, so the commands need no format
+flag. MCP servers sit in the same file under ``mcpServers`` (https://geminicli.com/docs/tools/mcp-server).
+The hooks system itself may be turned off (``/settings`` → "Enable Hooks System"); we do not flip it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from . import mcpjson
+from .settingsfile import (
+    agent_credential,
+    dump_json,
+    hook_command,
+    mcp_server_entry,
+    pinned_vault,
+    read_json,
+    write,
+)
+
+AGENT = "gemini"
+# (Gemini event, our hook event, timeout in milliseconds). No Stop: Gemini's transcript is not the
+# JSONL our conversation capture reads.
+EVENTS: tuple[tuple[str, str, int], ...] = (
+    ("BeforeAgent", "prompt", 5000),
+    ("SessionStart", "session-start", 10000),
+)
+
+
+def gemini_settings_path(project: bool, cwd: Path | None = None) -> Path:
+    return ((cwd or Path.cwd()) if project else Path.home()) / ".gemini" / "settings.json"
+
+
+def install_gemini(settings: Any, *, project: bool = False, dry_run: bool = False, cwd: Path | None = None) -> dict:
+    from .grouped import merge_grouped
+
+    path = gemini_settings_path(project, cwd)
+    data, raw = read_json(path)
+    vault = pinned_vault(settings)
+    cred = agent_credential(settings, AGENT, dry_run)
+    commands = {ev: hook_command(ours, AGENT, vault, cred) for ev, ours, _t in EVENTS}
+    entries = {
+        ev: {"name": f"hive-brain-{ours}", "type": "command", "command": commands[ev], "timeout": t,
+             "description": "hive-brain memory"}
+        for ev, ours, t in EVENTS
+    }
+    new = mcpjson.merge(merge_grouped(data, entries, path), mcp_server_entry(AGENT, vault, cred), path)
+    res = write(path, raw, raw if new == data and raw else dump_json(new, raw), dry_run)
+    res.update(
+        agent=AGENT,
+        action="install",
+        vault=vault,
+        events=commands,
+        credential=cred,
+        mcpServer=mcpjson.NAME,
+        note="Gemini CLI runs hooks only while its hooks system is on (/settings → Enable Hooks System); "
+        "`/hooks panel` lists ours.",
+    )
+    return res
+
+
+def uninstall_gemini(*, project: bool = False, dry_run: bool = False, cwd: Path | None = None) -> dict:
+    from .grouped import strip_grouped
+
+    path = gemini_settings_path(project, cwd)
+    data, raw = read_json(path)
+    new, n_hooks = strip_grouped(data, path)
+    new, n_mcp = mcpjson.strip(new, path)
+    res = write(path, raw, dump_json(new, raw) if n_hooks + n_mcp else raw, dry_run)
+    res.update(agent=AGENT, action="uninstall", removed=n_hooks + n_mcp)
+    return res
+
+
+def gemini_installed(project: bool, cwd: Path | None = None) -> dict:
+    from .grouped import grouped_installed
+
+    path = gemini_settings_path(project, cwd)
+    out = grouped_installed(path)
+    if "error" not in out:
+        data, _ = read_json(path)
+        vault = mcpjson.installed(data)
+        out["mcp"] = {"file": str(path), "installed": vault is not None, "vault": vault}
+    return out

@@ -1,0 +1,378 @@
+"""Installers for Cursor, Gemini CLI and AGENTS.md, against samples of each documented file format,
+and each hook-capable agent's installed command run as that agent runs it (real vault, real hook)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from hive_brain.cli.app import main
+from tests.helpers import remember, run
+
+# ---------------------------------------------------------------------------------------------- samples
+# Cursor's hooks.json as its docs show it (https://cursor.com/docs/agent/hooks), with the user's own hooks.
+CURSOR_HOOKS = {
+    "version": 1,
+    "hooks": {
+        "beforeShellExecution": [{"command": "./hooks/audit.sh"}],
+        "sessionStart": [{"command": "~/bin/greet.sh"}],
+        "afterFileEdit": [{"command": "./hooks/format.sh"}],
+    },
+}
+CURSOR_MCP = {"mcpServers": {"github": {"command": "npx", "args": ["-y", "@gh/mcp"], "env": {"TOKEN": "x"}}}}
+# Gemini CLI's settings.json (https://geminicli.com/docs/hooks/reference): other settings, the user's own
+# hooks in the same layout, the `disabled` list beside the events, another MCP server.
+GEMINI_SETTINGS = {
+    "theme": "GitHub",
+    "tools": {"enableHooks": True},
+    "hooks": {
+        "BeforeTool": [
+            {"matcher": "write_file|replace", "hooks": [{"name": "lint", "type": "command", "command": "./lint.sh", "timeout": 30000}]}
+        ],
+        "BeforeAgent": [{"matcher": "", "hooks": [{"name": "git-ctx", "type": "command", "command": "./git-ctx.sh"}]}],
+        "disabled": ["old-hook"],
+    },
+    "mcpServers": {"db": {"command": "db-mcp", "args": ["--ro"]}},
+}
+AGENTS_MD = "# webapp\n\nRun `make test` before every commit.\n\n## Style\n- tabs, not spaces\n"
+
+
+def write_json(path: Path, data: dict, indent: int = 2) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data, indent=indent) + "\n"
+    path.write_text(text)
+    return text
+
+
+def backups(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.bak-*"))
+
+
+def sh(command: str, payload: dict, cwd: Path) -> dict | None:
+    """Run an installed hook command line the way an agent does: a shell, the event JSON on stdin."""
+    env = {k: v for k, v in os.environ.items() if k != "HIVE_BRAIN_VAULT"}  # the command pins the vault
+    p = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(payload), capture_output=True, text=True,
+                       env=env, cwd=cwd, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout) if p.stdout.strip() else None
+
+
+@pytest.fixture
+def with_memory(vault_path):
+    from hive_brain.engine import Engine
+
+    (vault_path / "Memory" / "Core Memory.md").write_text(
+        "---\ntitle: Core Memory\ntype: core\n---\n\n# Core Memory\n\n## About me\n"
+        "- I am Ana, a backend developer who works in Go.\n",
+        encoding="utf-8",
+    )
+    remember("Package manager", "Always use pnpm for JavaScript projects, never npm.", "instruction")
+    Engine.open().rebuild(embed=False)
+    return vault_path
+
+
+# ---------------------------------------------------------------------------------------------- cursor
+def test_cursor_install_keeps_the_users_hooks_and_servers_and_is_idempotent(vault_path):
+    folder = Path.home() / ".cursor"
+    hooks_text = write_json(folder / "hooks.json", CURSOR_HOOKS, indent=4)
+    mcp_text = write_json(folder / "mcp.json", CURSOR_MCP)
+
+    dry = run("hooks", "install", "--agent", "cursor", "--dry-run")
+    assert dry["changed"] and "hook session-start --format cursor" in dry["diff"] and '"hive-brain"' in dry["diff"]
+    assert (folder / "hooks.json").read_text() == hooks_text and (folder / "mcp.json").read_text() == mcp_text
+    assert not backups(folder)
+
+    res = run("hooks", "install", "--agent", "cursor")
+    assert res["changed"] and len(res["files"]) == 2 and all(f["backup"] for f in res["files"])
+    hooks = json.loads((folder / "hooks.json").read_text())
+    assert hooks["version"] == 1
+    assert hooks["hooks"]["beforeShellExecution"] == CURSOR_HOOKS["hooks"]["beforeShellExecution"]
+    assert hooks["hooks"]["afterFileEdit"] == CURSOR_HOOKS["hooks"]["afterFileEdit"]
+    start = hooks["hooks"]["sessionStart"]
+    assert start[0] == {"command": "~/bin/greet.sh"}  # the user's own hook stays first
+    assert start[1]["command"].startswith("HIVE_AGENT_ID=cursor ") and str(vault_path) in start[1]["command"]
+    assert "beforeSubmitPrompt" not in hooks["hooks"]  # Cursor's prompt hook cannot add context
+    assert (folder / "hooks.json").read_text().startswith('{\n    "version"')  # the file's 4-space indent kept
+    mcp = json.loads((folder / "mcp.json").read_text())
+    assert mcp["mcpServers"]["github"] == CURSOR_MCP["mcpServers"]["github"]
+    ours = mcp["mcpServers"]["hive-brain"]
+    assert ours["args"][-1] == "mcp" and ours["env"]["HIVE_AGENT_ID"] == "cursor"
+    assert ours["env"]["HIVE_BRAIN_VAULT"] == str(vault_path) and Path(ours["env"]["HIVE_AGENT_CREDENTIAL"]).is_file()
+
+    texts = ((folder / "hooks.json").read_text(), (folder / "mcp.json").read_text())
+    n = len(backups(folder))
+    again = run("hooks", "install", "--agent", "cursor")
+    assert not again["changed"] and len(backups(folder)) == n
+    assert ((folder / "hooks.json").read_text(), (folder / "mcp.json").read_text()) == texts
+
+    st = run("hooks", "status")
+    assert set(st["cursor"]["user"]["events"]) == {"sessionStart"} and st["cursor"]["user"]["mcp"]["installed"]
+    assert not st["cursor"]["project"]["events"]
+
+    res = run("hooks", "uninstall", "--agent", "cursor")
+    assert res["removed"] == 2
+    assert (folder / "hooks.json").read_text() == hooks_text and (folder / "mcp.json").read_text() == mcp_text
+
+
+def test_cursor_project_install_creates_the_documented_files(vault_path, tmp_path, monkeypatch):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    run("hooks", "install", "--agent", "cursor", "--project")
+    hooks = json.loads((project / ".cursor" / "hooks.json").read_text())
+    assert set(hooks) == {"version", "hooks"} and hooks["version"] == 1
+    assert list(hooks["hooks"]) == ["sessionStart"]
+    assert "hive-brain" in json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert not (Path.home() / ".cursor").exists()
+    assert run("hooks", "status")["cursor"]["project"]["events"]
+    run("hooks", "uninstall", "--agent", "cursor", "--project")
+    assert list((project / ".cursor").iterdir()) == []  # the files install created are gone again
+
+
+def test_cursor_refuses_a_foreign_server_of_our_name_and_broken_json(vault_path):
+    folder = Path.home() / ".cursor"
+    mcp_text = write_json(folder / "mcp.json", {"mcpServers": {"hive-brain": {"command": "something-else"}}})
+    res = run("hooks", "install", "--agent", "cursor", ok=False)
+    assert res["_exit"] == 2 and "does not run `hive-brain mcp`" in res["message"]
+    assert (folder / "mcp.json").read_text() == mcp_text and not (folder / "hooks.json").exists()
+    (folder / "mcp.json").unlink()
+    (folder / "hooks.json").write_text('{"version": 1, "hooks": {')
+    res = run("hooks", "install", "--agent", "cursor", ok=False)
+    assert res["_exit"] == 2 and "not valid JSON" in res["message"] and not (folder / "mcp.json").exists()
+
+
+def test_cursor_session_start_end_to_end(with_memory, tmp_path):
+    run("hooks", "install", "--agent", "cursor")
+    command = json.loads((Path.home() / ".cursor" / "hooks.json").read_text())["hooks"]["sessionStart"][0]["command"]
+    # sessionStart's documented input: the common fields plus session_id, is_background_agent, composer_mode.
+    payload = {"hook_event_name": "sessionStart", "conversation_id": "c-1", "generation_id": "g-1",
+               "session_id": "c-1", "workspace_roots": [str(tmp_path)], "is_background_agent": False,
+               "composer_mode": "agent", "cursor_version": "1.7.0"}
+    out = sh(command, payload, tmp_path)
+    assert out is not None and set(out) == {"additional_context"}  # Cursor's flat, snake_case envelope
+    assert "I am Ana, a backend developer" in out["additional_context"]
+    assert "pnpm" in out["additional_context"]
+
+
+# ---------------------------------------------------------------------------------------------- gemini
+def test_gemini_install_keeps_the_users_settings_and_is_idempotent(vault_path):
+    path = Path.home() / ".gemini" / "settings.json"
+    original = write_json(path, GEMINI_SETTINGS)
+
+    dry = run("hooks", "install", "--agent", "gemini", "--dry-run")
+    assert dry["changed"] and "hook prompt" in dry["diff"] and path.read_text() == original
+    assert not backups(path.parent)
+
+    res = run("hooks", "install", "--agent", "gemini")
+    assert res["changed"] and Path(res["backup"]).read_text() == original
+    data = json.loads(path.read_text())
+    assert data["theme"] == "GitHub" and data["tools"] == {"enableHooks": True}
+    assert data["hooks"]["BeforeTool"] == GEMINI_SETTINGS["hooks"]["BeforeTool"]
+    assert data["hooks"]["disabled"] == ["old-hook"]
+    before_agent = data["hooks"]["BeforeAgent"]
+    assert before_agent[0] == GEMINI_SETTINGS["hooks"]["BeforeAgent"][0]
+    ours = before_agent[1]["hooks"][0]
+    assert ours["type"] == "command" and ours["name"] == "hive-brain-prompt" and ours["timeout"] == 5000  # ms
+    assert ours["command"].startswith("HIVE_AGENT_ID=gemini ") and ours["command"].endswith(" hook prompt")
+    assert "hook session-start" in data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert data["mcpServers"]["db"] == GEMINI_SETTINGS["mcpServers"]["db"]
+    assert data["mcpServers"]["hive-brain"]["env"]["HIVE_AGENT_ID"] == "gemini"
+
+    text = path.read_text()
+    assert not run("hooks", "install", "--agent", "gemini")["changed"] and path.read_text() == text
+
+    st = run("hooks", "status")
+    assert set(st["gemini"]["user"]["events"]) == {"BeforeAgent", "SessionStart"}
+    assert st["gemini"]["user"]["mcp"]["installed"]
+
+    res = run("hooks", "uninstall", "--agent", "gemini")
+    assert res["removed"] == 3 and path.read_text() == original
+
+
+def test_gemini_prompt_and_session_start_end_to_end(with_memory, tmp_path):
+    run("hooks", "install", "--agent", "gemini")
+    hooks = json.loads((Path.home() / ".gemini" / "settings.json").read_text())["hooks"]
+    base = {"session_id": "g-1", "transcript_path": str(tmp_path / "none.json"), "cwd": str(tmp_path),
+            "timestamp": "2026-12-01T10:30:00Z"}
+    out = sh(hooks["BeforeAgent"][0]["hooks"][0]["command"],
+             {**base, "hook_event_name": "BeforeAgent", "prompt": "which package manager should I use?"}, tmp_path)
+    assert out is not None
+    assert out["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
+    assert "pnpm" in out["hookSpecificOutput"]["additionalContext"]
+    out = sh(hooks["SessionStart"][0]["hooks"][0]["command"],
+             {**base, "hook_event_name": "SessionStart", "source": "startup"}, tmp_path)
+    assert out is not None and out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert "I am Ana" in out["hookSpecificOutput"]["additionalContext"]
+
+
+# ---------------------------------------------------------------------------------------------- cline
+def test_cline_hook_scripts_install_idempotently_and_leave_the_users_hooks(vault_path):
+    folder = Path.home() / "Documents" / "Cline" / "Hooks"
+    folder.mkdir(parents=True)
+    theirs = folder / "PreToolUse"
+    theirs.write_text("#!/bin/sh\necho '{\"cancel\": false}'\n")
+    dry = run("hooks", "install", "--agent", "cline", "--dry-run")
+    assert dry["changed"] and "hook prompt --format cline" in dry["diff"] and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
+
+    res = run("hooks", "install", "--agent", "cline")
+    assert res["changed"] and {Path(f["file"]).name for f in res["files"]} == {"UserPromptSubmit", "TaskStart"}
+    for name, event in (("UserPromptSubmit", "prompt"), ("TaskStart", "session-start")):
+        path = folder / name
+        assert os.access(path, os.X_OK) and path.read_text().startswith("#!/bin/sh\n")
+        assert f"hook {event} --format cline" in path.read_text() and "HIVE_AGENT_ID=cline " in path.read_text()
+    texts = {p.name: p.read_text() for p in folder.iterdir()}
+    assert not run("hooks", "install", "--agent", "cline")["changed"]
+    assert {p.name: p.read_text() for p in folder.iterdir()} == texts and not backups(folder)
+
+    st = run("hooks", "status")
+    assert set(st["cline"]["user"]["events"]) == {"UserPromptSubmit", "TaskStart"}
+    assert st["cline"]["user"]["vaults"]["UserPromptSubmit"]["path"] == str(vault_path)
+
+    res = run("hooks", "uninstall", "--agent", "cline")
+    assert res["removed"] == 2 and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
+
+
+def test_cline_refuses_to_replace_a_hook_of_the_users(vault_path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / ".clinerules" / "hooks"
+    folder.mkdir(parents=True)
+    (folder / "TaskStart").write_text("#!/bin/sh\necho mine\n")
+    res = run("hooks", "install", "--agent", "cline", "--project", ok=False)
+    assert res["_exit"] == 2 and "is a Cline hook of yours" in res["message"]
+    assert sorted(p.name for p in folder.iterdir()) == ["TaskStart"]  # nothing half installed
+    assert (folder / "TaskStart").read_text() == "#!/bin/sh\necho mine\n"
+    assert run("hooks", "uninstall", "--agent", "cline", "--project")["removed"] == 0
+    assert (folder / "TaskStart").exists()
+
+
+def test_cline_prompt_and_task_start_end_to_end(with_memory, tmp_path):
+    run("hooks", "install", "--agent", "cline")
+    folder = Path.home() / "Documents" / "Cline" / "Hooks"
+    base = {"clineVersion": "3.36.0", "timestamp": "1764584400000", "taskId": "t-1",
+            "workspaceRoots": [str(tmp_path)], "userId": "u-1"}
+
+    def hook_file(name: str, payload: dict) -> dict:
+        # Cline executes the file itself (no shell in front), the event JSON on stdin.
+        env = {k: v for k, v in os.environ.items() if k != "HIVE_BRAIN_VAULT"}
+        p = subprocess.run([str(folder / name)], input=json.dumps(payload), capture_output=True, text=True,
+                           env=env, cwd=tmp_path, timeout=60)
+        assert p.returncode == 0, p.stderr  # a non-zero exit would cancel the prompt in Cline
+        return json.loads(p.stdout.strip().splitlines()[-1])  # Cline parses the last JSON object
+
+    out = hook_file("UserPromptSubmit", {**base, "hookName": "UserPromptSubmit",
+                                         "userPromptSubmit": {"prompt": "which package manager should I use?",
+                                                              "attachments": []}})
+    assert out["cancel"] is False and "pnpm" in out["contextModification"]
+    out = hook_file("TaskStart", {**base, "hookName": "TaskStart",
+                                  "taskStart": {"taskMetadata": {"taskId": "t-1", "ulid": "01J", "initialTask": "hi"}}})
+    assert out["cancel"] is False and "I am Ana" in out["contextModification"]
+    out = hook_file("UserPromptSubmit", {**base, "hookName": "UserPromptSubmit",
+                                         "userPromptSubmit": {"prompt": "weather on the moon tomorrow?"}})
+    assert out == {"cancel": False}  # nothing relevant: the prompt goes through untouched
+
+
+# ---------------------------------------------------------------------------------------------- agents-md
+def test_agents_md_block_is_idempotent_and_uninstall_restores_the_file(vault_path, tmp_path, monkeypatch):
+    project = tmp_path / "webapp"
+    project.mkdir()
+    target = project / "AGENTS.md"
+    target.write_text(AGENTS_MD)
+
+    dry = run("hooks", "install", "--agent", "agents-md", "--path", str(project), "--dry-run")
+    assert dry["changed"] and "recall" in dry["diff"] and target.read_text() == AGENTS_MD
+
+    res = run("hooks", "install", "--agent", "agents-md", "--path", str(project))
+    text = target.read_text()
+    assert res["changed"] and text.startswith(AGENTS_MD)  # the user's part is untouched
+    assert "<!-- >>> hive-brain" in text and "<!-- <<< hive-brain <<< -->" in text
+    assert f"--vault {vault_path} recall" in text and " remember --type" in text and " mcp`" in text
+    assert not run("hooks", "install", "--agent", "agents-md", "--path", str(project))["changed"]
+    assert target.read_text() == text
+
+    # Text the user adds after the block stays when the block is refreshed or removed.
+    target.write_text(text + "\n## Later notes\n- keep me\n")
+    run("hooks", "install", "--agent", "agents-md", "--path", str(project))
+    assert target.read_text().endswith("## Later notes\n- keep me\n") and target.read_text().count("hive-brain <<<") == 1
+
+    monkeypatch.chdir(project)  # status looks at ./AGENTS.md
+    st = run("hooks", "status")
+    assert st["agentsMd"]["installed"] and st["agentsMd"]["vault"]["path"] == str(vault_path)
+
+    res = run("hooks", "uninstall", "--agent", "agents-md")
+    assert res["removed"] == 1
+    assert target.read_text() == AGENTS_MD + "\n## Later notes\n- keep me\n"
+    target.write_text(AGENTS_MD)
+    run("hooks", "install", "--agent", "agents-md")
+    run("hooks", "uninstall", "--agent", "agents-md")
+    assert target.read_text() == AGENTS_MD
+
+
+def test_agents_md_path_may_name_another_instructions_file(vault_path, tmp_path):
+    gemini_md = tmp_path / "GEMINI.md"
+    run("hooks", "install", "--agent", "agents-md", "--path", str(gemini_md))
+    assert "## Memory (hive-brain)" in gemini_md.read_text()
+    run("hooks", "uninstall", "--agent", "agents-md", "--path", str(gemini_md))
+    assert not gemini_md.exists()  # install created it; uninstall leaves no empty file behind
+    res = run("hooks", "install", "--agent", "agents-md", "--path", str(tmp_path / "nope.txt"), ok=False)
+    assert res["_exit"] == 2 and "neither a folder nor a Markdown file" in res["message"]
+
+
+# ---------------------------------------------------------------------------------------------- front
+def test_an_unknown_agent_is_a_usage_error_listing_every_agent(vault_path):
+    from hive_brain.agents.install import AGENTS
+    from hive_brain.cli.agents import AGENT_CHOICES
+
+    assert AGENT_CHOICES == AGENTS
+    res = CliRunner().invoke(main, ["hooks", "install", "--agent", "windsurf"])
+    assert res.exit_code == 2
+    for agent in AGENTS:
+        assert agent in res.output
+    res = run("hooks", "install", "--agent", "codex", "--project", ok=False)
+    assert res["_exit"] == 2 and "--project is not for codex" in res["message"]
+
+
+def test_install_without_agent_still_means_claude_code(vault_path):
+    run("hooks", "install")
+    assert (Path.home() / ".claude" / "settings.json").is_file()
+    assert not (Path.home() / ".cursor").exists() and not (Path.home() / ".gemini").exists()
+
+
+# ---------------------------------------------------------------------------------------------- which vault
+def test_status_and_doctor_show_each_hooks_vault_and_flag_a_missing_one(vault_path, tmp_path, monkeypatch):
+    run("hooks", "install")
+    run("hooks", "install", "--agent", "gemini")
+    run("hooks", "install", "--agent", "codex")
+    # A second vault, set in the config file only: its hooks are not pinned.
+    other = tmp_path / "brain"
+    run("init", str(other))
+    monkeypatch.delenv("HIVE_BRAIN_VAULT")
+    run("config", "set", "vault", str(other))
+    run("hooks", "install", "--agent", "cursor")
+
+    rows = {r["agent"] + " " + r["where"]: r["vault"] for r in run("hooks", "status")["vaults"]}
+    assert rows["claude-code user"] == {"path": str(vault_path), "source": "pinned", "exists": True}
+    assert rows["gemini user mcp"]["path"] == str(vault_path) and rows["codex user"]["path"] == str(vault_path)
+    cursor = rows["cursor user"]
+    assert cursor["source"].startswith("config file: ") and cursor["path"] == str(other) and cursor["exists"]
+    human = CliRunner().invoke(main, ["hooks", "status"]).output
+    assert f"claude-code (user) uses vault {vault_path} (pinned)" in human
+    assert "cursor (user) uses vault" in human and "(config file: " in human
+
+    monkeypatch.setenv("HIVE_BRAIN_VAULT", str(other))
+    doc = run("doctor")
+    assert {r["agent"] for r in doc["hookVaults"]} >= {"claude-code", "gemini", "cursor"}
+
+    shutil.rmtree(vault_path)  # the vault the claude-code and gemini hooks pin is gone
+    st = run("hooks", "status")
+    missing = {r["agent"] for r in st["vaults"] if not r["vault"]["exists"]}
+    assert missing == {"claude-code", "gemini", "codex"}
+    human = CliRunner().invoke(main, ["hooks", "status"]).output
+    assert f"uses vault {vault_path} (pinned) - DOES NOT EXIST" in human
+    res = CliRunner().invoke(main, ["doctor"])
+    assert res.exit_code == 1 and "DOES NOT EXIST" in res.output
