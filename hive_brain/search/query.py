@@ -21,6 +21,7 @@ class Query:
     cutoff: int | None  # unix seconds: recall as the vault stood then
     window: tuple[int, int] | None  # unix seconds [start, end) of a time the question names
     topic: int  # how many content words the question has besides its time phrase
+    past: bool  # asks about what was ("what did we do ..."), not what to do ("let's fix it today")
 
     @property
     def history(self) -> bool:
@@ -28,8 +29,9 @@ class Query:
 
     def time_only(self, params: Mapping[str, float]) -> bool:
         """Besides its time phrase, the question says little ("what did we talk about last Saturday"):
-        being from that time is then evidence enough. "Finish the refactor today" still needs its words."""
-        return self.window is not None and self.topic <= params["time_only_terms"]
+        being from that time is then evidence enough. "Finish the refactor today" still needs its words,
+        and "let's fix it today" is no question about today's notes at all."""
+        return self.window is not None and self.past and self.topic <= params["time_only_terms"]
 
 
 def content_words(text: str) -> list[str]:
@@ -77,4 +79,5 @@ def analyse(text: str, *, now: dt.datetime | None = None, as_of: str | None = No
         cutoff=int(ti.cutoff.timestamp()) if ti.cutoff else None,
         window=(int(ti.window[0].timestamp()), int(ti.window[1].timestamp())) if ti.window else None,
         topic=topic,
+        past=temporal.about_the_past(text),
     )

@@ -115,6 +115,11 @@ def _part_of_month(part: str, mon: int, year: int) -> tuple[dt.date, dt.date]:
 _PAST = re.compile(r"\b(?:did|was|were|had|said|told|went|saw|got|made|met|took)\b|\b\w{3,}ed\b")
 
 
+def about_the_past(text: str) -> bool:
+    """ "What did we decide", "what happened", "who was there": a question about what was."""
+    return _PAST.search(text.lower()) is not None
+
+
 def is_relative(phrase: str) -> bool:
     """"two weeks ago", "last Saturday", "yesterday": no calendar date written out (no digit, no month)."""
     return re.search(rf"\d|\b(?:{_MON_RE})\b", phrase, re.I) is None
@@ -174,7 +179,7 @@ def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
         return window(d, d + dt.timedelta(days=1) if m.group(0).startswith("on") else now, m.group(0))
     m = re.search(r"\b(?:last|this past)\s+(" + "|".join(_DAYS) + r")\b", q)
     # "what did we decide on Friday" means the last one; "let's deploy on Monday" names no past day.
-    m = m or (re.search(r"\bon\s+(" + "|".join(_DAYS) + r")\b", q) if _PAST.search(q) else None)
+    m = m or (re.search(r"\bon\s+(" + "|".join(_DAYS) + r")\b", q) if about_the_past(q) else None)
     if m:
         wd = _DAYS.index(m.group(1))
         d = today - dt.timedelta(days=(today.weekday() - wd) % 7 or 7)
