@@ -112,3 +112,33 @@ def test_batch_messages_count_records_from_one(vault_path):
                {"type": "fact", "title": "Bad", "content": "token sk_live_abcdefghijklmnopqrstuvwx"}]
     res = CliRunner().invoke(main, ["batch", "--file", "-"], input=_json.dumps(records), catch_exceptions=False)
     assert res.exit_code == 1 and "record 2:" in res.output and "record 1:" not in res.output
+
+
+def test_an_unknown_memory_type_is_refused_with_the_valid_ones(vault_path, monkeypatch):
+    from hive_brain.memory.model import MEMORY_TYPES
+
+    bad = run("remember", "--type", "prefrence", "--title", "Editor", "--content", "We use helix.", ok=False)
+    assert bad["_exit"] == 2 and bad["error"] == "UsageError"
+    assert "'preference'" in bad["message"] and all(t in bad["message"] for t in MEMORY_TYPES)
+    assert "memory_types" in bad["hint"]
+    text = _cli("remember", "--type", "recipe", "--title", "Soup", "--content", "Leek soup.")
+    assert text.exit_code == 2 and text.output.count("\n") == 1 and "Valid types:" in text.output
+    assert not list(vault_path.rglob("Soup*.md"))  # nothing written
+    # batch: the record is named (from 1), nothing is written
+    recs = [{"type": "fact", "title": "Port", "content": "API on 8443."},
+            {"type": "factoid", "title": "DB", "content": "Postgres 16."}]
+    res = CliRunner().invoke(main, ["batch", "--file", "-"], input=json.dumps(recs), catch_exceptions=False)
+    assert res.exit_code == 1 and "record 2: unknown memory type 'factoid'" in res.output
+    # Case and spaces are forgiven; a type the user adds through config is accepted.
+    assert remember("Port", "API on 8443.", " Fact ")["id"]
+    monkeypatch.setenv("HIVE_BRAIN_MEMORY_TYPES", "recipe, runbook")
+    assert remember("Soup", "Leek soup.", "recipe")["id"]
+
+
+def test_hand_written_notes_of_any_type_are_indexed_and_evolve_keeps_their_type(vault_path):
+    (vault_path / "Memory" / "Distillations" / "Agent Memory" / "Gadget.md").write_text(
+        "---\nid: mem-hand-1\ntype: gizmo\ntitle: Gadget\nstatus: active\n---\n\nThe zorbulator gadget lives in the attic.\n")
+    hits = run("recall", "zorbulator gadget", "--lexical")["hits"]
+    assert hits and hits[0]["title"] == "Gadget"
+    new = run("evolve", "mem-hand-1", "--content", "The zorbulator gadget moved to the garage.")
+    assert run("get", new["id"])["meta"]["type"] == "gizmo"

@@ -296,7 +296,7 @@ def build_server(settings: Any) -> Any:
 
     @server.tool(
         description="Store a new typed memory (type: preference, instruction, decision, lesson, "
-        "procedure, fact, quirk). No secrets.",
+        "procedure, fact, ...; an unknown one is refused with the list). No secrets.",
         annotations=_annotations(False),
         structured_output=False,
     )

@@ -47,7 +47,7 @@ from ..store.text import check_text
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
 from .conflicts import for_entry
 from .layers import check_override, enforced, may_open, require_owner, visible_from
-from .model import MemoryInput, clean_confidence
+from .model import MemoryInput, check_type, clean_confidence
 from .proposals import stage_remember_proposal
 
 # The writes that can be given as data (replayed from the pending queue, sent to the server).
@@ -438,8 +438,14 @@ class MemoryStore:
             return stage_remember_proposal(self.catalog, self.vault, tx.txn, inp, agent=self.agent)
 
     # -- commands ----------------------------------------------------------------------------------
+    def _check_type(self, inp: MemoryInput) -> None:
+        """A caller's new memory must have a known type; versions and hand-written notes keep theirs."""
+        inp.check()  # text first: the type must be storable before it can be named in an error
+        inp.type = check_type(inp.type, self.settings.memory_types)
+
     @_deferrable("remember")
     def remember(self, inp: MemoryInput) -> dict:
+        self._check_type(inp)
         self._validate(inp)
         if self._proposes(inp):
             return self._propose(inp)
@@ -562,6 +568,7 @@ class MemoryStore:
             for i, raw in enumerate(records):
                 try:
                     inp = MemoryInput.from_dict(raw)
+                    self._check_type(inp)
                     self._validate(inp)
                     if self._proposes(inp):
                         if inp.overrides:
