@@ -142,3 +142,41 @@ def test_hand_written_notes_of_any_type_are_indexed_and_evolve_keeps_their_type(
     assert hits and hits[0]["title"] == "Gadget"
     new = run("evolve", "mem-hand-1", "--content", "The zorbulator gadget moved to the garage.")
     assert run("get", new["id"])["meta"]["type"] == "gizmo"
+
+
+# Text a person reads must not show a Python repr: a dict, a list of dicts, a quoted key.
+_REPRS = ("{'", "': ", "[{", "['", "{\"", "\": ")
+
+
+def test_text_output_is_for_people_never_a_python_repr(vault_path, tmp_path, monkeypatch):
+    """Every read/report command's text output on a small vault, including after a rebuild with the
+    model and with problems to report (a broken note, a sync copy)."""
+    monkeypatch.setenv("HIVE_BRAIN_MODEL_DIR", "/nonexistent")  # rebuild without a model: the 'off' wording
+    mem = remember("Hosting", "The web app runs on Fly.io.", "decision")
+    remember("Package manager", "Use pnpm, never npm.", "preference", "--tags", "js,tooling")
+    run("evolve", mem["id"], "--content", "The web app moved to Render.")
+    for task in ("T-1", "T-2", "T-3"):
+        run("record-operation", "--title", "Deploy failed: lock", "--content", "Retried.", "--operation-key",
+            "deploy.web", "--failure-key", "db.lock", "--outcome", "failure", "--task-id", task)
+    run("record-usage", "--memory-ids", mem["id"], "--kind", "retrieved")
+    mem_dir = vault_path / "Memory" / "Distillations" / "Agent Memory"
+    (mem_dir / "Broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    first = next(p for p in mem_dir.glob("hosting*.md"))
+    (mem_dir / (first.stem + ".sync-conflict-20260101-000000-ABC.md")).write_text(first.read_text())
+    (tmp_path / "transcripts").mkdir()
+    commands = [
+        ["rebuild-index"], ["rebuild-index", "--lexical-only"], ["status"], ["doctor"], ["generations"],
+        ["compare", "where is the web app hosted", "--from-generation", "1"], ["mine-patterns"], ["health"], ["conflicts"],
+        ["repair-conflicts"], ["review", "list"], ["get", mem["id"]], ["recall", "web app hosting"],
+        ["answer", "where is the web app hosted?"], ["browse"], ["browse", "Memory"], ["replay", "web app", "--generation", "1"],
+        ["generations", "--prune", "--keep", "2"], ["model", "status"], ["config", "list"], ["hooks", "status"], ["core"],
+        ["consolidate", "--from-dir", str(tmp_path / "transcripts")],
+    ]
+    seen, wrong = {}, []
+    for args in commands:
+        res = _cli(*args)
+        seen[" ".join(args)] = res.output
+        if res.exit_code not in (0, 1) or any(r in res.output for r in _REPRS):
+            wrong.append(f"$ hive-brain {' '.join(args)}  (exit {res.exit_code})\n{res.output}")
+    assert not wrong, "\n".join(wrong)
+    assert "passages: lexical" in seen["rebuild-index"]
