@@ -36,7 +36,7 @@ from ..store.fsutil import (
 )
 from ..store.journal import crash_point
 from ..store.lock import vault_lock
-from ..store.notes import Note, date_of, note_tags, parse_bytes, to_text_list
+from ..store.notes import Note, date_of, note_id, note_tags, parse_bytes, to_text_list
 from ..store.secrets import RULES_VERSION, scrub_bytes
 from ..store.vault import OKF_EXPORT_DIR, Vault
 from .generations import GenerationStore
@@ -99,7 +99,7 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
     status = str(meta.get("status") or ("active" if kind == "memory" else ""))
     base = {
         "note_path": path,
-        "note_id": str(meta.get("id") or ""),
+        "note_id": note_id(path, meta, kind),
         "kind": kind,
         "type": str(meta.get("type") or ""),
         "layer": layer,

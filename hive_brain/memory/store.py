@@ -41,6 +41,7 @@ from ..store.notes import (
     read_note,
     render,
     to_text_list,
+    written_id,
 )
 from ..store.secrets import check_secrets, scrub
 from ..store.text import check_text
@@ -84,6 +85,15 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
         return wrapper
 
     return deco
+
+
+def with_id(meta: dict[str, Any], memory_id: str) -> dict[str, Any]:
+    """A copy of a note's frontmatter to rewrite it, carrying the id readers already know it by: a
+    note made from the memory template has none (or a placeholder) until hive-brain first writes it."""
+    out = dict(meta)
+    if not written_id(out):
+        out["id"] = memory_id
+    return out
 
 
 def check_input_secrets(inp: MemoryInput) -> None:
@@ -423,7 +433,7 @@ class MemoryStore:
         target = self.catalog.by_id(str(inp.overrides)) if inp.overrides else None
         current = target is not None and target.layer == "shared" and target.status == "active"
         self._check_unique(meta, ignore_ids={old.id}, pending=[], check_overrides=current)
-        old_meta = dict(note.meta)
+        old_meta = with_id(note.meta, old.id)
         old_meta.update(status="superseded", superseded_by=meta["id"], updated=now_iso())
         txn.write(path, text, expect_old="")
         txn.write(old.path, render(old_meta, note.body, like=note), expect_old=old.sha)
@@ -494,7 +504,7 @@ class MemoryStore:
             e = tx.entry(memory_id)
             self._may_change(e)
             note = self.load(e)
-            meta = dict(note.meta)
+            meta = with_id(note.meta, e.id)
             body = note.body
             if title is not None:
                 title = " ".join(title.split())
@@ -547,7 +557,7 @@ class MemoryStore:
                 if n is None or n.problem:
                     continue
                 nn = self.load(n)
-                meta = dict(nn.meta)
+                meta = with_id(nn.meta, n.id)
                 meta[key] = value
                 if key == "superseded_by" and not value and meta.get("status") == "superseded":
                     meta["status"] = "active"
