@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from hive_brain.cli.app import main
@@ -122,7 +123,7 @@ def test_an_unknown_memory_type_is_refused_with_the_valid_ones(vault_path, monke
     assert "'preference'" in bad["message"] and all(t in bad["message"] for t in MEMORY_TYPES)
     assert "memory_types" in bad["hint"]
     text = _cli("remember", "--type", "recipe", "--title", "Soup", "--content", "Leek soup.")
-    assert text.exit_code == 2 and text.output.count("\n") == 1 and "Valid types:" in text.output
+    assert text.exit_code == 2 and text.output.count("\n") == 1 and "valid types:" in text.output
     assert not list(vault_path.rglob("Soup*.md"))  # nothing written
     # batch: the record is named (from 1), nothing is written
     recs = [{"type": "fact", "title": "Port", "content": "API on 8443."},
@@ -180,3 +181,15 @@ def test_text_output_is_for_people_never_a_python_repr(vault_path, tmp_path, mon
             wrong.append(f"$ hive-brain {' '.join(args)}  (exit {res.exit_code})\n{res.output}")
     assert not wrong, "\n".join(wrong)
     assert "passages: lexical" in seen["rebuild-index"]
+
+
+def test_a_type_added_to_the_config_counts_for_a_store_that_started_before(vault_path):
+    from hive_brain.engine import Engine
+    from hive_brain.errors import UsageError
+    from hive_brain.memory.model import MemoryInput
+
+    store = Engine.open().memory  # as the server's: settings resolved at its start
+    with pytest.raises(UsageError, match="config set memory_types recipe"):
+        store.remember(MemoryInput(type="recipe", title="Soup", content="Leek soup."))
+    run("config", "set", "memory_types", "recipe,runbook")
+    assert store.remember(MemoryInput(type="Runbook", title="Deploy", content="Run make deploy."))["id"]

@@ -37,10 +37,11 @@ def check_type(mem_type: str, extra: str | Iterable[str] | None = None) -> str:
     if t in allowed:
         return t
     near = difflib.get_close_matches(t, allowed, n=1, cutoff=0.6)
-    guess = f"; did you mean {near[0]!r}?" if near else ""
+    guess = f" (did you mean {near[0]!r}?)" if near else ""
+    name = t if t and not near else "<name>"
     raise UsageError(
-        f"unknown memory type {mem_type!r}{guess} Valid types: {', '.join(allowed)}",
-        hint=f"or add your own with `hive-brain config set memory_types {t or 'mytype'}` (comma-separated)",
+        f"unknown memory type {mem_type!r}{guess}; valid types: {', '.join(allowed)}",
+        hint=f"to add your own: `hive-brain config set memory_types {name}`",
     )
 
 

@@ -451,7 +451,13 @@ class MemoryStore:
     def _check_type(self, inp: MemoryInput) -> None:
         """A caller's new memory must have a known type; versions and hand-written notes keep theirs."""
         inp.check()  # text first: the type must be storable before it can be named in an error
-        inp.type = check_type(inp.type, self.settings.memory_types)
+        try:
+            inp.type = check_type(inp.type, self.settings.memory_types)
+        except UsageError:
+            from ..config import resolve
+
+            # A server resolved its settings when it started: a type added with `config set` since counts.
+            inp.type = check_type(inp.type, resolve().memory_types)
 
     @_deferrable("remember")
     def remember(self, inp: MemoryInput) -> dict:
