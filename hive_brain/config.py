@@ -57,6 +57,8 @@ class Settings:
     # recall had to work in-process: the warm server is what makes recall hybrid and fast.
     autostart: bool = True
     max_note_bytes: int = 5 * 1024 * 1024
+    # Memory types a write accepts besides the built-in ones (memory/model.py), comma-separated.
+    memory_types: str = ""
     # Proofs of identity (enforcement mode; store/identity.py): file paths, from the environment or a
     # flag only, never the config file (which every process, agents included, reads).
     agent_credential: Path | None = None
@@ -84,6 +86,7 @@ _ENV = {
     "use_server": "HIVE_BRAIN_USE_SERVER",
     "autostart": "HIVE_BRAIN_AUTOSTART",
     "max_note_bytes": "HIVE_BRAIN_MAX_NOTE_BYTES",
+    "memory_types": "HIVE_BRAIN_MEMORY_TYPES",
     "agent_credential": "HIVE_AGENT_CREDENTIAL",
     "owner_key": "HIVE_BRAIN_OWNER_KEY",
 }

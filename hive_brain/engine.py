@@ -4,6 +4,7 @@ benchmarks) calls. It owns no logic of its own; it wires the modules together.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ class Engine:
         return Indexer(self.vault, self.settings, catalog=self.catalog)
 
     # -- read side ------------------------------------------------------------------------------
-    def rebuild(self, *, progress: bool = False, embed: bool = True) -> dict:
+    def rebuild(self, *, progress: Callable[[str, int, int], None] | None = None, embed: bool = True) -> dict:
         from .memory.layers import require_owner
 
         # Reads every note of every layer and rewrites all state: the owner's in enforcement mode.

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from hive_brain.cli.app import main
@@ -112,3 +113,83 @@ def test_batch_messages_count_records_from_one(vault_path):
                {"type": "fact", "title": "Bad", "content": "token sk_live_abcdefghijklmnopqrstuvwx"}]
     res = CliRunner().invoke(main, ["batch", "--file", "-"], input=_json.dumps(records), catch_exceptions=False)
     assert res.exit_code == 1 and "record 2:" in res.output and "record 1:" not in res.output
+
+
+def test_an_unknown_memory_type_is_refused_with_the_valid_ones(vault_path, monkeypatch):
+    from hive_brain.memory.model import MEMORY_TYPES
+
+    bad = run("remember", "--type", "prefrence", "--title", "Editor", "--content", "We use helix.", ok=False)
+    assert bad["_exit"] == 2 and bad["error"] == "UsageError"
+    assert "'preference'" in bad["message"] and all(t in bad["message"] for t in MEMORY_TYPES)
+    assert "memory_types" in bad["hint"]
+    text = _cli("remember", "--type", "recipe", "--title", "Soup", "--content", "Leek soup.")
+    assert text.exit_code == 2 and text.output.count("\n") == 1 and "valid types:" in text.output
+    assert not list(vault_path.rglob("Soup*.md"))  # nothing written
+    # batch: the record is named (from 1), nothing is written
+    recs = [{"type": "fact", "title": "Port", "content": "API on 8443."},
+            {"type": "factoid", "title": "DB", "content": "Postgres 16."}]
+    res = CliRunner().invoke(main, ["batch", "--file", "-"], input=json.dumps(recs), catch_exceptions=False)
+    assert res.exit_code == 1 and "record 2: unknown memory type 'factoid'" in res.output
+    # Case and spaces are forgiven; a type the user adds through config is accepted.
+    assert remember("Port", "API on 8443.", " Fact ")["id"]
+    monkeypatch.setenv("HIVE_BRAIN_MEMORY_TYPES", "recipe, runbook")
+    assert remember("Soup", "Leek soup.", "recipe")["id"]
+
+
+def test_hand_written_notes_of_any_type_are_indexed_and_evolve_keeps_their_type(vault_path):
+    (vault_path / "Memory" / "Distillations" / "Agent Memory" / "Gadget.md").write_text(
+        "---\nid: mem-hand-1\ntype: gizmo\ntitle: Gadget\nstatus: active\n---\n\nThe zorbulator gadget lives in the attic.\n")
+    hits = run("recall", "zorbulator gadget", "--lexical")["hits"]
+    assert hits and hits[0]["title"] == "Gadget"
+    new = run("evolve", "mem-hand-1", "--content", "The zorbulator gadget moved to the garage.")
+    assert run("get", new["id"])["meta"]["type"] == "gizmo"
+
+
+# Text a person reads must not show a Python repr: a dict, a list of dicts, a quoted key.
+_REPRS = ("{'", "': ", "[{", "['", "{\"", "\": ")
+
+
+def test_text_output_is_for_people_never_a_python_repr(vault_path, tmp_path, monkeypatch):
+    """Every read/report command's text output on a small vault, including after a rebuild with the
+    model and with problems to report (a broken note, a sync copy)."""
+    monkeypatch.setenv("HIVE_BRAIN_MODEL_DIR", "/nonexistent")  # rebuild without a model: the 'off' wording
+    mem = remember("Hosting", "The web app runs on Fly.io.", "decision")
+    remember("Package manager", "Use pnpm, never npm.", "preference", "--tags", "js,tooling")
+    run("evolve", mem["id"], "--content", "The web app moved to Render.")
+    for task in ("T-1", "T-2", "T-3"):
+        run("record-operation", "--title", "Deploy failed: lock", "--content", "Retried.", "--operation-key",
+            "deploy.web", "--failure-key", "db.lock", "--outcome", "failure", "--task-id", task)
+    run("record-usage", "--memory-ids", mem["id"], "--kind", "retrieved")
+    mem_dir = vault_path / "Memory" / "Distillations" / "Agent Memory"
+    (mem_dir / "Broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    first = next(p for p in mem_dir.glob("hosting*.md"))
+    (mem_dir / (first.stem + ".sync-conflict-20260101-000000-ABC.md")).write_text(first.read_text())
+    (tmp_path / "transcripts").mkdir()
+    commands = [
+        ["rebuild-index"], ["rebuild-index", "--lexical-only"], ["status"], ["doctor"], ["generations"],
+        ["compare", "where is the web app hosted", "--from-generation", "1"], ["mine-patterns"], ["health"], ["conflicts"],
+        ["repair-conflicts"], ["review", "list"], ["get", mem["id"]], ["recall", "web app hosting"],
+        ["answer", "where is the web app hosted?"], ["browse"], ["browse", "Memory"], ["replay", "web app", "--generation", "1"],
+        ["generations", "--prune", "--keep", "2"], ["model", "status"], ["config", "list"], ["hooks", "status"], ["core"],
+        ["consolidate", "--from-dir", str(tmp_path / "transcripts")],
+    ]
+    seen, wrong = {}, []
+    for args in commands:
+        res = _cli(*args)
+        seen[" ".join(args)] = res.output
+        if res.exit_code not in (0, 1) or any(r in res.output for r in _REPRS):
+            wrong.append(f"$ hive-brain {' '.join(args)}  (exit {res.exit_code})\n{res.output}")
+    assert not wrong, "\n".join(wrong)
+    assert "passages: lexical" in seen["rebuild-index"]
+
+
+def test_a_type_added_to_the_config_counts_for_a_store_that_started_before(vault_path):
+    from hive_brain.engine import Engine
+    from hive_brain.errors import UsageError
+    from hive_brain.memory.model import MemoryInput
+
+    store = Engine.open().memory  # as the server's: settings resolved at its start
+    with pytest.raises(UsageError, match="config set memory_types recipe"):
+        store.remember(MemoryInput(type="recipe", title="Soup", content="Leek soup."))
+    run("config", "set", "memory_types", "recipe,runbook")
+    assert store.remember(MemoryInput(type="Runbook", title="Deploy", content="Run make deploy."))["id"]

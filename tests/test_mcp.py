@@ -13,6 +13,8 @@ pytest.importorskip("mcp")
 
 from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
 
+from .helpers import run  # noqa: E402
+
 
 async def _session_run(env: dict[str, str], body) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "hive_brain", "mcp"], env=env)
@@ -33,6 +35,8 @@ ANNOTATIONS = {
     "review_show": (True, False, True),
     "remember": (False, False, False), "evolve": (False, False, False), "batch": (False, False, False),
     "record_operation": (False, False, False), "archive": (False, False, True),
+    "mine_patterns": (True, False, True), "mine_patterns_enqueue": (False, False, True),
+    "record_usage": (False, False, False),
     "update": (False, True, True), "delete": (False, True, True),
 }
 
@@ -123,6 +127,15 @@ def test_every_mcp_tool_once_shaped_as_the_cli(vault_path):
         init = await s.initialize()
         out["version"] = init.server_info.version
 
+        out["tools"] = {t.name for t in (await s.list_tools()).tools}
+        real_call_tool = s.call_tool
+
+        async def call_tool(name: str, args: dict):  # every call counts: a tool never called fails the test
+            called.add(name)
+            return await real_call_tool(name, args)
+
+        s.call_tool = call_tool  # type: ignore[method-assign]
+
         async def call(name: str, args: dict) -> dict:
             res = await s.call_tool(name, args)
             assert not res.is_error, (name, _text(res))
@@ -156,8 +169,37 @@ def test_every_mcp_tool_once_shaped_as_the_cli(vault_path):
         out["doomed"] = doomed
         res = await s.call_tool("review_show", {"review_id": "rev-nope"})
         out["review_show"] = (res.is_error, _text(res))
+        for task in ("t-2", "t-3", "t-4"):
+            await call("record_operation", {"title": "Deploy failed", "operation_key": "deploy.web", "outcome": "failure",
+                                            "task_id": task, "failure_key": "db.migration-lock"})
+        out["mine"] = await call("mine_patterns", {})
+        res = await s.call_tool("mine_patterns_enqueue", {})
+        out["enqueue_as_agent"] = (res.is_error, _text(res))
+        out["mem"] = mem["id"]
+        out["usage"] = await call("record_usage", {"memory_ids": [mem["id"]], "kind": "final-answer",
+                                                   "query": "where is the web app hosted"})
+        res = await s.call_tool("remember", {"type": "prefrence", "title": "Editor", "content": "We use helix."})
+        out["bad_type"] = (res.is_error, _text(res))
 
+    async def owner(s: ClientSession) -> None:
+        res = await s.call_tool("mine_patterns_enqueue", {})
+        assert not res.is_error, _text(res)
+        out["enqueued"] = json.loads(_text(res))
+
+    called: set[str] = set()
     asyncio.run(asyncio.wait_for(_session_run(env, body), 120))
+    owner_env = {k: v for k, v in os.environ.items() if k != "HIVE_AGENT_ID"}
+    asyncio.run(asyncio.wait_for(_session_run(owner_env, owner), 120))
+    assert called == out["tools"] == set(ANNOTATIONS), out["tools"] ^ called
+    cli_mine = run("--agent", "codex", "mine-patterns")
+    assert set(out["mine"]) == set(cli_mine) and out["mine"]["dryRun"] is True
+    assert [(p["kind"], p["key"]) for p in out["mine"]["patterns"]] == [("failure", "db.migration-lock")]
+    is_error, msg = out["enqueue_as_agent"]
+    assert is_error and "owner" in msg
+    assert len(out["enqueued"]["proposed"]) == 1 and out["enqueued"]["dryRun"] is False
+    assert out["usage"]["memoryIds"] == [out["mem"]] and out["usage"]["kind"] == "final-answer"
+    is_error, msg = out["bad_type"]
+    assert is_error and "unknown memory type 'prefrence'" in msg and "preference" in msg
     assert out["version"] and out["version"] != ""
     assert out["update"]["id"] == out["get"]["id"] and "hosting" in json.dumps(out["get"])
     assert out["recall"]["hits"][0]["title"] == "Hosting" and out["recall"]["abstained"] is False

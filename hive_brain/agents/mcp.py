@@ -209,6 +209,26 @@ class Tools:
                                       operation_key=operation_key, outcome=outcome, task_id=task_id,
                                       failure_key=failure_key, agent=self.settings.agent_id))
 
+    def mine_patterns(self, since: str | None, enqueue: bool) -> str:
+        # The CLI's `mine-patterns [--enqueue] --json`: the events this identity may read, and the
+        # owner-only queueing (patterns quote every agent's events) refused for an agent as there.
+        from ..memory.operations import visible_events
+        from ..memory.patterns import enqueue as enqueue_patterns
+        from ..memory.patterns import mine, parse_since
+
+        eng = self.engine
+        report = mine(visible_events(eng.vault.state, self.settings.agent_id), since=parse_since(since))
+        report["dryRun"] = not enqueue
+        if enqueue:
+            report.update(enqueue_patterns(eng.memory, report))
+        return _dump(report)
+
+    def record_usage(self, memory_ids: list[str], kind: str, query: str | None) -> str:
+        from ..memory.operations import record_usage
+
+        return _dump(record_usage(self.engine.vault.state, list(memory_ids), kind, agent=self.settings.agent_id,
+                                  query=query))
+
     def get(self, memory_id: str) -> str:
         res = self.engine.memory.get(memory_id)
         meta = {
@@ -296,7 +316,7 @@ def build_server(settings: Any) -> Any:
 
     @server.tool(
         description="Store a new typed memory (type: preference, instruction, decision, lesson, "
-        "procedure, fact, quirk). No secrets.",
+        "procedure, fact, ...; an unknown one is refused with the list). No secrets.",
         annotations=_annotations(False),
         structured_output=False,
     )
@@ -418,6 +438,31 @@ def build_server(settings: Any) -> Any:
     async def record_operation(title: str, operation_key: str, outcome: Literal["success", "failure"], task_id: str,
                                content: str = "", failure_key: str | None = None) -> str:
         return await call(lambda: tools.record_operation(title, content, operation_key, outcome, task_id, failure_key))
+
+    @server.tool(
+        description="Suggest recurring failures, workflows and routines from logged operations (dry run).",
+        annotations=_annotations(True, idempotent=True),
+        structured_output=False,
+    )
+    async def mine_patterns(since: str | None = None) -> str:
+        return await call(lambda: tools.mine_patterns(since, enqueue=False))
+
+    @server.tool(
+        description="Queue mine_patterns' new suggestions as Brain Review proposals (the vault owner only).",
+        annotations=_annotations(False, idempotent=True),
+        structured_output=False,
+    )
+    async def mine_patterns_enqueue(since: str | None = None) -> str:
+        return await call(lambda: tools.mine_patterns(since, enqueue=True))
+
+    @server.tool(
+        description="Log which memories a recall retrieved or an answer used (kind: retrieved|final-answer).",
+        annotations=_annotations(False),
+        structured_output=False,
+    )
+    async def record_usage(memory_ids: list[str], kind: Literal["retrieved", "final-answer"],
+                           query: str | None = None) -> str:
+        return await call(lambda: tools.record_usage(memory_ids, kind, query))
 
     @server.tool(
         description="Core memory: the user's standing rules and context. Call at session start.",

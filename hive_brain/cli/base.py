@@ -9,7 +9,9 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -177,6 +179,78 @@ def out(as_json: bool, data: Any, human: Callable[[Any], None], *, plain: bool =
         human(None if plain else _console())
         if isinstance(data, dict) and data.get("indexWarning"):
             click.echo(f"warning: {data['indexWarning']}", err=True)
+
+
+# ---------------------------------------------------------------------------------------------- for people
+def count(n: float) -> str:
+    """2002 -> "2,002": counts as a person reads them (JSON keeps the number)."""
+    return f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
+
+
+def duration(seconds: float) -> str:
+    """A duration in the unit a person would say: 340 ms, 9.4 s, 4 min 12 s, 31 min, 2 h 5 min."""
+    s = max(0.0, float(seconds))
+    if s < 1:
+        return f"{round(s * 1000)} ms"
+    if s < 60:
+        return f"{s:.1f} s"
+    if s < 600:
+        m, r = divmod(round(s), 60)
+        return f"{m} min {r} s" if r else f"{m} min"
+    if s < 3600:
+        return f"{round(s / 60)} min"
+    h, m = divmod(round(s / 60), 60)
+    return f"{h} h {m} min" if m else f"{h} h"
+
+
+class Pace:
+    """Rate and time left of one phase, measured from its first report: what comes before it (loading
+    the model, the lexical phase) is not the work being timed, and an average over the whole phase
+    is steady where rich's 30-second window shows nothing when one step takes longer than that."""
+
+    def __init__(self, unit: str = "") -> None:
+        self.unit = unit
+        self.first: tuple[float, int] | None = None
+
+    def update(self, done: int, total: int | None, now: float | None = None) -> str:
+        now = time.monotonic() if now is None else now
+        if self.first is None:
+            self.first = (now, done)
+            return ""
+        t0, d0 = self.first
+        if now <= t0 or done <= d0:
+            return ""
+        rate = (done - d0) / (now - t0)
+        text = f"{rate:,.1f} {self.unit}/s" if self.unit else f"{rate:,.1f}/s"
+        if total and done < total:
+            text += f", {duration((total - done) / rate)} left"
+        return text
+
+
+@contextmanager
+def progress_bars(enabled: bool, labels: dict[str, str]) -> Iterator[Callable[[str, int, int], None] | None]:
+    """``progress(phase, done, total)`` drawing one bar per phase on stderr (with rate and time left),
+    or None when not ``enabled`` (rich is imported only then)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TextColumn
+
+    paces: dict[str, Pace] = {}
+    tasks: dict[str, Any] = {}
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[counts]}"),
+                  TextColumn("{task.fields[pace]}"), console=_console(stderr=True), transient=False) as prog:
+
+        def report(phase: str, done: int, total: int) -> None:
+            label = labels.get(phase, phase)
+            if phase not in tasks:
+                tasks[phase] = prog.add_task(label, total=total or None, counts="", pace="")
+                paces[phase] = Pace(phase)
+            prog.update(tasks[phase], completed=done, total=total or None,
+                        counts=f"{count(done)}/{count(total)}" if total else count(done),
+                        pace=paces[phase].update(done, total))
+
+        yield report
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)

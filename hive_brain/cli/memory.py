@@ -37,7 +37,8 @@ def init_cmd(state: State, path: Path | None, force: bool, as_json: bool) -> Non
 
 
 @command("remember")
-@click.option("--type", "mem_type", required=True, help="preference, instruction, decision, lesson, procedure, fact, quirk, ...")
+@click.option("--type", "mem_type", required=True,
+              help="preference, decision, lesson, fact, ... (a wrong one lists them all; add your own: config set memory_types).")
 @click.option("--title", required=True, help="Short title; also the readable part of the file name.")
 @click.option("--content", required=True, help="The memory itself (Markdown). Use - to read standard input.")
 @click.option("--memory-key", default=None, help="Canonical key (default: derived from type/project/title).")

@@ -57,7 +57,7 @@ def model_status_cmd(state: State, as_json: bool) -> None:
     if pack:
         res.update(pack=str(pack), manifest=modelpack.read_manifest(pack), problems=modelpack.verify(pack))
     out(as_json, res, lambda c: c.print(
-        f"pack: {pack} ({'ok' if not res.get('problems') else res['problems']})" if pack
+        f"pack: {pack} ({'ok' if not res.get('problems') else '; '.join(res['problems'])})" if pack
         else "No embedding pack: search is lexical. Run `hive-brain model install`."))
 
 COMMANDS: list[click.Command] = [model_group]

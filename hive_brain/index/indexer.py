@@ -36,7 +36,7 @@ from ..store.fsutil import (
 )
 from ..store.journal import crash_point
 from ..store.lock import vault_lock
-from ..store.notes import Note, date_of, note_tags, parse_bytes, to_text_list
+from ..store.notes import Note, date_of, note_id, note_tags, parse_bytes, to_text_list
 from ..store.secrets import RULES_VERSION, scrub_bytes
 from ..store.vault import OKF_EXPORT_DIR, Vault
 from .generations import GenerationStore
@@ -59,6 +59,8 @@ SKIP_PREFIXES = ("Templates/", OKF_EXPORT_DIR + "/", "Skills/hive-brain/", "Skil
 IN_FLIGHT = "in-flight.json"
 # Where tests kill a catch-up (HIVE_BRAIN_CRASH_AT, see store.journal.crash_point), in order.
 CRASH_POINTS = ("index-after-unqueue", "index-before-publish", "generation-before-current", "index-after-publish")
+# ``progress(phase, done, total)`` of a rebuild: phase "notes" (lexical) then "passages" (vectors).
+PhaseProgress = Callable[[str, int, int], None]
 FULL = "full"  # "the whole index", for _read_in_flight / _write_in_flight
 
 
@@ -97,7 +99,7 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
     status = str(meta.get("status") or ("active" if kind == "memory" else ""))
     base = {
         "note_path": path,
-        "note_id": str(meta.get("id") or ""),
+        "note_id": note_id(path, meta, kind),
         "kind": kind,
         "type": str(meta.get("type") or ""),
         "layer": layer,
@@ -589,12 +591,20 @@ class Indexer:
                 break
             rows = [json.loads(r[2]) for r in batch]
             texts = {r["text_hash"]: r["_embed_text"] for r in rows}
-            vecs = embed_with_cache(self.embedder, self.embcache, texts) if texts else {}
+
+            # Reported per model batch, not per chunk: a chunk of 256 passages takes a minute on a
+            # loaded machine, and a bar that moves once a minute can show neither rate nor ETA.
+            def step(k: int, m: int, before: int = done, rows_in_chunk: int = len(batch)) -> None:
+                if progress is not None and m:
+                    progress(min(before + rows_in_chunk * k // m, total), total)
+
+            vecs = embed_with_cache(self.embedder, self.embcache, texts, step) if texts else {}
             try:
                 self._embed_batch(batch, vecs, lock_timeout)
             except StateDamaged as e:
                 # Moved aside by _vectors_damaged; the next catch-up queues every passage again.
-                return {"embedded": done, "pending": self.pending_count(), "semantic": True, "damaged": e.message}
+                return {"embedded": done, "pending": self.pending_count(), "semantic": True, "damaged": e.message,
+                        "seconds": round(time.monotonic() - t0, 3)}
             if not batch:
                 break
             done += len(batch)
@@ -602,7 +612,10 @@ class Indexer:
                 progress(min(done, total), total)
             if max_seconds is not None and time.monotonic() - t0 > max_seconds:
                 break
-        return {"embedded": done, "pending": self.pending_count(), "semantic": True}
+        left = self.pending_count()
+        if progress and not left:
+            progress(total, total)  # queued deletions count in the total but are no rows of a batch
+        return {"embedded": done, "pending": left, "semantic": True, "seconds": round(time.monotonic() - t0, 3)}
 
     def _embed_batch(self, batch: list[tuple], vecs: dict, lock_timeout: float | None) -> None:
         """Apply queued deletions, then upsert the batch's vectors (under the lock)."""
@@ -628,9 +641,18 @@ class Indexer:
                 with sqlite_tx(self.pending):
                     self.pending.executemany("DELETE FROM pending WHERE passage_id = ? AND text_hash = ?", still)
 
-    def rebuild(self, *, progress: bool = False, embed: bool = True) -> dict:
-        """Rebuild the whole index from the Markdown notes (lexical first, then vectors)."""
-        bar = _Progress(progress)
+    def rebuild(self, *, progress: PhaseProgress | None = None, embed: bool = True) -> dict:
+        """Rebuild the whole index from the Markdown notes (lexical first, then vectors).
+
+        ``progress(phase, done, total)`` is called as each phase advances (``"notes"`` indexed, then
+        ``"passages"`` embedded); the CLI draws it. ``seconds`` is the lexical phase, ``vectors.seconds``
+        the embedding, ``totalSeconds`` the whole rebuild.
+        """
+        t0 = time.monotonic()
+
+        def phase(name: str) -> Callable[[int, int], None] | None:
+            return None if progress is None else (lambda done, total: progress(name, done, total))
+
         with vault_lock(self.vault.state, timeout=self.settings.lock_timeout, command="rebuild-index"):
             from ..store.journal import recover
 
@@ -638,18 +660,17 @@ class Indexer:
             # Every derived file must be readable before a rebuild relies on it: a damaged one is
             # moved aside here (the full pass below refills it), so a rebuild always succeeds.
             damaged = self.check(deep=False)
-            with bar.task("indexing notes") as cb:
-                res = self.catch_up(progress=cb, label="rebuild", full=True)
+            res = self.catch_up(progress=phase("notes"), label="rebuild", full=True)
             res["damaged"] = damaged
         if embed:
-            with bar.task("embedding passages") as cb:
-                res["vectors"] = self.embed_pending(progress=cb, chunk=256)
+            res["vectors"] = self.embed_pending(progress=phase("passages"), chunk=256)
             if self.vectors is not None and res["vectors"].get("embedded"):
                 # Many small appends leave many LanceDB fragments (a 2x slower search): merge them.
                 with vault_lock(self.vault.state, timeout=self.settings.lock_timeout, command="compact vectors"):
                     self.vectors.optimize()
         else:
             res["vectors"] = {"pending": self.pending_count()}
+        res["totalSeconds"] = round(time.monotonic() - t0, 3)
         return res
 
     def try_catch_up(self) -> dict | None:
@@ -662,27 +683,3 @@ class Indexer:
                 return self.catch_up()
         except LockTimeout:
             return None
-
-
-class _Progress:
-    """A rich progress bar when asked for, otherwise nothing (rich is imported only then)."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def task(self, label: str):
-        from contextlib import contextmanager
-
-        @contextmanager
-        def cm():
-            if not self.enabled:
-                yield lambda done, total: None
-                return
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-            with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                          TimeRemainingColumn(), transient=False) as prog:
-                t = prog.add_task(label, total=None)
-                yield lambda done, total: prog.update(t, completed=done, total=total)
-
-        return cm()

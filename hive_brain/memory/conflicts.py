@@ -23,6 +23,7 @@ from typing import Any
 
 from ..store.catalog import GIT_MARKERS, Catalog, Entry
 from ..store.copies import copy_kind, original_of
+from ..store.notes import path_id
 from .layers import may_open
 
 REPAIRABLE = ("resurrected", "duplicateId", "duplicateKey")
@@ -64,8 +65,10 @@ def find(catalog: Catalog, agent: str | None = None) -> list[dict[str, Any]]:
     # Names first (no frontmatter loaded): a vault of 100k conversation notes has a handful of copies.
     # "Meeting 2.md" beside "Meeting.md" is as often a second meeting as a copy: a plain note counts
     # only under a name no person gives a note (a memory's copy is known by its id instead).
-    named = [p for (p,) in catalog.db.execute("SELECT path FROM notes WHERE kind != 'memory' AND dups = 1")
-             if copy_kind(p) in ("syncthing", "conflicted-copy")]
+    # A memory whose id is derived from its path (made from the template, never written by hive-brain)
+    # has no id in common with its copy either: it is known by its name, as a plain note.
+    named = [p for (p, kind, mid) in catalog.db.execute("SELECT path, kind, id FROM notes WHERE dups = 1")
+             if copy_kind(p) in ("syncthing", "conflicted-copy") and (kind != "memory" or mid == path_id(p))]
     for e in sorted(catalog.by_paths(named, with_meta=False).values(), key=lambda e: e.path):
         orig = original_of(e.path)
         if orig and visible(e) and catalog.by_paths([orig], with_meta=False):

@@ -2,12 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import UsageError
 from ..store.notes import to_text_list
 from ..store.text import check_text
+
+# The memory types a write accepts (DESIGN.md: preference, instruction, decision, ...). A user adds
+# their own with the `memory_types` setting. Only writes are checked: a hand-written note of any
+# type is indexed and recalled as it is.
+MEMORY_TYPES: tuple[str, ...] = (
+    "instruction", "preference", "decision", "lesson", "procedure", "fact", "quirk", "person", "project",
+)
+
+
+def known_types(extra: str | Iterable[str] | None = None) -> list[str]:
+    """The built-in types plus ``extra`` (the ``memory_types`` setting: comma-separated or a list)."""
+    more = extra.split(",") if isinstance(extra, str) else list(extra or ())
+    names = list(MEMORY_TYPES)
+    for t in (str(x).strip().lower() for x in more):
+        if t and t not in names:
+            names.append(t)
+    return names
+
+
+def check_type(mem_type: str, extra: str | Iterable[str] | None = None) -> str:
+    """``mem_type`` normalised, or a UsageError naming the valid types (and the nearest one)."""
+    import difflib
+
+    t = mem_type.strip().lower()
+    allowed = known_types(extra)
+    if t in allowed:
+        return t
+    near = difflib.get_close_matches(t, allowed, n=1, cutoff=0.6)
+    guess = f" (did you mean {near[0]!r}?)" if near else ""
+    name = t if t and not near else "<name>"
+    raise UsageError(
+        f"unknown memory type {mem_type!r}{guess}; valid types: {', '.join(allowed)}",
+        hint=f"to add your own: `hive-brain config set memory_types {name}`",
+    )
 
 
 @dataclass

@@ -41,13 +41,14 @@ from ..store.notes import (
     read_note,
     render,
     to_text_list,
+    written_id,
 )
 from ..store.secrets import check_secrets, scrub
 from ..store.text import check_text
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
 from .conflicts import for_entry
 from .layers import check_override, enforced, may_open, require_owner, visible_from
-from .model import MemoryInput, clean_confidence
+from .model import MemoryInput, check_type, clean_confidence
 from .proposals import stage_remember_proposal
 
 # The writes that can be given as data (replayed from the pending queue, sent to the server).
@@ -90,6 +91,15 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
         return wrapper
 
     return deco
+
+
+def with_id(meta: dict[str, Any], memory_id: str) -> dict[str, Any]:
+    """A copy of a note's frontmatter to rewrite it, carrying the id readers already know it by: a
+    note made from the memory template has none (or a placeholder) until hive-brain first writes it."""
+    out = dict(meta)
+    if not written_id(out):
+        out["id"] = memory_id
+    return out
 
 
 def check_input_secrets(inp: MemoryInput) -> None:
@@ -443,7 +453,7 @@ class MemoryStore:
         target = self.catalog.by_id(str(inp.overrides)) if inp.overrides else None
         current = target is not None and target.layer == "shared" and target.status == "active"
         self._check_unique(meta, ignore_ids={old.id}, pending=[], check_overrides=current)
-        old_meta = dict(note.meta)
+        old_meta = with_id(note.meta, old.id)
         old_meta.update(status="superseded", superseded_by=meta["id"], updated=now_iso())
         txn.write(path, text, expect_old="")
         txn.write(old.path, render(old_meta, note.body, like=note), expect_old=old.sha)
@@ -458,8 +468,20 @@ class MemoryStore:
             return stage_remember_proposal(self.catalog, self.vault, tx.txn, inp, agent=self.agent)
 
     # -- commands ----------------------------------------------------------------------------------
+    def _check_type(self, inp: MemoryInput) -> None:
+        """A caller's new memory must have a known type; versions and hand-written notes keep theirs."""
+        inp.check()  # text first: the type must be storable before it can be named in an error
+        try:
+            inp.type = check_type(inp.type, self.settings.memory_types)
+        except UsageError:
+            from ..config import resolve
+
+            # A server resolved its settings when it started: a type added with `config set` since counts.
+            inp.type = check_type(inp.type, resolve().memory_types)
+
     @_deferrable("remember")
     def remember(self, inp: MemoryInput) -> dict:
+        self._check_type(inp)
         self._validate(inp)
         if self._proposes(inp):
             return self._propose(inp)
@@ -508,7 +530,7 @@ class MemoryStore:
             e = tx.entry(memory_id)
             self._may_change(e)
             note = self.load(e)
-            meta = dict(note.meta)
+            meta = with_id(note.meta, e.id)
             body = note.body
             if title is not None:
                 title = " ".join(title.split())
@@ -561,7 +583,7 @@ class MemoryStore:
                 if n is None or n.problem:
                     continue
                 nn = self.load(n)
-                meta = dict(nn.meta)
+                meta = with_id(nn.meta, n.id)
                 meta[key] = value
                 if key == "superseded_by" and not value and meta.get("status") == "superseded":
                     meta["status"] = "active"
@@ -582,6 +604,7 @@ class MemoryStore:
             for i, raw in enumerate(records):
                 try:
                     inp = MemoryInput.from_dict(raw)
+                    self._check_type(inp)
                     self._validate(inp)
                     if self._proposes(inp):
                         if inp.overrides:

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import NoteError
 from .copies import copy_kind, has_git_markers
 from .fsutil import connect_sqlite, quarantine, sqlite_tx
-from .notes import Note, read_note
+from .notes import Note, note_id, read_note
 from .secrets import RULES_VERSION, SECURE_PREFIX
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
@@ -72,7 +72,8 @@ def _jsonable(v: Any) -> Any:
 
 
 def classify(path: str, meta: dict[str, Any]) -> tuple[str, str, str, str]:
-    """(kind, layer, agent, task) of a note, from where it lives and its frontmatter."""
+    """(kind, layer, agent, task) of a note, from where it lives and its frontmatter. A typed note in a
+    memory folder is a memory even without an id (made from the template): it gets :func:`path_id`."""
     parts = path.split("/")
     agent = task = ""
     layer = "shared"
@@ -93,7 +94,7 @@ def classify(path: str, meta: dict[str, Any]) -> tuple[str, str, str, str]:
         kind = "conversation"
         if len(parts) > 3:
             agent = agent or parts[2]
-    elif meta.get("id") and meta.get("type") and (
+    elif meta.get("type") and (
         path.startswith(MEMORY_DIR + "/") or (parts[0] == AGENTS_DIR and ("Memory" in parts[2:3] or "Tasks" in parts[2:3]))
     ):
         kind = "memory"
@@ -250,7 +251,7 @@ class Catalog:
         status = str(meta.get("status") or ("active" if kind == "memory" else ""))
         flags = GIT_MARKERS if has_git_markers(note.body) else ""
         return (
-            note.path, mtime_ns, size, note.raw_sha256, kind, str(meta.get("id") or ""), str(meta.get("memory_key") or ""),
+            note.path, mtime_ns, size, note.raw_sha256, kind, note_id(note.path, note.meta, kind), str(meta.get("memory_key") or ""),
             status, layer, agent, task, str(meta.get("content_hash") or ""), json.dumps(meta, ensure_ascii=False), note.problem,
             status, str(meta.get("supersedes") or "") if kind == "memory" else "",
             str(meta.get("superseded_by") or ""), "", 1, flags,

@@ -82,6 +82,29 @@ class Note:
         return str(v) if v else None
 
 
+def written_id(meta: dict[str, Any]) -> str:
+    """The id a note's frontmatter gives, or "" when it gives none: missing, empty, or a template
+    placeholder left unfilled (``{{...}}`` from Obsidian's Templates, ``<% ... %>`` from Templater)."""
+    v = meta.get("id")
+    text = "" if v is None or isinstance(v, dict | list) else str(v).strip()
+    return "" if not text or "{{" in text or "<%" in text else text
+
+
+def path_id(path: str) -> str:
+    """The id of a typed memory whose frontmatter gives none (a note made from the vault's memory
+    template): derived from its vault path, so every device reaches the same id from the notes alone;
+    written into the note the first time hive-brain rewrites it, and stable from then on."""
+    import hashlib
+
+    n = int.from_bytes(hashlib.sha256(("hive-brain/path-id/" + path).encode("utf-8")).digest()[:17], "big")
+    return "mem-" + "".join(_CROCKFORD[(n >> (5 * i)) & 31] for i in range(26)).lower()
+
+
+def note_id(path: str, meta: dict[str, Any], kind: str) -> str:
+    """A note's id as every reader sees it: the written one, else (typed memories only) :func:`path_id`."""
+    return written_id(meta) or (path_id(path) if kind == "memory" else "")
+
+
 def now_iso() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
