@@ -41,7 +41,6 @@ class Features:
     confidence: float = 0.8
     superseded: bool = False  # a replaced version, and the question asks neither about the past nor as of a date
     in_window: bool | None = None  # None: the question names no window
-    in_window_exact: bool = False  # inside the named days themselves, not only in the grace after them
     time_only: bool = False  # the question asks about its time alone ("what did we do last Saturday")
     # Reported in scoreDetails only.
     status: str | None = ""
@@ -101,7 +100,7 @@ def breakdown(f: Features, params: Mapping[str, float] = PARAMS) -> Breakdown:
     if f.superseded:
         mult *= P["superseded"]
     if f.in_window:
-        mult *= 1.0 + P["window_boost"] + P["window_exact"] * f.in_window_exact
+        mult *= 1.0 + P["window_boost"]
     return Breakdown(rrf, support, mult, (rrf + support) * mult)
 
 
@@ -245,4 +244,3 @@ def _note(f: Features, c: Cand, e: Entry | None, query: Query, docs: Mapping[str
         # two days ago" (in a small vault, today's memories outranked the day's conversation).
         grace = 0.0 if e is not None and e.kind == "memory" else P["window_after"] * 86400
         f.in_window = d is not None and lo <= d <= hi + grace
-        f.in_window_exact = bool(f.in_window) and d is not None and d <= hi
