@@ -2,7 +2,7 @@
 conflicts, health.
 
 Registered explicitly by :mod:`.app`; heavy modules are imported
-inside the commands. (``consolidate`` belongs to cli_agents.py, so promotions are ``promote``.)
+inside the commands. (``promote`` is also ``consolidate --propose-promotions``, in :mod:`.agents`.)
 """
 
 from __future__ import annotations
@@ -184,24 +184,27 @@ def promote_cmd(state: State, dry_run: bool, threshold: float, as_json: bool) ->
       hive-brain promote && hive-brain review list --status pending
     """
     res = _review(state).promote(dry_run=dry_run, threshold=threshold)
+    out(as_json, res, lambda c: say_promotions(c, res))
 
-    def human(c: Any) -> None:
-        from rich.markup import escape
 
-        verb = "Would propose" if dry_run else "Proposed"
-        for p in res["proposed"]:
-            c.print(
-                f"{verb} [bold]{p['proposal']}[/] {escape(p['title'])} "
-                f"[dim](agents {', '.join(p['agents'])}; {'; '.join(p['basis'])})[/]"
-            )
-        for pid in res["extended"]:
-            c.print(f"{'Would extend' if dry_run else 'Extended'} {pid} with new sources")
+def say_promotions(c: Any, res: dict[str, Any]) -> None:
+    """The promotion pass in words (``promote`` and ``consolidate --propose-promotions``)."""
+    from rich.markup import escape
+
+    dry_run = res["dryRun"]
+    verb = "Would propose" if dry_run else "Proposed"
+    for p in res["proposed"]:
+        why = "; ".join(p["basis"]) if p.get("basis") else p.get("reason", "")
         c.print(
-            f"{res['groups']} groups: {len(res['proposed'])} proposed, {len(res['extended'])} extended, "
-            f"{len(res['skipped'])} already proposed or shared"
+            f"{verb} [bold]{p['proposal']}[/] {escape(p['title'])} "
+            f"[dim](agents {', '.join(p['agents'])}; {escape(why)})[/]"
         )
-
-    out(as_json, res, human)
+    for pid in res["extended"]:
+        c.print(f"{'Would extend' if dry_run else 'Extended'} {pid} with new sources")
+    c.print(
+        f"{res['groups']} groups, {res.get('used', 0)} much-used lessons: {len(res['proposed'])} proposed, "
+        f"{len(res['extended'])} extended, {len(res['skipped'])} already proposed or shared"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- conflicts
