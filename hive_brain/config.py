@@ -57,6 +57,8 @@ class Settings:
     # recall had to work in-process: the warm server is what makes recall hybrid and fast.
     autostart: bool = True
     max_note_bytes: int = 5 * 1024 * 1024
+    # How often the server runs the promotion pass (Brain Review proposals only; 0 = never).
+    promotion_every_s: float = 86400.0
     # Proofs of identity (enforcement mode; store/identity.py): file paths, from the environment or a
     # flag only, never the config file (which every process, agents included, reads).
     agent_credential: Path | None = None
@@ -84,6 +86,7 @@ _ENV = {
     "use_server": "HIVE_BRAIN_USE_SERVER",
     "autostart": "HIVE_BRAIN_AUTOSTART",
     "max_note_bytes": "HIVE_BRAIN_MAX_NOTE_BYTES",
+    "promotion_every_s": "HIVE_BRAIN_PROMOTION_EVERY",
     "agent_credential": "HIVE_AGENT_CREDENTIAL",
     "owner_key": "HIVE_BRAIN_OWNER_KEY",
 }

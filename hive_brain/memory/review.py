@@ -212,8 +212,12 @@ class BrainReview:
         }
 
     # -- promotion -----------------------------------------------------------------------------
-    def promote(self, *, dry_run: bool = False, threshold: float = JACCARD) -> dict[str, Any]:
+    def promote(self, *, dry_run: bool = False, threshold: float = JACCARD,
+                timeout: float | None = None) -> dict[str, Any]:
         """Queue one promotion proposal per group of near-duplicate private memories of 2+ agents.
+
+        Also proposes each private memory that answers keep using (:func:`used_memories`).
+        ``timeout``: how long to wait for the vault lock (the server's daily pass does not queue).
 
         Idempotent: a group already covered by a proposal (whatever its status: a rejected promotion
         is not asked again) is skipped; a pending one that covers part of a grown group is extended.
@@ -222,7 +226,7 @@ class BrainReview:
             self.settings, "proposing promotions (it reads every agent's private memory)", always=True
         )
         st = self.store
-        with st.transaction("promote") as tx:
+        with st.transaction("promote", timeout=timeout) as tx:
             groups = find_groups(self.catalog, threshold=threshold)
             existing = [
                 (e, set(to_text_list(e.meta.get("sources"))))
