@@ -1,4 +1,4 @@
-"""CLI commands for memory layers and Brain Review: review (list/show/approve/reject/apply), promote,
+"""CLI commands for memory layers and Brain Review: review (list/show/approve/reject/apply/skill), promote,
 conflicts, health.
 
 Registered explicitly by :mod:`.app`; heavy modules are imported
@@ -159,6 +159,49 @@ def review_apply_cmd(state: State, review_id: str, as_json: bool) -> None:
             + (f", superseding {res['supersedes']}" if res.get("supersedes") else "")
         ),
     )
+
+
+@command("skill", group=review_group)
+@click.argument("review_id")
+@click.option("--name", default=None, help="The skill's name (lower-case letters, digits, hyphens; default: from "
+              "the workflow's steps).")
+@click.option("--link", "link_to", multiple=True, type=click.Choice(["claude-code", "codex"]),
+              help="Also symlink it into that agent's personal skills folder (repeatable).")
+def review_skill_cmd(state: State, review_id: str, name: str | None, link_to: tuple[str, ...], as_json: bool) -> None:
+    """Write an approved workflow (a pattern proposal) as an agent skill: Skills/<name>/SKILL.md.
+
+    --link claude-code links it as ~/.claude/skills/<name>; --link codex as ~/.agents/skills/<name>.
+    A skill that exists and is not this proposal's is never overwritten.
+
+    \b
+    Example:
+      hive-brain review approve rev-01j... && hive-brain review apply rev-01j...
+      hive-brain review skill rev-01j... --name deploy-web --link claude-code --link codex
+    """
+    from pathlib import Path
+
+    from ..agents.skills import check, link
+    from ..memory.skills import write_skill
+
+    agents = list(dict.fromkeys(link_to))
+
+    def links_free(skill_dir: Path) -> None:
+        for a in agents:
+            check(skill_dir, a)
+
+    res = write_skill(state.engine().memory, review_id, name=name, check=links_free)
+    if agents:
+        res["links"] = [link(Path(res["dir"]), a) for a in agents]
+
+    def human(c: Any) -> None:
+        from rich.markup import escape
+
+        c.print(f"{'Rewrote' if res['rewritten'] else 'Wrote'} skill [bold]{escape(res['name'])}[/] "
+                f"{escape(res['path'])} [dim](from {res['proposal']})[/]")
+        for ln in res.get("links", []):
+            c.print(f"  {ln['agent']}: {escape(ln['link'])} ({ln['status']})")
+
+    out(as_json, res, human)
 
 
 # ---------------------------------------------------------------------------------------------- promote
