@@ -5,6 +5,7 @@ personal skills folders on request, never over a user's skill, not indexed."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from hive_brain.store.notes import parse_text
@@ -19,6 +20,7 @@ def _workflow_proposal() -> str:
         for step in STEPS:
             cli_as("record-operation", "--title", f"Ran {step}", "--content", f"{step} done.", "--operation-key",
                    step, "--outcome", "success", "--task-id", task, agent="claude-code")
+            time.sleep(0.003)  # events are ordered by ULID: ms, then random within one ms
     q = run("mine-patterns", "--enqueue")
     (wf,) = [p for p in q["proposed"] if p["pattern"].startswith("workflow:")]
     assert wf["type"] == "procedure"
