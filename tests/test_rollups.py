@@ -94,9 +94,10 @@ def test_dry_run_writes_nothing_then_one_transaction_one_generation(vault_path):
     assert any(h.get("historical") and h["id"] in ids for h in hist), hist[:3]
     # replay at the generation before the roll-up answers as before.
     replayed = run("replay", "what did we trade on 2026-11-03?", "--generation", str(gen0))["hits"]
-    # The same answer and the same notes (exact score ties may order differently in another index build).
-    assert replayed[0]["id"] == before_hits[0]["id"] and before_hits[0]["id"] == ids[2]
-    assert {h["id"] for h in replayed} == {h["id"] for h in before_hits}
+    # The same answer, and every rank scored as before (which of several notes with exactly the same
+    # score comes first differs between two builds of an index, roll-up or not).
+    assert replayed[0]["id"] == before_hits[0]["id"] == ids[2]
+    assert [round(h["score"], 6) for h in replayed] == [round(h["score"], 6) for h in before_hits]
     assert doctor()["problems"] == []
 
     again = run("consolidate", "--apply-rollups", "--confirm")["rollups"]
