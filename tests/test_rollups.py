@@ -133,6 +133,21 @@ def test_scopes_stay_apart_and_an_agent_rolls_up_only_its_own(vault_path):
     assert run("get", s["id"], ok=False)["_exit"] != 0, "the owner's shared view must not see it"
 
 
+def test_a_note_that_cannot_be_rewritten_is_left_as_it_is(vault_path):
+    ids = seed_trades(10)
+    folder = vault_path / run("get", ids[0])["path"].rsplit("/", 1)[0]
+    legacy = folder / "paper-trade-legacy.md"  # saved by an old editor in Windows-1252: read, never rewritten
+    text = ("---\nid: mem-legacy-caf\ntype: event\ntitle: Paper trade 2026-11-29 CAFÉ\nlayer: shared\n"
+            "status: active\n---\nBought CAFÉ at the open.\n")
+    legacy.write_bytes(text.encode("cp1252"))
+    before = legacy.read_bytes()
+    res = run("consolidate", "--apply-rollups", "--confirm")["rollups"]
+    assert res["summaries"] == 1 and res["notes"] == 10, res
+    assert [k["id"] for k in res["runs"][0]["skipped"]] == ["mem-legacy-caf"]
+    assert legacy.read_bytes() == before and run("get", "mem-legacy-caf")["status"] == "active"
+    assert {run("get", mid)["status"] for mid in ids} == {"superseded"}
+
+
 def test_prefix_min_run_and_bad_combinations(vault_path):
     store = Engine.open().memory
     with store.transaction("seed") as tx:

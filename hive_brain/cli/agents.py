@@ -374,9 +374,12 @@ def _say_rollups(c: Any, res: dict[str, Any]) -> None:
         s = r.get("summary")
         into = f" -> [bold]{s['id']}[/] {escape(s['path'])}" if s else ""
         ext = f" (extends {s['extends']})" if s and s.get("extends") else ""
-        c.print(f"{'Would roll up' if dry else 'Rolled up'} {r['count']} {escape(r['type'])} notes "
+        verb = "Would roll up" if dry else ("Rolled up" if s else "Left")
+        c.print(f"{verb} {r['count']} {escape(r['type'])} notes "
                 f"\"{escape(r['pattern'])}\" [dim]({who}; {r['first'][:10]} .. {r['last'][:10]}; by {r['basis']})[/]"
                 f"{into}{ext}")
+        for k in r.get("skipped") or []:
+            c.print(f"  [yellow]left as it is[/] {escape(k['path'])}: {escape(k['reason'])}")
     if not res["runs"]:
         c.print(f"No run of {res['minRun']} or more per-run notes to roll up.")
     elif dry:

@@ -15,7 +15,8 @@ What makes a run (each rule with its reason):
 - **Never** the user's instructions, preferences or decisions (an ADR series is not a run log), a
   private override (rolling it up would end the override), a sync copy, a broken note, or a summary.
 
-The run's notes are not deleted or archived out of reach: each gets ``status: superseded``,
+A note that can be read but not rewritten (saved in a legacy encoding) is left as it is and listed
+under ``skipped``. The run's notes are not deleted or archived out of reach: each gets ``status: superseded``,
 ``superseded_by`` and ``rolled_up_into`` naming the summary, the same shape as an evolve. So ``get``
 reads each (with its chain), recall resolves a hit on one to the summary, a history question
 ("what did we trade previously") finds the note itself, and ``replay`` of an earlier generation sees
@@ -32,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import NoteError, UsageError
 from ..store.catalog import Entry
 from ..store.notes import (
     content_hash,
@@ -176,7 +177,16 @@ def _summary_body(run: Run, new_lines: list[str], old_lines: list[str], first: s
 
 def _stage_run(tx: UnitOfWork, store: MemoryStore, run: Run) -> dict[str, Any]:
     cat = tx.catalog
-    notes = [(e, tx.load(e)) for e in run.members]
+    notes = []
+    skipped: list[dict[str, Any]] = []
+    for e in run.members:
+        try:
+            notes.append((e, tx.load(e)))
+        except NoteError as err:  # e.g. saved in a legacy encoding: read, never rewritten; it stays as it is
+            skipped.append({"id": e.id, "path": e.path, "reason": err.message})
+    if len(notes) < 2:
+        return {**run.describe(), "summary": None, "skipped": skipped}
+    run.members = [e for e, _n in notes]
     old = next((e for e in cat.by_key(run.summary_key)
                 if e.status == "active" and e.layer == run.layer and e.agent == run.agent and e.task == run.task),
                None)
@@ -223,7 +233,7 @@ def _stage_run(tx: UnitOfWork, store: MemoryStore, run: Run) -> dict[str, Any]:
         m = {**n.meta, "status": "superseded", "superseded_by": mid, "rolled_up_into": mid, "updated": ts}
         tx.write(e.path, render(m, n.body, like=n), expect_old=e.sha)
     return {**run.describe(), "summary": {"id": mid, "path": path, "title": title, "extends": old.id if old else None,
-                                          "count": count}}
+                                          "count": count}, "skipped": skipped}
 
 
 def _unanimous(values: list[Any]) -> Any:
@@ -244,8 +254,9 @@ def rollups(store: MemoryStore, *, confirm: bool = False, min_run: int = MIN_RUN
         with store.transaction("consolidate: roll-ups") as tx:
             runs = find_runs(store, min_run=min_run, prefix=prefix)
             done = [_stage_run(tx, store, r) for r in runs]
+    made = [r for r in done if not confirm or r.get("summary")]
     res: dict[str, Any] = {"dryRun": not confirm, "minRun": min_run, "prefix": prefix, "runs": done,
-                           "notes": sum(len(r.members) for r in runs), "summaries": len(runs)}
+                           "notes": sum(r["count"] for r in made), "summaries": len(made)}
     if confirm and store.publish_error and runs:
         res["indexWarning"] = (f"saved, but the index did not update ({store.publish_error}); "
                                "it catches up on the next read")
