@@ -113,3 +113,18 @@ def test_a_real_server_runs_the_pass_after_it_starts(vault_path, tmp_path):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+
+
+def test_usage_counts_in_either_shape(vault_path):
+    """The usage log's counts as logged ("final-answer") or as the usage table names them ("finalAnswer")."""
+    from hive_brain.memory.review import used_memories
+
+    mid = _lesson()
+    cat = Engine.open().catalog
+    cat.refresh()
+    for counts in ({mid: {"final-answer": 3, "retrieved": 0}}, {mid: {"finalAnswer": 3, "retrieved": 0, "last": "x"}},
+                   {mid: {"finalAnswer": 0, "retrieved": 10}}):
+        assert [(e.id, c) for e, c in used_memories(cat, counts)] == [
+            (mid, {"final-answer": counts[mid].get("finalAnswer", counts[mid].get("final-answer")),
+                   "retrieved": counts[mid]["retrieved"]})]
+    assert used_memories(cat, {mid: {"finalAnswer": 2, "retrieved": 9}}) == []

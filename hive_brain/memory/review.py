@@ -380,20 +380,23 @@ class BrainReview:
                 tx.write(path, render(meta, body), expect_old="")
 
 
-def used_memories(catalog: Catalog, counts: dict[str, dict[str, int]], *, final_min: int = USAGE_FINAL_MIN,
+def used_memories(catalog: Catalog, counts: dict[str, dict[str, Any]], *, final_min: int = USAGE_FINAL_MIN,
                   retrieved_min: int = USAGE_RETRIEVED_MIN) -> list[tuple[Entry, dict[str, int]]]:
     """Active private/task memories used at least ``final_min`` times by final answers or retrieved
     ``retrieved_min`` times, most used first: what promotion asks the owner to share."""
     out = []
-    for mid, c in counts.items():
-        if c.get("final-answer", 0) < final_min and c.get("retrieved", 0) < retrieved_min:
+    for mid, raw in counts.items():
+        # "finalAnswer" is how the usage table names it; "final-answer" the kind as logged (both accepted).
+        c = {"final-answer": int(raw.get("finalAnswer", raw.get("final-answer")) or 0),
+             "retrieved": int(raw.get("retrieved") or 0)}
+        if c["final-answer"] < final_min and c["retrieved"] < retrieved_min:
             continue
         e = catalog.by_id(mid)
         if (e is None or e.kind != "memory" or e.status != "active" or e.layer not in AGENT_LAYERS or e.problem
                 or e.copy_of or e.meta.get("overrides") or e.meta.get("rollup_of")):
             continue
         out.append((e, c))
-    return sorted(out, key=lambda t: (-t[1].get("final-answer", 0), -t[1].get("retrieved", 0), t[0].id))
+    return sorted(out, key=lambda t: (-t[1]["final-answer"], -t[1]["retrieved"], t[0].id))
 
 
 # ---------------------------------------------------------------------------------------------- grouping
