@@ -414,8 +414,8 @@ def report(result: dict[str, Any], console: Any) -> None:
     r = result.get("rollup")
     if r:
         print_table(f"consolidate --apply-rollups: {r['notes']} per-run notes among {r['others']} others",
-                    ["wall s", "cpu s", "load 1m", "generations", "readable", "get ms each", "replay same",
-                     "gen intact", "replay as before (same order)", "replay top = live", "history finds", "summary answers", "ok"],
+                    ["wall s", "cpu s", "load 1m", "generations", "readable", "get ms each", "gen intact",
+                     "replay as before (same order)", "replay = live", "history finds", "summary answers", "ok"],
                     [[r["wall_s"], r["cpu_s"], r["load_avg_1m"], r["generations_made"], f"{r['readable']}/{r['notes']}",
                       r["get_ms_each"], r["generation_intact"], f"{r['replay_unchanged']}/{r['questions']} ({r['replay_same_order']})",
                       f"{r['replay_as_live']}/{r['questions']}", r["history_finds_note"],
