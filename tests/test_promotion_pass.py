@@ -18,6 +18,7 @@ from hive_brain.rpc import client
 from hive_brain.store.vault import open_vault
 
 from .helpers import cli_as, run
+from .test_json_casing import snake_keys
 
 LESSON = ("Flaky CI retry", "When the integration suite times out on the first run, rerun only the failed "
           "shard with --lf; a full rerun hides the flake and costs twenty minutes.")
@@ -42,7 +43,7 @@ def test_a_lesson_answers_keep_using_is_proposed_with_its_usage(vault_path):
     assert run("consolidate", "--propose-promotions")["promotions"]["proposed"] == [], "2 uses are not enough"
     _used(mid, 1)
     dry = run("consolidate", "--propose-promotions")["promotions"]
-    assert dry["dryRun"] is True and dry["used"] == 1 and len(dry["proposed"]) == 1
+    assert dry["dryRun"] is True and dry["used"] == 1 and len(dry["proposed"]) == 1 and snake_keys(dry) == []
     p = dry["proposed"][0]
     assert p["sources"] == [mid] and p["agents"] == ["claude-code"] and p["usage"] == {"finalAnswer": 3, "retrieved": 0}
     assert _proposals() == [], "a dry run wrote a proposal"

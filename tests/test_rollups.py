@@ -19,6 +19,7 @@ from hive_brain.memory.rollups import run_pattern
 from hive_brain.store.journal import STEPS
 
 from .helpers import cli_as, doctor, run
+from .test_json_casing import snake_keys
 
 TICKERS = ["AAPL", "MSFT", "NVDA", "TSLA", "AMZN", "GOOG", "META", "NFLX", "AMD", "INTC", "ORCL", "IBM"]
 
@@ -68,13 +69,13 @@ def test_dry_run_writes_nothing_then_one_transaction_one_generation(vault_path):
     dry = run("consolidate", "--apply-rollups")
     r = dry["rollups"]
     assert r["dryRun"] is True and r["summaries"] == 1 and r["notes"] == 12
-    assert r["runs"][0]["pattern"] == "paper trade" and r["runs"][0]["type"] == "event"
+    assert r["runs"][0]["pattern"] == "paper trade" and r["runs"][0]["type"] == "event" and snake_keys(dry) == []
     assert _vault_digest(vault_path) == before and _gen() == gen0, "a dry run wrote something"
 
     done = run("consolidate", "--apply-rollups", "--confirm")["rollups"]
     assert _gen() == gen0 + 1, "one consolidation is one generation"
     s = done["runs"][0]["summary"]
-    assert s["count"] == 12 and s["extends"] is None
+    assert s["count"] == 12 and s["extends"] is None and snake_keys(done) == []
     summary = run("get", s["id"])
     assert summary["status"] == "active" and summary["meta"]["rollup_count"] == 12
     assert summary["meta"]["layer"] == "shared"

@@ -11,6 +11,7 @@ from pathlib import Path
 from hive_brain.store.notes import parse_text
 
 from .helpers import cli_as, run
+from .test_json_casing import snake_keys
 
 STEPS = ("release.tag", "release.build-wheel", "release.publish-pypi")
 
@@ -37,6 +38,7 @@ def test_an_approved_workflow_becomes_a_procedure_and_a_linked_skill(vault_path)
 
     res = run("review", "skill", rid, "--link", "claude-code", "--link", "codex")
     name = res["name"]
+    assert snake_keys(res) == []
     assert name == "release-tag-release-build-wheel-release-publish-pypi" and res["rewritten"] is False
     skill = vault_path / "Skills" / name / "SKILL.md"
     note = parse_text(f"Skills/{name}/SKILL.md", skill.read_text(encoding="utf-8"))
