@@ -120,7 +120,7 @@ def test_scopes_stay_apart_and_an_agent_rolls_up_only_its_own(vault_path):
     mine = seed_trades(10, agent="trader-a", title="Backtest")
     seed_trades(10, agent="trader-b", title="Backtest")
     # trader-b sees only its own run; trader-a's notes never leave trader-a's layer.
-    as_b = cli_as("consolidate", "--apply-rollups", "--confirm", agent="trader-b")["rollups"]
+    as_b = cli_as("consolidate", "--apply-rollups", "--confirm", agent="trader-b", enforce=True)["rollups"]
     assert as_b["summaries"] == 1 and {r["agent"] for r in as_b["runs"]} == {"trader-b"}
     assert as_b["runs"][0]["summary"]["path"].startswith("Agents/trader-b/")
     assert cli_as("get", mine[0], agent="trader-a")["status"] == "active"
