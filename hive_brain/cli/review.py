@@ -247,6 +247,7 @@ def say_promotions(c: Any, res: dict[str, Any]) -> None:
     c.print(
         f"{res['groups']} groups, {res.get('used', 0)} much-used lessons: {len(res['proposed'])} proposed, "
         f"{len(res['extended'])} extended, {len(res['skipped'])} already proposed or shared"
+        + (" (a dry run: nothing was written)" if dry_run and (res["proposed"] or res["extended"]) else "")
     )
 
 
