@@ -59,6 +59,8 @@ class Settings:
     max_note_bytes: int = 5 * 1024 * 1024
     # Memory types a write accepts besides the built-in ones (memory/model.py), comma-separated.
     memory_types: str = ""
+    # How often the server runs the promotion pass (Brain Review proposals only; 0 = never).
+    promotion_every_s: float = 86400.0
     # Proofs of identity (enforcement mode; store/identity.py): file paths, from the environment or a
     # flag only, never the config file (which every process, agents included, reads).
     agent_credential: Path | None = None
@@ -87,6 +89,7 @@ _ENV = {
     "autostart": "HIVE_BRAIN_AUTOSTART",
     "max_note_bytes": "HIVE_BRAIN_MAX_NOTE_BYTES",
     "memory_types": "HIVE_BRAIN_MEMORY_TYPES",
+    "promotion_every_s": "HIVE_BRAIN_PROMOTION_EVERY",
     "agent_credential": "HIVE_AGENT_CREDENTIAL",
     "owner_key": "HIVE_BRAIN_OWNER_KEY",
 }

@@ -23,6 +23,8 @@ def _isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("HIVE_BRAIN_MODEL_DIR", str(tmp_path / "models"))
     # No test starts a server unless it means to: a CLI recall or a session-start hook would.
     monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "0")
+    # Nor does a test's server run the daily promotion pass unless the test is about it.
+    monkeypatch.setenv("HIVE_BRAIN_PROMOTION_EVERY", "0")
     for var in ("HIVE_BRAIN_VAULT", "HIVE_AGENT_ID", "HIVE_BRAIN_CONFIG", "HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS",
                 "HIVE_BRAIN_CRASH_AT", "HIVE_BRAIN_SEMANTIC", "HIVE_AGENT_CREDENTIAL", "HIVE_BRAIN_OWNER_KEY",
                 # an agent's own environment names that agent (store/identity.py)

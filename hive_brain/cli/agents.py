@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from ..errors import UsageError
 from .base import State, command, out
 
 
@@ -302,56 +303,133 @@ def core_cmd(state: State, agent_id: str | None, budget: int, as_json: bool) -> 
     metavar="ID",
     help="Agent the conversations belong to (default: detected per transcript).",
 )
-def consolidate_cmd(state: State, from_dir: Path | None, agent_id: str | None, as_json: bool) -> None:
-    """Capture conversations: the ones the stop hook queued, plus older transcripts from a folder.
+@click.option("--apply-rollups", "rollups", is_flag=True,
+              help="Replace each long run of one-note-per-run memories with one summary note (dry run "
+              "without --confirm).")
+@click.option("--propose-promotions", "promotions", is_flag=True,
+              help="Run the promotion pass: Brain Review proposals from near-duplicate private memories "
+              "of several agents and from lessons answers keep using (dry run without --confirm).")
+@click.option("--confirm", is_flag=True, help="Do what --apply-rollups / --propose-promotions showed.")
+@click.option("--min-run", type=click.IntRange(2, None), default=10, show_default=True,
+              help="Notes a run needs before it is rolled up.")
+@click.option("--prefix", default=None, metavar="KEY_PREFIX",
+              help="Roll up the notes whose memory key starts with this, instead of finding runs.")
+def consolidate_cmd(state: State, from_dir: Path | None, agent_id: str | None, rollups: bool, promotions: bool,
+                    confirm: bool, min_run: int, prefix: str | None, as_json: bool) -> None:
+    """Capture conversations; roll up long runs of per-run notes; propose promotions.
 
-    Each becomes one redacted note under Memory/Conversations/<agent>/ (re-running is safe).
+    Without --apply-rollups / --propose-promotions: capture the conversations the stop hook queued, plus
+    older transcripts from --from-dir (each becomes one redacted note under Memory/Conversations/<agent>/;
+    re-running is safe). --apply-rollups and --propose-promotions show what they would change, and do it
+    with --confirm: each is one journaled transaction and one index generation.
 
     \b
     Example:
       hive-brain consolidate
       hive-brain consolidate --from-dir ~/.claude/projects --agent claude-code
+      hive-brain consolidate --apply-rollups            # what would be rolled up
+      hive-brain consolidate --apply-rollups --confirm
+      hive-brain consolidate --propose-promotions --confirm && hive-brain review list --status pending
     """
     from ..config import validate_agent_id
+
+    if (prefix or min_run != 10) and not rollups:
+        raise UsageError("--prefix and --min-run go with --apply-rollups",
+                         hint="add --apply-rollups (and --confirm to do it)")
+    if confirm and not (rollups or promotions):
+        raise UsageError("--confirm goes with --apply-rollups or --propose-promotions",
+                         hint="plain `consolidate` captures conversations without it")
+    agent = validate_agent_id(agent_id) if agent_id else None
+    res: dict[str, Any] = {}
+    if from_dir is not None or not (rollups or promotions):
+        res["conversations"] = _capture(state, from_dir, agent, as_json)
+    if rollups:
+        from ..memory.rollups import rollups as roll
+
+        res["rollups"] = roll(state.engine().memory, confirm=confirm, min_run=min_run, prefix=prefix)
+    if promotions:
+        from ..memory.review import BrainReview
+
+        res["promotions"] = BrainReview(state.engine().memory).promote(dry_run=not confirm)
+    if set(res) == {"conversations"}:
+        res = res["conversations"]  # plain `consolidate` answers as it always has
+
+    def human(c: Any) -> None:
+        if "captured" in res:
+            _say_captured(c, res)
+        elif "conversations" in res:
+            _say_captured(c, res["conversations"])
+        if "rollups" in res:
+            _say_rollups(c, res["rollups"])
+        if "promotions" in res:
+            from .review import say_promotions
+
+            say_promotions(c, res["promotions"])
+
+    out(as_json, res, human)
+
+
+def _capture(state: State, from_dir: Path | None, agent: str | None, as_json: bool) -> dict[str, Any]:
     from ..memory.conversations import consolidate
     from ..memory.layers import require_owner
 
-    agent = validate_agent_id(agent_id) if agent_id else None
     eng = state.engine()
     require_owner(eng.settings, "consolidating conversations")
     if as_json:
-        res = consolidate(eng, from_dir=from_dir, agent=agent)
-    else:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        return consolidate(eng, from_dir=from_dir, agent=agent)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        with Progress(
-            TextColumn("capturing"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            TextColumn("{task.description}"),
-            transient=True,
-        ) as bar:
-            task = bar.add_task("", total=None)
+    with Progress(
+        TextColumn("capturing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.description}"),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("", total=None)
 
-            def progress(i: int, n: int, name: str) -> None:
-                bar.update(task, completed=i, total=n, description=name[:40])
+        def progress(i: int, n: int, name: str) -> None:
+            bar.update(task, completed=i, total=n, description=name[:40])
 
-            res = consolidate(eng, from_dir=from_dir, agent=agent, progress=progress)
+        return consolidate(eng, from_dir=from_dir, agent=agent, progress=progress)
 
-    def human(c: Any) -> None:
-        c.print(
-            f"{res['captured']} captured, {res['updated']} updated, {res['already']} already up to date, "
-            f"{res['skipped']} skipped, {res['failed']} failed ({res['total']} transcripts; "
-            f"{res['pendingProcessed']} from the queue, {res['pendingLeft']} still queued)"
-        )
-        for r in res["results"]:
-            if r["status"] == "failed":
-                c.print(f"[red]failed[/] {r['transcript']}: {r.get('reason')}", markup=True)
-        if res.get("indexError"):
-            c.print(f"[yellow]index not updated:[/] {res['indexError']} (the next recall catches up)")
 
-    out(as_json, res, human)
+def _say_captured(c: Any, res: dict[str, Any]) -> None:
+    c.print(
+        f"{res['captured']} captured, {res['updated']} updated, {res['already']} already up to date, "
+        f"{res['skipped']} skipped, {res['failed']} failed ({res['total']} transcripts; "
+        f"{res['pendingProcessed']} from the queue, {res['pendingLeft']} still queued)"
+    )
+    for r in res["results"]:
+        if r["status"] == "failed":
+            c.print(f"[red]failed[/] {r['transcript']}: {r.get('reason')}", markup=True)
+    if res.get("indexError"):
+        c.print(f"[yellow]index not updated:[/] {res['indexError']} (the next recall catches up)")
+
+
+def _say_rollups(c: Any, res: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    dry = res["dryRun"]
+    for r in res["runs"]:
+        who = r["layer"] + (f" of {r['agent']}" if r.get("agent") else "") + (f", task {r['task']}" if r.get("task") else "")
+        s = r.get("summary")
+        into = f" -> [bold]{s['id']}[/] {escape(s['path'])}" if s else ""
+        ext = f" (extends {s['extends']})" if s and s.get("extends") else ""
+        verb = "Would roll up" if dry else ("Rolled up" if s else "Left")
+        c.print(f"{verb} {r['count']} {escape(r['type'])} notes "
+                f"\"{escape(r['pattern'])}\" [dim]({who}; {r['first'][:10]} .. {r['last'][:10]}; by {r['basis']})[/]"
+                f"{into}{ext}")
+        for k in r.get("skipped") or []:
+            c.print(f"  [yellow]left as it is[/] {escape(k['path'])}: {escape(k['reason'])}")
+    if not res["runs"]:
+        c.print(f"No run of {res['minRun']} or more per-run notes to roll up.")
+    elif dry:
+        c.print(f"{res['notes']} notes into {res['summaries']} summaries; run again with --confirm to do it "
+                "(each note stays readable with `get` and findable as history).")
+    if res.get("indexWarning"):
+        c.print(f"[yellow]{escape(res['indexWarning'])}[/]")
 
 
 # ---------------------------------------------------------------------------------------------- mcp

@@ -1,8 +1,8 @@
-"""CLI commands for memory layers and Brain Review: review (list/show/approve/reject/apply), promote,
+"""CLI commands for memory layers and Brain Review: review (list/show/approve/reject/apply/skill), promote,
 conflicts, health.
 
 Registered explicitly by :mod:`.app`; heavy modules are imported
-inside the commands. (``consolidate`` belongs to cli_agents.py, so promotions are ``promote``.)
+inside the commands. (``promote`` is also ``consolidate --propose-promotions``, in :mod:`.agents`.)
 """
 
 from __future__ import annotations
@@ -161,6 +161,49 @@ def review_apply_cmd(state: State, review_id: str, as_json: bool) -> None:
     )
 
 
+@command("skill", group=review_group)
+@click.argument("review_id")
+@click.option("--name", default=None, help="The skill's name (lower-case letters, digits, hyphens; default: from "
+              "the workflow's steps).")
+@click.option("--link", "link_to", multiple=True, type=click.Choice(["claude-code", "codex"]),
+              help="Also symlink it into that agent's personal skills folder (repeatable).")
+def review_skill_cmd(state: State, review_id: str, name: str | None, link_to: tuple[str, ...], as_json: bool) -> None:
+    """Write an approved workflow (a pattern proposal) as an agent skill: Skills/<name>/SKILL.md.
+
+    --link claude-code links it as ~/.claude/skills/<name>; --link codex as ~/.agents/skills/<name>.
+    A skill that exists and is not this proposal's is never overwritten.
+
+    \b
+    Example:
+      hive-brain review approve rev-01j... && hive-brain review apply rev-01j...
+      hive-brain review skill rev-01j... --name deploy-web --link claude-code --link codex
+    """
+    from pathlib import Path
+
+    from ..agents.skills import check, link
+    from ..memory.skills import write_skill
+
+    agents = list(dict.fromkeys(link_to))
+
+    def links_free(skill_dir: Path) -> None:
+        for a in agents:
+            check(skill_dir, a)
+
+    res = write_skill(state.engine().memory, review_id, name=name, check=links_free)
+    if agents:
+        res["links"] = [link(Path(res["dir"]), a) for a in agents]
+
+    def human(c: Any) -> None:
+        from rich.markup import escape
+
+        c.print(f"{'Rewrote' if res['rewritten'] else 'Wrote'} skill [bold]{escape(res['name'])}[/] "
+                f"{escape(res['path'])} [dim](from {res['proposal']})[/]")
+        for ln in res.get("links", []):
+            c.print(f"  {ln['agent']}: {escape(ln['link'])} ({ln['status']})")
+
+    out(as_json, res, human)
+
+
 # ---------------------------------------------------------------------------------------------- promote
 @command("promote")
 @click.option("--dry-run", is_flag=True, help="Show the groups and proposals; write nothing.")
@@ -184,24 +227,28 @@ def promote_cmd(state: State, dry_run: bool, threshold: float, as_json: bool) ->
       hive-brain promote && hive-brain review list --status pending
     """
     res = _review(state).promote(dry_run=dry_run, threshold=threshold)
+    out(as_json, res, lambda c: say_promotions(c, res))
 
-    def human(c: Any) -> None:
-        from rich.markup import escape
 
-        verb = "Would propose" if dry_run else "Proposed"
-        for p in res["proposed"]:
-            c.print(
-                f"{verb} [bold]{p['proposal']}[/] {escape(p['title'])} "
-                f"[dim](agents {', '.join(p['agents'])}; {'; '.join(p['basis'])})[/]"
-            )
-        for pid in res["extended"]:
-            c.print(f"{'Would extend' if dry_run else 'Extended'} {pid} with new sources")
+def say_promotions(c: Any, res: dict[str, Any]) -> None:
+    """The promotion pass in words (``promote`` and ``consolidate --propose-promotions``)."""
+    from rich.markup import escape
+
+    dry_run = res["dryRun"]
+    verb = "Would propose" if dry_run else "Proposed"
+    for p in res["proposed"]:
+        why = "; ".join(p["basis"]) if p.get("basis") else p.get("reason", "")
         c.print(
-            f"{res['groups']} groups: {len(res['proposed'])} proposed, {len(res['extended'])} extended, "
-            f"{len(res['skipped'])} already proposed or shared"
+            f"{verb} [bold]{p['proposal']}[/] {escape(p['title'])} "
+            f"[dim](agents {', '.join(p['agents'])}; {escape(why)})[/]"
         )
-
-    out(as_json, res, human)
+    for pid in res["extended"]:
+        c.print(f"{'Would extend' if dry_run else 'Extended'} {pid} with new sources")
+    c.print(
+        f"{res['groups']} groups, {res.get('used', 0)} much-used lessons: {len(res['proposed'])} proposed, "
+        f"{len(res['extended'])} extended, {len(res['skipped'])} already proposed or shared"
+        + (" (a dry run: nothing was written)" if dry_run and (res["proposed"] or res["extended"]) else "")
+    )
 
 
 # ---------------------------------------------------------------------------------------------- conflicts

@@ -8,6 +8,7 @@
   catches up under the vault lock with a short timeout (a CLI writer holding the lock only delays
   it), publishes an immutable :class:`Snapshot` for readers, and between catch-ups lets the
   :class:`~.embedding.BackgroundEmbedder` embed and compact, never while a request is being answered.
+  After a catch-up it runs the promotion pass once a day (:func:`promotion_pass`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,31 @@ from .embedding import BackgroundEmbedder
 DEBOUNCE_S = 0.3  # editors write a note in bursts (temp file, rename, metadata); index once it is quiet
 RESYNC_S = 30.0  # full stat scan as a safety net for events the watcher missed (queue overflow, NFS)
 POLL_RESYNC_S = 2.0  # the scan interval when no file watcher could be started
+PROMOTION_MARKER = "promotion-pass"  # <state>/promotion-pass: when a server last ran the promotion pass
+PROMOTION_LOCK_S = 0.5  # a busy vault only postpones the pass to the next cycle
+
+
+def promotion_pass(eng: Any, every_s: float, log: logging.Logger) -> dict[str, Any] | None:
+    """The promotion pass, at most once per ``every_s`` per vault (``store.fsutil.due`` on a marker
+    file, so a restarted server does not run it again the same day): Brain Review proposals only,
+    never memory. The server is the owner's own process, so it proposes as the owner. Returns the
+    report, or None when not due, off (``every_s`` <= 0) or postponed (vault busy: the marker is put
+    back so the next cycle tries again)."""
+    from ..memory.review import BrainReview
+    from ..store.fsutil import due
+
+    marker = eng.vault.state / PROMOTION_MARKER
+    if every_s <= 0 or not due(marker, every_s):
+        return None
+    try:
+        res = BrainReview(eng.memory.for_agent(None, owner_verified=True)).promote(timeout=PROMOTION_LOCK_S)
+    except LockTimeout:
+        with contextlib.suppress(OSError):
+            marker.unlink()
+        return None
+    log.info("promotion pass: %d proposed, %d extended, %d skipped", len(res["proposed"]), len(res["extended"]),
+             len(res["skipped"]))
+    return res
 
 
 class WriteJob:
@@ -479,6 +505,8 @@ class IndexingLoop:
                 if res.get("changed"):
                     emb.index_changed()
                 self._apply_pending_writes(eng)
+                if promotion_pass(eng, self.settings.promotion_every_s, self.log):
+                    emb.index_changed()
                 self._refresh(idx)
                 self._end_cycle(seq)
             except Exception:  # noqa: BLE001 - the server outlives one bad cycle; the next scan retries

@@ -12,6 +12,7 @@ next, before its upserts: a write never even imports LanceDB (9 s of a loaded on
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
 import shutil
 import sqlite3
@@ -51,10 +52,14 @@ WINDOW_STRIDE = 2
 FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
 FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
 # Templates are not notes yet; the OKF export holds copies of notes that are indexed where they live.
-# Not indexed: templates, the OKF export (copies of notes), and the skills the vault template ships
-# (instructions for agents about hive-brain and Obsidian, read by the agent's skill loader; as notes
-# they matched every developer question: the demo's "which node dependency tool" answered with one).
-SKIP_PREFIXES = ("Templates/", OKF_EXPORT_DIR + "/", "Skills/hive-brain/", "Skills/obsidian-notes/")
+# Not indexed: templates, the OKF export (copies of notes), and agent skills (``Skills/<name>/SKILL.md``:
+# instructions read by the agent's skill loader). The ones the vault template ships are about hive-brain
+# and Obsidian, and as notes they matched every developer question (the demo's "which node dependency
+# tool" answered with one); the ones `review skill` writes are copies of an approved workflow, which
+# recall finds once, as the `procedure` memory applying the proposal makes. Other notes under Skills/
+# are notes like any other.
+SKIP_PREFIXES = ("Templates/", OKF_EXPORT_DIR + "/")
+SKIP_GLOBS = ("Skills/*/SKILL.md",)  # SQLite GLOB and fnmatch alike: '*' also matches '/'
 # Names what a catch-up is changing in the index until its generation is published (see _reconcile).
 IN_FLIGHT = "in-flight.json"
 # Where tests kill a catch-up (HIVE_BRAIN_CRASH_AT, see store.journal.crash_point), in order.
@@ -73,7 +78,8 @@ def _setup_pending(db: sqlite3.Connection) -> None:
 
 
 def indexable(path: str, sha: str, kind: str) -> bool:
-    return kind != "broken" and bool(sha) and not path.startswith(SKIP_PREFIXES)
+    return (kind != "broken" and bool(sha) and not path.startswith(SKIP_PREFIXES)
+            and not any(fnmatch.fnmatchcase(path, g) for g in SKIP_GLOBS))
 
 
 def note_date(meta: dict[str, Any], mtime_ns: int) -> int:
@@ -287,9 +293,10 @@ class Indexer:
         gid, man = self.current_manifest()
         # The same rule as `indexable`, in SQL, and the comparison as set operations on dict views:
         # this diff runs under the lock on every write (a third of a one-note write at 10k notes).
-        skip = " ".join("AND path NOT GLOB ?" for _ in SKIP_PREFIXES)
+        globs = (*(f"{p}*" for p in SKIP_PREFIXES), *SKIP_GLOBS)
+        skip = " ".join("AND path NOT GLOB ?" for _ in globs)
         now = dict(self.catalog.db.execute(f"SELECT path, sha FROM notes WHERE kind != 'broken' AND sha != '' {skip}",
-                                           tuple(f"{p}*" for p in SKIP_PREFIXES)))
+                                           globs))
         todo = {p for p, _sha in now.items() - man.items()}
         gone = man.keys() - now.keys()
         self._had_vectors = todo & man.keys()  # a new note has no old vectors to delete

@@ -8,18 +8,21 @@ before approving): frontmatter ``id: rev-<ulid>``, ``kind`` (remember | promotio
 proposed memory's fields, ``sources`` and ``reason``; the body is the proposed content.
 
 Sources of proposals (their note format is :mod:`.proposals`): an agent's shared write in enforcement mode ("teach the hive", via
-``MemoryStore.remember``), and promotions: near-duplicate private memories of two or more agents.
+``MemoryStore.remember``), and promotions: near-duplicate private memories of two or more agents,
+and one agent's private memory that answers keep using (the usage log: ``record-usage``, ``answer``).
+The promotion pass runs on ``promote``, ``consolidate --propose-promotions`` and once a day in the server.
 Every change to a proposal, and applying it, is one journaled transaction.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import NotFound, Refused, UsageError
+from ..errors import NoteError, NotFound, Refused, UsageError
 from ..store.catalog import Catalog, Entry
 from ..store.notes import (
     now_iso,
@@ -27,12 +30,16 @@ from ..store.notes import (
     render,
     to_text_list,
 )
-from .layers import SHARED, require_owner
+from .layers import AGENT_LAYERS, SHARED, require_owner
 from .model import MemoryInput
 from .proposals import REVIEW_DIR, STATUSES, build_proposal, proposal_entries, visible_to
 from .store import MemoryStore
 
 JACCARD = 0.6
+# "Answers keep using one agent's lesson": enough use to be worth every agent's while, counted over what
+# the per-device usage log still holds (two files of 8 MB). A final answer is the stronger signal.
+USAGE_FINAL_MIN = 3
+USAGE_RETRIEVED_MIN = 10
 APPLIED_ORIGIN = "agent-reviewed"
 SYSTEM = "hive-brain"  # proposer of what hive-brain itself found (promotions)
 
@@ -205,8 +212,12 @@ class BrainReview:
         }
 
     # -- promotion -----------------------------------------------------------------------------
-    def promote(self, *, dry_run: bool = False, threshold: float = JACCARD) -> dict[str, Any]:
+    def promote(self, *, dry_run: bool = False, threshold: float = JACCARD,
+                timeout: float | None = None) -> dict[str, Any]:
         """Queue one promotion proposal per group of near-duplicate private memories of 2+ agents.
+
+        Also proposes each private memory that answers keep using (:func:`used_memories`).
+        ``timeout``: how long to wait for the vault lock (the server's daily pass does not queue).
 
         Idempotent: a group already covered by a proposal (whatever its status: a rejected promotion
         is not asked again) is skipped; a pending one that covers part of a grown group is extended.
@@ -215,7 +226,7 @@ class BrainReview:
             self.settings, "proposing promotions (it reads every agent's private memory)", always=True
         )
         st = self.store
-        with st.transaction("promote") as tx:
+        with st.transaction("promote", timeout=timeout) as tx:
             groups = find_groups(self.catalog, threshold=threshold)
             existing = [
                 (e, set(to_text_list(e.meta.get("sources"))))
@@ -231,6 +242,7 @@ class BrainReview:
                 "extended": [],
                 "skipped": [],
                 "dryRun": dry_run,
+                "used": 0,
             }
             taken: set[str] = set()
             for g in groups:
@@ -317,7 +329,74 @@ class BrainReview:
                 )
                 if not dry_run:
                     tx.write(path, text, expect_old="")
+            grouped = {e.id for g in groups for e in g.members}
+            self._propose_used(tx, report, existing, shared_hashes, shared_keys, grouped, taken, threshold)
         return report
+
+    def _propose_used(self, tx: Any, report: dict[str, Any], existing: builtins.list[tuple[Entry, set[str]]],
+                      shared_hashes: dict[str, Entry], shared_keys: dict[str, Entry], grouped: set[str],
+                      taken: set[str], threshold: float) -> None:
+        """One promotion proposal per private lesson that answers keep using, with the usage as evidence."""
+        from .operations import usage_counts
+
+        dry_run = report["dryRun"]
+        used = used_memories(self.catalog, usage_counts(self.store.vault.state))
+        report["used"] = len(used)
+        for e, use in used:
+            if e.id in grouped:
+                continue  # already proposed above, as part of a group
+            covered = next((p for p, src in existing if e.id in src), None)
+            if covered is not None:
+                report["skipped"].append({"sources": [e.id], "reason": f"already proposed as {covered.id} ({covered.status})"})
+                continue
+            same_key = shared_keys.get(e.memory_key)
+            in_hive = shared_hashes.get(e.content_hash)
+            try:
+                body = tx.load(e).body.strip()
+            except NoteError:
+                continue
+            if in_hive is None and same_key is not None and _jaccard(
+                    _words(e.title, body), _words_of_entry(self.catalog, same_key)) >= threshold:
+                in_hive = same_key
+            if in_hive is not None:
+                report["skipped"].append({"sources": [e.id], "reason": f"shared memory already holds it ({in_hive.id})"})
+                continue
+            basis = (f"answers used it {use['final-answer']} times, recalls retrieved it {use['retrieved']} times "
+                     "(usage log)")
+            fields = {k: e.meta.get(k) for k in ("type", "project", "tags", "aliases")}
+            fields.update(title=e.title, memory_key=e.memory_key, confidence=None)
+            path, meta, _text = build_proposal(
+                kind="promotion", proposed_by=SYSTEM, fields=fields, content=body,
+                reason=f"answers keep using agent {e.agent}'s {e.meta.get('type') or 'memory'}: {basis}",
+                sources=[e.id], source_agents=[e.agent], evolves=same_key.id if same_key is not None else None,
+                taken=taken, exists=lambda p: self.store.vault.abs(p).exists())
+            meta["usage_final_answer"] = use["final-answer"]
+            meta["usage_retrieved"] = use["retrieved"]
+            report["proposed"].append({"proposal": meta["id"], "path": path, "title": e.title, "sources": [e.id],
+                                       "agents": [e.agent], "basis": [basis],
+                                       "usage": {"finalAnswer": use["final-answer"], "retrieved": use["retrieved"]}})
+            existing.append((e, {e.id}))  # the same memory is not proposed twice in one pass
+            if not dry_run:
+                tx.write(path, render(meta, body), expect_old="")
+
+
+def used_memories(catalog: Catalog, counts: dict[str, dict[str, Any]], *, final_min: int = USAGE_FINAL_MIN,
+                  retrieved_min: int = USAGE_RETRIEVED_MIN) -> list[tuple[Entry, dict[str, int]]]:
+    """Active private/task memories used at least ``final_min`` times by final answers or retrieved
+    ``retrieved_min`` times, most used first: what promotion asks the owner to share."""
+    out = []
+    for mid, raw in counts.items():
+        # "finalAnswer" is how the usage table names it; "final-answer" the kind as logged (both accepted).
+        c = {"final-answer": int(raw.get("finalAnswer", raw.get("final-answer")) or 0),
+             "retrieved": int(raw.get("retrieved") or 0)}
+        if c["final-answer"] < final_min and c["retrieved"] < retrieved_min:
+            continue
+        e = catalog.by_id(mid)
+        if (e is None or e.kind != "memory" or e.status != "active" or e.layer not in AGENT_LAYERS or e.problem
+                or e.copy_of or e.meta.get("overrides") or e.meta.get("rollup_of")):
+            continue
+        out.append((e, c))
+    return sorted(out, key=lambda t: (-t[1]["final-answer"], -t[1]["retrieved"], t[0].id))
 
 
 # ---------------------------------------------------------------------------------------------- grouping
