@@ -1,0 +1,25 @@
+"""Crash consistency at small scale: ``benchmarks/chaos.py`` in a few dozen iterations (issue 16).
+
+kill -9 at journal steps, index publish points and random times during remember, evolve, update,
+delete, batch, consolidate, repair-conflicts, rebuild-index and the server's publish; after each the
+next command recovers, acknowledged writes are there exactly once, unacknowledged ones whole or
+absent, and the index equals the notes. The full run (hundreds of iterations) is
+``python -m benchmarks.chaos``; its counts are in docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from benchmarks.chaos import OPS, run_chaos
+
+
+@pytest.mark.slow
+def test_kill9_anywhere_loses_nothing_and_the_index_follows_the_notes(vault_path, monkeypatch):
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "0")
+    res = run_chaos(vault_path, iterations=int(os.environ.get("HIVE_BRAIN_CHAOS_ITERATIONS", "27")), seed=19)
+    assert res["violations"] == [], "\n".join(res["violations"])
+    assert {r for r in res["per_op"]} == set(OPS)  # every kind of operation was killed or ran
+    assert res["killed"] >= res["iterations"] // 2, res["per_op"]
