@@ -185,7 +185,7 @@ class Chaos:
 
         eng = self.engine()
         state = eng.vault.state
-        env = {**os.environ, "HIVE_BRAIN_SEMANTIC": "0", "HIVE_BRAIN_AUTOSTART": "0"}
+        env = {**os.environ, "HIVE_BRAIN_AUTOSTART": "0"}  # as configured: it embeds when a pack is installed
         if point != RANDOM:
             env["HIVE_BRAIN_CRASH_AT"] = point
         else:
@@ -488,14 +488,16 @@ class Chaos:
 
 
 def index_problems(eng: Any, vault: Path) -> list[str]:
-    """How the index differs from the notes on disk (empty: it equals them): the current generation
-    names every indexable note with its SHA-256 and nothing else, tantivy holds exactly those notes,
+    """How the index differs from the notes on disk (empty: it equals them): ``current`` points at a
+    generation whose receipt verifies, which names every indexable note with its SHA-256 and nothing else, tantivy holds exactly those notes,
     the vector queue none other. Run after a catch-up."""
     out = []
     gid, _now, todo, gone = eng.indexer.diff()
     if todo or gone:
         out.append(f"index behind the notes: {len(todo)} to index, {len(gone)} to remove")
     _gid, man = eng.indexer.current_manifest()
+    if gid is not None and (eng.indexer.gens.pointer() != gid or not eng.indexer.gens.verify(gid)):
+        out.append(f"`current` ({eng.indexer.gens.pointer()}) does not verify as generation {gid}")
     for rel, sha in man.items():
         p = vault / rel
         if not p.exists():
