@@ -181,8 +181,6 @@ class Chaos:
 
     def server_victim(self, point: str) -> dict[str, Any]:
         """`hive-brain serve` indexing a note an editor saved (temp + rename), killed in its publish."""
-        from hive_brain.rpc.client import read_info  # noqa: F401 - the server's files live in the state dir
-
         eng = self.engine()
         state = eng.vault.state
         env = {**os.environ, "HIVE_BRAIN_AUTOSTART": "0"}  # as configured: it embeds when a pack is installed

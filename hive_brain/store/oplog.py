@@ -64,8 +64,8 @@ class EventLog:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
-                # (Opened read-write for this check.) A torn or damaged tail (a crash mid-write, a full disk, garbage): start on a line of
-                # our own, or this record would be glued to it and be unreadable too.
+                # A torn or damaged tail (a crash mid-write, a full disk, garbage; read-write for this
+                # check): start a line of our own, or this record would be glued to it, unreadable too.
                 if not _ends_a_line(fd):
                     line = b"\n" + line
                 if os.fstat(fd).st_size + len(line) > self.max_bytes:
