@@ -23,3 +23,23 @@ def test_kill9_anywhere_loses_nothing_and_the_index_follows_the_notes(vault_path
     assert res["violations"] == [], "\n".join(res["violations"])
     assert {r for r in res["per_op"]} == set(OPS)  # every kind of operation was killed or ran
     assert res["killed"] >= res["iterations"] // 2, res["per_op"]
+
+
+def test_a_writer_killed_before_its_journal_record_leaves_nothing_behind(vault_path):
+    """Found by the 300-iteration run (stop 20): a writer killed between creating its journal folder
+    and writing its record (or mid-way through that atomic write) left ``journal/<txn>/`` and a
+    ``.<txn>.json.*.tmp`` that no recovery ever removed. Nothing in the vault was touched yet, so the
+    next command must clear them, as it clears a staging folder without a record."""
+    from hive_brain.engine import Engine
+
+    from .helpers import doctor, remember
+
+    remember("Package manager", "Use pnpm.")
+    jdir = Engine.open().vault.state / "journal"
+    (jdir / "01deadbeefcafe").mkdir(parents=True)
+    (jdir / "01deadbeefcafe" / "0.bak").write_text("never used")
+    (jdir / ".01deadbeefcafe.json.0123456789ab.tmp").write_text('{"id": "01deadbe')
+    (jdir / "01feedface").mkdir()  # killed right after the mkdir
+    doctor()
+    assert sorted(p.name for p in jdir.iterdir()) == []
+    assert remember("After", "Writes still work.", "fact")["status"] == "created"
