@@ -17,7 +17,7 @@ Tests kill the writer at each step with ``HIVE_BRAIN_CRASH_AT=<step>``.
 
 A transaction that only creates one new note (every ``remember``) needs no record: the staged file
 is renamed into place, which is atomic by itself, so a crash leaves either no note or the whole
-note (a staging dir without a record is cleared by recovery). That saves the record's two atomic
+note (a staging dir without a record is cleared by recovery, as is a journal folder without one). That saves the record's two atomic
 writes and four fsyncs under the lock on the commonest write.
 """
 
