@@ -43,3 +43,28 @@ def test_a_writer_killed_before_its_journal_record_leaves_nothing_behind(vault_p
     doctor()
     assert sorted(p.name for p in jdir.iterdir()) == []
     assert remember("After", "Writes still work.", "fact")["status"] == "created"
+
+
+def test_stray_files_of_a_killed_tantivy_commit_do_not_block_the_next_commit(vault_path):
+    """Found by the 300-iteration run (stop 20): a writer killed inside tantivy's commit left a
+    segment's delete file (``<segment>.<opstamp>.del``) that meta.json never named; the next commit
+    to delete from that segment at that opstamp failed with ``FileAlreadyExists``, a traceback from
+    every catch-up (recall, remember) until the file was removed by hand."""
+    import json
+
+    from hive_brain.engine import Engine
+
+    from .helpers import remember, run
+
+    m = remember("Package manager", "Use pnpm for JavaScript projects.")
+    remember("Release steps", "Tag the commit, push the tag.", "procedure")
+    lex = Engine.open().indexer.dir / "lexical"
+    meta = json.loads((lex / "meta.json").read_text())
+    op = int(meta["opstamp"])
+    for seg in meta["segments"]:
+        sid = seg["segment_id"].replace("-", "")
+        for stamp in range(op, op + 64):  # what a killed commit may have left, whatever its opstamp
+            (lex / f"{sid}.{stamp}.del").write_bytes(b"torn")
+    run("delete", "--memory-id", m["id"], "--confirm")  # a commit that deletes from those segments
+    assert not run("recall", "pnpm javascript", "--lexical")["hits"]
+    assert remember("After", "Writes still work.", "fact")["status"] == "created"

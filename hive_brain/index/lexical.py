@@ -189,6 +189,11 @@ class LexicalIndex:
                     hint="only one index writer may run at a time; is `hive-brain serve` running?",
                 ) from e
             raise IndexError_(f"cannot open a writer on {self.directory}: {e}") from e
+        # A writer killed inside its commit leaves files meta.json never named (a segment's
+        # `<segment>.<opstamp>.del`); the next commit writing that name fails with FileAlreadyExists
+        # (found by benchmarks/chaos.py). Holding the writer lock, drop every file no commit names.
+        with contextlib.suppress(Exception):
+            w.garbage_collect_files()
         lw = LexicalWriter(self, w)
         self._active_writer = weakref.ref(lw)
         return lw
