@@ -123,6 +123,7 @@ class Engine:
         kept = self.memory.apply_pending()
         from .memory.conflicts import find
         from .memory.layers import path_readable
+        from .memory.operations import log_warnings
 
         # An agent is told about the broken notes it may read (a private note's file name is its title);
         # the owner, whose job fixing them is, about all (in enforcement mode only a proved owner has no id).
@@ -135,7 +136,7 @@ class Engine:
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
                 "pendingWrites": self.own_pending(kept), "secrets": secrets,
                 "conflicts": find(self.catalog, self.settings.agent_id), "damagedNow": found,
-                "damaged": damaged_files(self.vault.state), "warnings": list(dict.fromkeys(gens.warnings))}
+                "damaged": damaged_files(self.vault.state), "warnings": list(dict.fromkeys([*gens.warnings, *log_warnings(self.vault.state)]))}
 
     def own_pending(self, records: list[dict]) -> list[dict]:
         """The caller's own pending writes: a record holds the write's arguments (a private memory's

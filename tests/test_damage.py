@@ -166,3 +166,60 @@ def test_journal_record_missing_a_field_is_kept_aside_not_dropped(vault_path):
     assert any(d["movedTo"] == "journal/damaged/01deadbeef" for d in doc["damaged"])
     code, wrote, _ = _cli("remember", "--type", "fact", "--title", "Still writable", "--content", "Yes.")
     assert code == 0 and wrote["status"] == "created"
+
+
+# -- the operational-events and usage logs (stop 19's gap) -------------------------------------------
+
+def _oplog_torn(p: Path) -> None:
+    data = p.read_bytes()
+    p.write_bytes(data[: len(data) - 25])  # the last record loses its tail and its newline
+
+
+def _oplog_garbage_line(p: Path) -> None:
+    lines = p.read_bytes().splitlines(keepends=True)
+    p.write_bytes(b"".join([lines[0], b"\xff\x00{not json at all\n", *lines[1:]]))
+
+
+def _oplog_garbage_file(p: Path) -> None:
+    p.write_bytes(os.urandom(3000).replace(b"\n", b"x"))  # no newline: one long unreadable "line"
+
+
+def _record_op(n: int) -> dict:
+    return _cli("record-operation", "--title", f"Deploy run {n}", "--content", f"Deploy {n} went fine.",
+                "--operation-key", "deploy.web", "--outcome", "success", "--task-id", f"TASK-{n}")[1]
+
+
+@pytest.mark.parametrize("damage,kept", [(_oplog_torn, 2), (_oplog_garbage_line, 3), (_oplog_garbage_file, 0)],
+                         ids=["torn-last-line", "garbage-line", "garbage-file"])
+def test_damaged_operational_log_is_read_around_reported_and_still_appended_to(vault_path, damage, kept):
+    from hive_brain.memory.operations import operation_log, visible_events
+
+    ids = [_record_op(n)["id"] for n in range(3)]
+    state = Engine.open().vault.state
+    log = operation_log(state)
+    damage(log.path)
+    assert [e["id"] for e in visible_events(state, None)] == ids[:kept]  # readable records survive
+    after = _record_op(9)  # an append after the damage is a whole, readable record
+    assert [e["id"] for e in visible_events(state, None)] == [*ids[:kept], after["id"]]
+    code, doc, _ = _cli("doctor")
+    assert code == 0
+    assert any("operational-events.jsonl" in w and "unreadable" in w for w in doc["warnings"]), doc["warnings"]
+    code, res, _ = _cli("recall", "deploy run", "--include-operational", "--lexical")
+    assert code == 0 and after["id"] in {e["id"] for e in res["operational"]}
+
+
+def test_a_damaged_pending_write_record_is_moved_aside_and_reported(vault_path):
+    remember("Package manager", "Use pnpm.")
+    state = Engine.open().vault.state
+    _pending_write_garbage(state)
+    code, doc, _ = _cli("doctor")
+    d = state / "pending-writes"
+    assert not (d / "pw-01garbage.json").exists()  # not left in place to be tripped over again
+    aside = [p for p in d.iterdir() if p.name.startswith("pw-01garbage.json.damaged-")]
+    assert len(aside) == 1 and aside[0].read_bytes() == b"\xff\x00 not json"  # kept, byte for byte
+    assert any(x["file"] == "pending-writes/pw-01garbage.json" for x in doc["damaged"]), doc["damaged"]
+    code, status, _ = _cli("status")
+    assert any(x["file"] == "pending-writes/pw-01garbage.json" for x in status["damaged"])
+    assert not [p for p in status["pendingWrites"] if p["id"] == "pw-01garbage"]
+    code, wrote, _ = _cli("remember", "--type", "fact", "--title", "Still writable", "--content", "Yes.")
+    assert code == 0 and wrote["status"] == "created"

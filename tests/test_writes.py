@@ -240,8 +240,11 @@ def test_pending_module_shows_damaged_records_without_replaying_or_dropping_them
     rec = pending_writes.add(state, "remember", {"inp": {"title": "t"}}, agent=None, reason="busy")
     (pending_writes.pending_dir(state) / "pw-zzz.json").write_text("{torn")
     listed = pending_writes.list_pending(state)
-    assert [r["id"] for r in listed] == [rec["id"], "pw-zzz"] and listed[1]["state"] == "failed"
+    # Moved aside (kept byte for byte, listed as damaged), not retried and not shown as a write.
+    assert [r["id"] for r in listed] == [rec["id"]]
     assert [r["id"] for r in pending_writes.queued(state)] == [rec["id"]]
+    aside = [p for p in pending_writes.pending_dir(state).iterdir() if ".damaged-" in p.name]
+    assert [p.read_text() for p in aside] == ["{torn"]
 
 
 # -- a one-new-note write commits by rename, without a journal record -------------------------------

@@ -316,11 +316,9 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     if server_error:
         pack["serverError"] = server_error
     if not pack.get("abstained") and pack.get("context"):
-        header = _mode_header(mode)
-        ctx = pack["context"]
-        if len(header) + 1 + len(ctx) > budget:
-            ctx = ctx[: budget - len(header) - 3].rstrip() + "…\n"
-        pack["context"] = header + "\n" + ctx
+        from ..search.answer import fit
+
+        pack["context"] = fit(_mode_header(mode) + "\n" + pack["context"], budget)  # keeps the frame closed
         pack["chars"] = len(pack["context"])
     return pack
 

@@ -94,6 +94,11 @@ def record_operation(state: Path, *, title: str, content: str, operation_key: st
             "durableMemoryWritten": False}
 
 
+def log_warnings(state: Path) -> list[str]:
+    """What ``doctor`` says about the operational and usage logs: unreadable lines it reads around."""
+    return [w for log in (operation_log(state), usage_log(state)) if (w := log.check())]
+
+
 def event_json(ev: dict[str, Any]) -> dict[str, Any]:
     return {"id": ev.get("id"), "kind": "operational", "ts": ev.get("ts"), "title": ev.get("title"),
             "content": ev.get("content"), "operationKey": ev.get("operation_key"),

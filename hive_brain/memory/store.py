@@ -55,6 +55,7 @@ from .proposals import stage_remember_proposal
 WRITE_OPS = ("remember", "evolve", "update", "delete", "batch")
 MAX_BATCH = 25
 MAX_CONTENT_CHARS = 100_000
+MAX_TITLE_CHARS = 300
 Publish = Callable[[list[str]], None]
 
 
@@ -122,6 +123,14 @@ def _check_arg_types(op: str, args: dict[str, Any]) -> None:
             raise UsageError(f"{op}: argument {name!r} must be {want}, not {type(value).__name__}")
         if name == "tags" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
             raise UsageError(f"{op}: every tag must be a string")
+
+
+def check_sizes(title: str | None, content: str | None) -> None:
+    """The one size limit of a memory's title and content (remember, evolve, batch and update)."""
+    if title is not None and len(title) > MAX_TITLE_CHARS:
+        raise UsageError(f"title is over {MAX_TITLE_CHARS} characters", hint="put detail in the content")
+    if content is not None and len(content) > MAX_CONTENT_CHARS:
+        raise UsageError(f"content is over {MAX_CONTENT_CHARS:,} characters", hint="split it into several memories")
 
 
 class MemoryStore:
@@ -204,12 +213,9 @@ class MemoryStore:
             raise UsageError(f"memory type {inp.type!r} is not a simple word", hint="e.g. preference, decision, lesson")
         if not inp.title:
             raise UsageError("title is empty")
-        if len(inp.title) > 300:
-            raise UsageError("title is over 300 characters", hint="put detail in the content")
         if not inp.content.strip():
             raise UsageError("content is empty")
-        if len(inp.content) > MAX_CONTENT_CHARS:
-            raise UsageError(f"content is over {MAX_CONTENT_CHARS:,} characters", hint="split it into several memories")
+        check_sizes(inp.title, inp.content)
         inp.confidence = clean_confidence(inp.confidence)
         check_input_secrets(inp)
 
@@ -526,6 +532,7 @@ class MemoryStore:
                 check_text(value, what)
         for t in tags or ():
             check_text(t, "a tag")
+        check_sizes(" ".join(title.split()) if title is not None else None, content)
         with self.transaction("update") as tx:
             e = tx.entry(memory_id)
             self._may_change(e)

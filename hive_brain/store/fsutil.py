@@ -102,7 +102,7 @@ def sqlite_tx(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 DAMAGED_MARK = ".damaged-"  # <name>.damaged-<UTC time>: a state file moved aside (see quarantine)
 
 
-def quarantine(path: Path, problem: str) -> Path | None:
+def quarantine(path: Path, problem: str, *, fate: str = "rebuilt from the notes") -> Path | None:
     """Move a damaged per-device state file or folder aside as ``<name>.damaged-<UTC time>`` (kept
     for inspection, never read again) and say so in one line on stderr; the caller then starts it
     afresh and rebuilds it from the notes. SQLite's ``-wal``/``-shm`` files go with it."""
@@ -123,8 +123,8 @@ def quarantine(path: Path, problem: str) -> Path | None:
     import logging  # lazily: the prompt hook imports this module
 
     logging.getLogger("hive_brain").warning(
-        "hive-brain: %s was damaged (%s); moved aside as %s and rebuilt from the notes",
-        _shown(path), one_line(problem), dest.name)
+        "hive-brain: %s was damaged (%s); moved aside as %s and %s",
+        _shown(path), one_line(problem), dest.name, fate)
     return dest
 
 
@@ -171,7 +171,7 @@ def damaged_files(state_dir: Path) -> list[dict[str, str]]:
     could not trust (``journal/damaged/``), for ``status`` and ``doctor``: kept for inspection,
     safe to delete once looked at."""
     out: list[dict[str, str]] = []
-    for base in (state_dir, state_dir / "generations", state_dir / "index"):
+    for base in (state_dir, state_dir / "generations", state_dir / "index", state_dir / "pending-writes"):
         try:
             names = sorted(os.listdir(base))
         except OSError:

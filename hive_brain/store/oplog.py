@@ -39,6 +39,7 @@ class EventLog:
         self.rotated = self.path.with_name(self.path.name + ".1")
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self._max_bytes = max_bytes
+        self.skipped = 0  # lines the last read() could not use (torn, garbage, hand-edited)
 
     @property
     def max_bytes(self) -> int:
@@ -61,13 +62,18 @@ class EventLog:
             raise LockTimeout(f"{self.path.name} is locked by {lock.describe_holder()}; waited {LOCK_TIMEOUT:g}s",
                               hint="try again")
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:
+                # A torn or damaged tail (a crash mid-write, a full disk, garbage; read-write for this
+                # check): start a line of our own, or this record would be glued to it, unreadable too.
+                if not _ends_a_line(fd):
+                    line = b"\n" + line
                 if os.fstat(fd).st_size + len(line) > self.max_bytes:
                     os.close(fd)
                     fd = -1
                     os.replace(self.path, self.rotated)  # the old .1 ages out here, and only here
-                    fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                    fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                    line = line.lstrip(b"\n")
                 written = os.write(fd, line)
                 if written != len(line):  # a full disk: say so rather than leave half a record silently
                     raise OSError(f"short write to {self.path} ({written} of {len(line)} bytes)")
@@ -84,7 +90,9 @@ class EventLog:
 
     def read(self) -> Iterator[dict[str, Any]]:
         """Every record, oldest first (``.1`` then the live file). Needs no lock: a line is whole or
-        not there yet; a line that is not a JSON object (a hand edit) is skipped."""
+        not there yet; a line that is not a JSON object (torn, garbage, a hand edit) is skipped and
+        counted in ``skipped`` (``doctor`` reports it)."""
+        self.skipped = 0
         for p in (self.rotated, self.path):
             try:
                 data = p.read_bytes()
@@ -96,10 +104,27 @@ class EventLog:
                 try:
                     rec = json.loads(raw)
                 except ValueError:
+                    self.skipped += 1
                     continue
                 if isinstance(rec, dict):
                     yield rec
+                else:
+                    self.skipped += 1
+
+    def check(self) -> str | None:
+        """One line naming unreadable lines, or None: for ``doctor`` (reads the whole log)."""
+        kept = sum(1 for _ in self.read())
+        if not self.skipped:
+            return None
+        return (f"{self.path.name}: {self.skipped} unreadable line(s) skipped (torn, garbage or hand-edited); "
+                f"{kept} record(s) read, appends continue")
 
     def stats(self) -> dict[str, Any]:
         sizes = {p.name: p.stat().st_size for p in self.files()}
         return {"path": str(self.path), "files": sizes, "maxBytes": self.max_bytes}
+
+
+def _ends_a_line(fd: int) -> bool:
+    """Whether the file is empty or its last byte is a newline."""
+    size = os.fstat(fd).st_size
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"

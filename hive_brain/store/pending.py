@@ -7,7 +7,8 @@ The next writer (or the server) applies queued writes in id order, under the loc
 
 A record: ``{"id", "op", "args", "agent", "created", "pid", "reason", "state"}``, ``state`` being
 ``queued`` or ``failed`` (applied, but refused then: kept with its ``error`` for ``status``, since
-nothing is dropped; stored as ``<id>.failed`` so the write path's check skips them). Applied writes are removed and a line is appended to ``applied.jsonl``.
+nothing is dropped; stored as ``<id>.failed`` so the write path's check skips them). A record that
+cannot be read is moved aside as ``<id>.json.damaged-<time>`` and reported by status/doctor. Applied writes are removed and a line is appended to ``applied.jsonl``.
 This module only stores records; what an op means is up to the memory layer that replays it.
 """
 
@@ -19,12 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .fsutil import atomic_write_text, fsync_dir
+from .fsutil import atomic_write_text, fsync_dir, quarantine
 from .notes import new_ulid
 
 DIR_NAME = "pending-writes"
 APPLIED_LOG = "applied.jsonl"
 APPLIED_LOG_MAX = 1 << 20  # the log is informational; cut to its second half past this
+
+
+_KEPT = "kept for you to look at (not applied)"
 
 
 def pending_dir(state_dir: Path) -> Path:
@@ -54,8 +58,13 @@ def _records(state_dir: Path) -> list[dict[str, Any]]:
         except FileNotFoundError:
             continue  # applied by someone else meanwhile
         except (OSError, ValueError) as e:
-            # atomic_write_text never leaves a torn record; a damaged one is shown, never deleted.
-            rec = {"id": n.rsplit(".", 1)[0], "state": "failed", "error": f"unreadable record: {e}"}
+            # atomic_write_text never leaves a torn record: this one was damaged after. Moved aside
+            # (kept byte for byte, listed by status/doctor as damaged), never deleted, never retried.
+            quarantine(d / n, f"unreadable pending write: {e}", fate=_KEPT)
+            continue
+        if not isinstance(rec, dict):
+            quarantine(d / n, "a pending write that is not a JSON object", fate=_KEPT)
+            continue
         out.append(rec)
     return out
 
