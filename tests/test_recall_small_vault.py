@@ -106,3 +106,25 @@ def test_off_topic_abstains_in_a_2000_note_vault(vault_path: Path, with_model: P
         assert res["abstained"], (q, [h["title"] for h in res["hits"]])
     res = eng.recall("where is the website hosted?", limit=5)
     assert not res["abstained"] and res["hits"][0]["id"] == ids["Hosting"]
+
+
+def test_late_interaction_second_pass_reranks_the_top_when_weighted(small, monkeypatch):
+    """Off by default (``w_li`` 0: it did not move the held half of benchmarks/smallvault); with a
+    weight, the top ``li_top`` candidates get a MaxSim rank, reported in scoreDetails, and the warm
+    token cache makes the second recall of the same notes cheaper."""
+    from hive_brain.search import late
+    from hive_brain.search.params import PARAMS
+
+    eng, ids = small
+    res = eng.recall("where is the website hosted?", limit=5)
+    assert "lateMs" not in res["timing"] and res["hits"][0]["scoreDetails"]["lateRank"] is None
+    monkeypatch.setitem(PARAMS, "w_li", 1.0)
+    monkeypatch.setitem(PARAMS, "li_top", 5)
+    res = eng.recall("where is the website hosted?", limit=5, abstain=False, drop_ratio=0.0)
+    assert "lateMs" in res["timing"] and res["hits"][0]["id"] == ids["Hosting"]
+    ranked = [h["scoreDetails"] for h in res["hits"] if h["scoreDetails"]["lateRank"] is not None]
+    assert 1 <= len(ranked) <= 5 and all(0 < d["lateInteraction"] <= 1 for d in ranked)
+    assert sorted(d["lateRank"] for d in ranked) == list(range(len(ranked)))
+    cached = len(late._CACHE)
+    eng.recall("where is the website hosted?", limit=5, abstain=False, drop_ratio=0.0)
+    assert len(late._CACHE) == cached  # the same passages: nothing new through the model

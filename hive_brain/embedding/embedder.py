@@ -87,6 +87,7 @@ class Embedder:
                 "expected input_ids, attention_mask and optionally token_type_ids"
             )
         outputs = {o.name: o for o in session.get_outputs()}
+        self._outputs = set(outputs)
         wanted = manifest.get("output")
         if wanted and wanted not in outputs:
             raise ModelError(f"the model in {pack_dir} has no output {wanted!r} (has {sorted(outputs)})")
@@ -152,6 +153,32 @@ class Embedder:
         """
         return self._embed([self.passage_prefix + t for t in texts], batch_size=batch_size, progress=progress)
 
+    def token_vectors(self, texts: Sequence[str], *, query: bool) -> list[np.ndarray]:
+        """Unit-length per-token vectors (the model's hidden states before pooling), one float32
+        array (tokens, dim) per text, without the special tokens and the query/passage prefix: the
+        words of the text only. For late interaction (MaxSim) over a few candidates; empty arrays
+        when the pack's model outputs only pooled vectors."""
+        if not texts:
+            return []
+        if "last_hidden_state" not in self._outputs:
+            return [np.zeros((0, self.dim), dtype=np.float32) for _ in texts]
+        prefix = self.query_prefix if query else self.passage_prefix
+        encodings = self._tokenizer.encode_batch([prefix + self._cap(t) for t in texts])
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(texts)
+        for batch in _length_batches(np.argsort(lengths, kind="stable"), lengths, 16):
+            hidden = self._run([encodings[i].ids for i in batch], output="last_hidden_state")
+            for row, i in enumerate(batch):
+                # The text's own tokens: not special, and ending past the prefix (the prefix's
+                # trailing space merges into the text's first piece).
+                enc = encodings[int(i)]
+                keep = [j for j, ((_a, end), special) in enumerate(zip(enc.offsets, enc.special_tokens_mask, strict=True))
+                        if not special and end > len(prefix)]
+                tokens = hidden[row, keep]
+                norms = np.linalg.norm(tokens, axis=1, keepdims=True)
+                out[int(i)] = (tokens / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+        return out
+
     def count_tokens(self, text: str) -> int:
         """Tokens the passage would use, including special tokens (capped at max_tokens)."""
         return len(self._tokenizer.encode(self.passage_prefix + self._cap(text)).ids)
@@ -186,7 +213,7 @@ class Embedder:
             out[batch] = vectors
         return out
 
-    def _run(self, id_lists: list[list[int]]) -> np.ndarray:
+    def _run(self, id_lists: list[list[int]], output: str | None = None) -> np.ndarray:
         width = max(len(ids) for ids in id_lists)
         input_ids = np.full((len(id_lists), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(id_lists), width), dtype=np.int64)
@@ -196,10 +223,12 @@ class Embedder:
         feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
         feed = {name: _as_input_type(feed[name], kind) for name, kind in self._inputs.items()}
         try:
-            (result,) = self._session.run([self._output], feed)
+            (result,) = self._session.run([output or self._output], feed)
         except Exception as exc:
             raise ModelError(f"embedding failed in {self.pack_dir}: {_first_line(exc)}") from None
         result = np.asarray(result, dtype=np.float32)
+        if output is not None:
+            return result  # raw, as asked
         if self._output_is_tokens:
             result = _pool(result, mask, self.pooling)
         if self.normalize:

@@ -18,7 +18,10 @@ PARAMS: dict[str, float] = {
     "w_lex": 1.0,  # weight of the lexical note ranking
     "w_sem": 1.5,  # weight of the semantic note ranking
     "w_doc": 0.5,  # weight of the whole-note BM25 ranking
-    "w_win": 0.5,  # weight of the "dated inside the named window" note ranking (newest first)
+    "w_win": 0.5,
+    "w_li": 0.0,  # weight of the late-interaction ranking of the top `li_top` candidates (0 = off)
+    "li_top": 20,  # candidates the late-interaction second pass looks at
+    "li_passages": 2,  # ... and each one's best passages  # weight of the "dated inside the named window" note ranking (newest first)
     "lex_sum": 0.0,  # note lexical score = best passage + lex_sum * other matching passages
     "sem_second": 0.0,  # note semantic score = best passage + sem_second * second best
     # Score-based fusion added to the rank fusion
