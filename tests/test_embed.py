@@ -98,6 +98,11 @@ def test_token_vectors_are_the_words_of_the_text(embedder: Embedder) -> None:
     sims = [maxsim(q, p) for p in embedder.token_vectors(MEMORIES, query=False)]
     assert sims.index(max(sims)) == PNPM
     assert all(-1.0 <= s <= 1.0 for s in sims)
+    # The prompt path's single run gives the same two things.
+    qtext = "which package manager should I use for node projects"
+    vec, toks = embedder.embed_query_tokens(qtext)
+    np.testing.assert_allclose(vec, embedder.embed_queries([qtext])[0], atol=2e-5)
+    np.testing.assert_allclose(toks, q, atol=2e-5)
 
 
 def test_chinese_and_japanese_queries(embedder: Embedder, memory_vectors: np.ndarray) -> None:

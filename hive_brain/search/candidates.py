@@ -143,7 +143,11 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
         # Tiered recall searches twice: embed the question (and compare it to background) once.
         qc = qcache if qcache is not None else {}
         if "qv" not in qc:
-            qc["qv"] = view.embedder.embed_queries([query.text])[0]
+            if hasattr(view.embedder, "embed_query_tokens"):
+                # The token vectors come out of the same model run: late interaction reads them.
+                qc["qv"], qc["qt"] = view.embedder.embed_query_tokens(query.text)
+            else:
+                qc["qv"] = view.embedder.embed_queries([query.text])[0]
             bg = sorted((background_vectors(view.embedder) @ qc["qv"]).tolist(), reverse=True)
             n = int(params["background_top"])
             qc["background_top3"] = sum(bg[:n]) / n

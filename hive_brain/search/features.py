@@ -51,6 +51,7 @@ class Features:
     semantic_z: float | None = None
     gap: float | None = None  # best cosine minus the background floor
     late: float | None = None  # MaxSim of the question's and the note's best passage's token vectors
+    late_gap: float | None = None  # MaxSim of the best passage minus the background's (abstention's top hits)
 
 
 class Breakdown(NamedTuple):
@@ -120,6 +121,7 @@ def details(f: Features, b: Breakdown) -> dict[str, Any]:
         "aliasMatch": f.alias_match, "confidence": f.confidence, "status": f.status, "inWindow": f.in_window,
         "windowRank": f.win_rank, "multiplier": round(b.multiplier, 4),
         "lateInteraction": round(f.late, 4) if f.late is not None else None, "lateRank": f.li_rank,
+        "lateGap": round(f.late_gap, 4) if f.late_gap is not None else None,
     }
 
 

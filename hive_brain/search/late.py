@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .candidates import Cand
+from .candidates import BACKGROUND, Cand
 from .params import PARAMS
 
 _CACHE: OrderedDict[tuple[str, str], Any] = OrderedDict()
@@ -29,6 +29,13 @@ _LOCK = threading.Lock()
 
 def available(embedder: Any) -> bool:
     return embedder is not None and hasattr(embedder, "token_vectors")
+
+
+def latin_only(text: str) -> bool:
+    """Word-level matching needs the question and the note in one script: a Chinese or Japanese
+    question about an English note shares no tokens with it (on benchmarks/smallvault a Chinese
+    question then abstained), so such questions keep the pooled cosine's judgement."""
+    return not any(ch.isalpha() and ord(ch) > 0x024F for ch in text)
 
 
 def _passage_tokens(embedder: Any, texts: Sequence[str]) -> list[Any]:
@@ -52,6 +59,42 @@ def _passage_tokens(embedder: Any, texts: Sequence[str]) -> list[Any]:
     return [have[k] for k in keys]
 
 
+def query_tokens(embedder: Any, text: str, qcache: dict[str, Any]) -> Any:
+    if "qt" not in qcache:
+        qcache["qt"] = embedder.token_vectors([text], query=True)[0]
+    return qcache["qt"]
+
+
+def background_floor(embedder: Any, qt: Any, params: Mapping[str, float] = PARAMS) -> float:
+    """Mean MaxSim of the question with its ``background_top`` nearest background texts (the same
+    everyday and textbook sentences as the cosine floor): how well *any* text matches it word by word."""
+    sims = sorted((maxsim(qt, b) for b in _passage_tokens(embedder, list(BACKGROUND))), reverse=True)
+    n = max(1, int(params["background_top"]))
+    return sum(sims[:n]) / n
+
+
+def judge(ranked: Sequence[Cand], query_text: str, embedder: Any, docs: Mapping[str, dict],
+          qcache: dict[str, Any], params: Mapping[str, float] = PARAMS) -> None:
+    """Set ``features.late_gap`` on the hits abstention reads (the first ``abstain_top``): the MaxSim
+    of the note's best passage minus the background floor. Word-level matching separates a question
+    the vault answers from one about something else better than one pooled cosine (AUC and the
+    operating point are in docs/benchmarks.md)."""
+    top = [c for c in ranked[: int(params["abstain_top"])] if c.features is not None and c.pids]
+    if not top or not available(embedder):
+        return
+    qt = query_tokens(embedder, query_text, qcache)
+    if "late_floor" not in qcache:
+        qcache["late_floor"] = background_floor(embedder, qt, params)
+    texts, owners = [], []
+    for c in top:
+        best = max((p for p in c.pids if p in docs), key=lambda p: c.pids[p], default=None)
+        if best is not None:
+            texts.append(docs[best]["text"])
+            owners.append(c)
+    for c, pt in zip(owners, _passage_tokens(embedder, texts), strict=True):
+        c.features.late_gap = maxsim(qt, pt) - qcache["late_floor"]
+
+
 def maxsim(query_tokens: Any, passage_tokens: Any) -> float:
     """Mean over the question's words of the best cosine with any word of the passage."""
     if not len(query_tokens) or not len(passage_tokens):
@@ -67,9 +110,7 @@ def rerank(ranked: Sequence[Cand], query_text: str, embedder: Any, docs: Mapping
     top = [c for c in ranked[: int(params["li_top"])] if c.features is not None]
     if not top or not available(embedder):
         return {}
-    if "qt" not in qcache:
-        qcache["qt"] = embedder.token_vectors([query_text], query=True)[0]
-    qt = qcache["qt"]
+    qt = query_tokens(embedder, query_text, qcache)
     per: list[tuple[Cand, list[str]]] = []
     texts: list[str] = []
     for c in top:

@@ -57,6 +57,7 @@ PARAMS: dict[str, float] = {
     "abstain_cov": 0.6,  # with semantic evidence: lexical coverage that answers
     "abstain_cov_gap": -0.05,  # ... unless the semantic gap is below this (words of the question, meaning elsewhere)
     "abstain_gap": 0.007,  # semantic gap over background that answers on its own
+    "abstain_late_gap": 0.025,  # ... replaced, where the model gives token vectors, by this late-interaction gap
     "abstain_cov_partial": 0.34,  # ... or this coverage together with
     "abstain_gap_partial": -0.016,  # ... this gap
     "fit_cov": 0.34,  # a hit after the first needs this coverage

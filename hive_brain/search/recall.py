@@ -347,6 +347,12 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
             r.ranked = typed
     if mode == "hierarchical" and r.ranked:
         _by_folder(r.ranked)
+    if abstain and r.info.get("semantic") and late.available(view.embedder) and r.ranked and late.latin_only(q.text):
+        t0 = time.perf_counter()
+        late.judge(r.ranked, q.text, view.embedder, r.docs, qcache)
+        r.info["lateJudgeMs"] = round((time.perf_counter() - t0) * 1000, 2)
+        for c in r.ranked[: int(PARAMS["abstain_top"])]:
+            c.details["lateGap"] = round(c.features.late_gap, 4) if c.features.late_gap is not None else None
     reason = abstain_reason([c.features for c in r.ranked], q) if abstain else None
     hits = _hits(view, r, q, limit=limit, drop_ratio=drop_ratio, abstain=abstain, detail=detail) if reason is None else []
     conflicts: list[dict] = []
