@@ -56,6 +56,26 @@ def test_off_topic_abstains_and_a_paraphrase_answers_in_a_small_vault(small):
     assert not res["abstained"] and res["hits"][0]["id"] == ids["Hosting"]
 
 
+def test_late_interaction_abstention_is_off_by_default_and_judges_word_by_word_when_on(small, monkeypatch):
+    """Two off-topic prompts pass on the pooled cosine gap (to "Core Memory" and "Production release
+    steps"); judged word by word against the background (``late_abstain``) they abstain. Off by default:
+    the same rule abstains on answerable paraphrases in this vault ("which cloud runs our website?")."""
+    from hive_brain.search.params import PARAMS
+
+    eng, _ids = small
+    close = ("explain the Rust borrow checker to a beginner", "what's the plot of the movie Inception?")
+    for q in close:
+        res = eng.recall(q, limit=5)
+        assert not res["abstained"] and res["hits"][0]["scoreDetails"]["lateGap"] is None, q
+    assert not eng.recall("which cloud runs our website?", limit=5)["abstained"]
+    monkeypatch.setitem(PARAMS, "late_abstain", 1.0)
+    for q in close:
+        res = eng.recall(q, limit=5)
+        assert res["abstained"] and "better than unrelated text" in res["reason"], (q, [h["title"] for h in res["hits"]])
+    assert not eng.recall("where do customer complaints arrive?", limit=5)["abstained"]
+    assert not eng.recall("预发布环境的地址是什么？", limit=5)["abstained"]  # non-Latin script: the cosine rule
+
+
 def test_evolved_memory_is_first_for_the_question_it_answers(small):
     eng, ids = small
     new = eng.memory.evolve(ids["Package manager"], "Use pnpm for JavaScript dependencies and commit "

@@ -347,7 +347,8 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
             r.ranked = typed
     if mode == "hierarchical" and r.ranked:
         _by_folder(r.ranked)
-    if abstain and r.info.get("semantic") and late.available(view.embedder) and r.ranked and late.latin_only(q.text):
+    if (abstain and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
+            and late.latin_only(q.text)):
         t0 = time.perf_counter()
         late.judge(r.ranked, q.text, view.embedder, r.docs, qcache)
         r.info["lateJudgeMs"] = round((time.perf_counter() - t0) * 1000, 2)
