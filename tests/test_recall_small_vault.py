@@ -56,24 +56,24 @@ def test_off_topic_abstains_and_a_paraphrase_answers_in_a_small_vault(small):
     assert not res["abstained"] and res["hits"][0]["id"] == ids["Hosting"]
 
 
-def test_late_interaction_abstention_is_off_by_default_and_judges_word_by_word_when_on(small, monkeypatch):
-    """Two off-topic prompts pass on the pooled cosine gap (to "Core Memory" and "Production release
-    steps"); judged word by word against the background (``late_abstain``) they abstain. Off by default:
-    the same rule abstains on answerable paraphrases in this vault ("which cloud runs our website?")."""
+def test_an_off_topic_prompt_that_sounds_close_abstains_word_by_word(small, monkeypatch):
+    """"explain the Rust borrow checker" passed on the pooled cosine gap (to "Core Memory"); judged word
+    by word against the background (late interaction) it matches nothing better than unrelated text,
+    while the paraphrases the issue lists still answer (a clear cosine gap still counts)."""
     from hive_brain.search.params import PARAMS
 
     eng, _ids = small
-    close = ("explain the Rust borrow checker to a beginner", "what's the plot of the movie Inception?")
-    for q in close:
+    res = eng.recall("explain the Rust borrow checker to a beginner", limit=5)
+    assert res["abstained"] and "better than unrelated text" in res["reason"], [h["title"] for h in res["hits"]]
+    # Answered (what is ranked first is the ranking's business, not abstention's).
+    for q in ("which cloud runs our website?", "the background processor keeps growing in RAM",
+              "how do I roll out a schema change?", "where do customer complaints arrive?"):
         res = eng.recall(q, limit=5)
-        assert not res["abstained"] and res["hits"][0]["scoreDetails"]["lateGap"] is None, q
-    assert not eng.recall("which cloud runs our website?", limit=5)["abstained"]
-    monkeypatch.setitem(PARAMS, "late_abstain", 1.0)
-    for q in close:
-        res = eng.recall(q, limit=5)
-        assert res["abstained"] and "better than unrelated text" in res["reason"], (q, [h["title"] for h in res["hits"]])
-    assert not eng.recall("where do customer complaints arrive?", limit=5)["abstained"]
+        assert not res["abstained"], (q, res.get("reason"))
+        assert any(h["scoreDetails"]["lateGap"] is not None for h in res["hits"][:3])
     assert not eng.recall("预发布环境的地址是什么？", limit=5)["abstained"]  # non-Latin script: the cosine rule
+    monkeypatch.setitem(PARAMS, "late_abstain", 0.0)  # the cosine rule alone let it through
+    assert not eng.recall("explain the Rust borrow checker to a beginner", limit=5)["abstained"]
 
 
 def test_evolved_memory_is_first_for_the_question_it_answers(small):

@@ -41,7 +41,8 @@ def reason(ranked: Sequence[Features], query: Query, params: Mapping[str, float]
     late = max(lates) if lates else None
     if late is not None and late >= P["abstain_late_gap"]:
         return None
-    strong = late is None and gap is not None and gap >= P["abstain_gap"]  # word-level evidence, when there, decides
+    # Word-level evidence, when there, decides; a clear cosine gap (`abstain_late_cos`) still answers.
+    strong = gap is not None and gap >= (P["abstain_gap"] if late is None else P["abstain_late_cos"])
     if gap is not None and (strong or (cov >= P["abstain_cov_partial"] and gap >= P["abstain_gap_partial"])):
         return None
     if not query.terms and gap is None:

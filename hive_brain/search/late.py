@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .candidates import BACKGROUND, Cand
+from .candidates import Cand, background_tokens
 from .params import PARAMS
 
 _CACHE: OrderedDict[tuple[str, str], Any] = OrderedDict()
@@ -68,7 +68,7 @@ def query_tokens(embedder: Any, text: str, qcache: dict[str, Any]) -> Any:
 def background_floor(embedder: Any, qt: Any, params: Mapping[str, float] = PARAMS) -> float:
     """Mean MaxSim of the question with its ``background_top`` nearest background texts (the same
     everyday and textbook sentences as the cosine floor): how well *any* text matches it word by word."""
-    sims = sorted((maxsim(qt, b) for b in _passage_tokens(embedder, list(BACKGROUND))), reverse=True)
+    sims = sorted((maxsim(qt, b) for b in background_tokens(embedder)), reverse=True)
     n = max(1, int(params["background_top"]))
     return sum(sims[:n]) / n
 

@@ -57,9 +57,10 @@ PARAMS: dict[str, float] = {
     "abstain_cov": 0.6,  # with semantic evidence: lexical coverage that answers
     "abstain_cov_gap": -0.05,  # ... unless the semantic gap is below this (words of the question, meaning elsewhere)
     "abstain_gap": 0.007,  # semantic gap over background that answers on its own
-    "late_abstain": 0.0,  # 1 = where the model gives token vectors, the gap rule above reads `lateGap` instead (off: see below)
-    "abstain_late_gap": 0.025,  # ... against this threshold. Off: it refused more off-topic prompts on
-    # benchmarks/smallvault, but abstained on 3 of 11 answerable paraphrases in the 16-memory test vault
+    "late_abstain": 1.0,  # 1 = where the model gives token vectors, the gap rule above reads `lateGap` instead
+    "abstain_late_gap": 0.025,  # ... against this threshold,
+    "abstain_late_cos": 0.012,  # ... or a cosine gap of at least this still answers (without it, 3 of 11
+    # answerable paraphrases in the 16-memory test vault abstained; 1 = late interaction alone decides)
     "abstain_cov_partial": 0.34,  # ... or this coverage together with
     "abstain_gap_partial": -0.016,  # ... this gap
     "fit_cov": 0.34,  # a hit after the first needs this coverage
