@@ -70,7 +70,6 @@ def test_an_off_topic_prompt_that_sounds_close_abstains_word_by_word(small, monk
               "how do I roll out a schema change?", "where do customer complaints arrive?"):
         res = eng.recall(q, limit=5)
         assert not res["abstained"], (q, res.get("reason"))
-        assert any(h["scoreDetails"]["lateGap"] is not None for h in res["hits"][:3])
     assert not eng.recall("预发布环境的地址是什么？", limit=5)["abstained"]  # non-Latin script: the cosine rule
     monkeypatch.setitem(PARAMS, "late_abstain", 0.0)  # the cosine rule alone let it through
     assert not eng.recall("explain the Rust borrow checker to a beginner", limit=5)["abstained"]

@@ -56,7 +56,7 @@ PARAMS: dict[str, float] = {
     "abstain_cov_lexical": 0.5,  # lexical coverage that answers on its own (lexical search only)
     "abstain_cov": 0.6,  # with semantic evidence: lexical coverage that answers
     "abstain_cov_gap": -0.05,  # ... unless the semantic gap is below this (words of the question, meaning elsewhere)
-    "abstain_gap": 0.007,  # semantic gap over background that answers on its own
+    "abstain_gap": 0.007,  # semantic gap over background that answers on its own (without late interaction)
     "late_abstain": 1.0,  # 1 = where the model gives token vectors, the gap rule above reads `lateGap` instead
     "abstain_late_gap": 0.025,  # ... against this threshold,
     "abstain_late_cos": 0.012,  # ... or a cosine gap of at least this still answers (without it, 3 of 11

@@ -347,8 +347,11 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
             r.ranked = typed
     if mode == "hierarchical" and r.ranked:
         _by_folder(r.ranked)
+    # The late test costs model time for passages not seen before (~60 ms CPU for three): run it only
+    # when the other rules (coverage, a clear cosine gap) do not already answer.
     if (abstain and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
-            and late.latin_only(q.text)):
+            and late.latin_only(q.text) and abstain_reason([c.features for c in r.ranked], q,
+                                                           {**PARAMS, "abstain_gap": PARAMS["abstain_late_cos"]})):
         t0 = time.perf_counter()
         late.judge(r.ranked, q.text, view.embedder, r.docs, qcache)
         r.info["lateJudgeMs"] = round((time.perf_counter() - t0) * 1000, 2)
