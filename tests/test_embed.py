@@ -83,6 +83,28 @@ def test_paraphrase_beats_unrelated_passages(embedder: Embedder, memory_vectors:
     assert ranking.index(PNPM) < ranking.index(BACKUP)
 
 
+def test_token_vectors_are_the_words_of_the_text(embedder: Embedder) -> None:
+    """Late interaction's input: one unit vector per token of the text itself (no <s>, </s> or the
+    query/passage prefix), and MaxSim ranks the paraphrase above unrelated memories."""
+    from hive_brain.search.late import maxsim
+
+    text = "Always use pnpm instead of npm"
+    (tokens,) = embedder.token_vectors([text], query=False)
+    pieces = embedder._tokenizer.encode(text, add_special_tokens=False).ids
+    assert tokens.shape == (len(pieces), 384) and tokens.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(tokens, axis=1), 1.0, atol=1e-4)
+    assert embedder.token_vectors([], query=True) == []
+    (q,) = embedder.token_vectors(["which package manager should I use for node projects"], query=True)
+    sims = [maxsim(q, p) for p in embedder.token_vectors(MEMORIES, query=False)]
+    assert sims.index(max(sims)) == PNPM
+    assert all(-1.0 <= s <= 1.0 for s in sims)
+    # The prompt path's single run gives the same two things.
+    qtext = "which package manager should I use for node projects"
+    vec, toks = embedder.embed_query_tokens(qtext)
+    np.testing.assert_allclose(vec, embedder.embed_queries([qtext])[0], atol=2e-5)
+    np.testing.assert_allclose(toks, q, atol=2e-5)
+
+
 def test_chinese_and_japanese_queries(embedder: Embedder, memory_vectors: np.ndarray) -> None:
     # Same language, with a second passage in that language so the match is on content.
     passages = [

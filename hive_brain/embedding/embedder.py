@@ -87,6 +87,7 @@ class Embedder:
                 "expected input_ids, attention_mask and optionally token_type_ids"
             )
         outputs = {o.name: o for o in session.get_outputs()}
+        self._outputs = set(outputs)
         wanted = manifest.get("output")
         if wanted and wanted not in outputs:
             raise ModelError(f"the model in {pack_dir} has no output {wanted!r} (has {sorted(outputs)})")
@@ -152,6 +153,25 @@ class Embedder:
         """
         return self._embed([self.passage_prefix + t for t in texts], batch_size=batch_size, progress=progress)
 
+    def token_vectors(self, texts: Sequence[str], *, query: bool) -> list[np.ndarray]:
+        """Unit-length per-token vectors (the model's hidden states before pooling), one float32
+        array (tokens, dim) per text, without the special tokens and the query/passage prefix: the
+        words of the text only. For late interaction (MaxSim) over a few candidates; empty arrays
+        when the pack's model outputs only pooled vectors."""
+        if not texts:
+            return []
+        if "last_hidden_state" not in self._outputs:
+            return [np.zeros((0, self.dim), dtype=np.float32) for _ in texts]
+        prefix = self.query_prefix if query else self.passage_prefix
+        encodings = self._tokenizer.encode_batch([prefix + self._cap(t) for t in texts])
+        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(texts))
+        out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(texts)
+        for batch in _length_batches(np.argsort(lengths, kind="stable"), lengths, 16):
+            hidden = self._run([encodings[i].ids for i in batch], output="last_hidden_state")
+            for row, i in enumerate(batch):
+                out[int(i)] = _text_tokens(hidden[row], encodings[int(i)], len(prefix))
+        return out
+
     def count_tokens(self, text: str) -> int:
         """Tokens the passage would use, including special tokens (capped at max_tokens)."""
         return len(self._tokenizer.encode(self.passage_prefix + self._cap(text)).ids)
@@ -186,7 +206,7 @@ class Embedder:
             out[batch] = vectors
         return out
 
-    def _run(self, id_lists: list[list[int]]) -> np.ndarray:
+    def _feed(self, id_lists: list[list[int]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
         width = max(len(ids) for ids in id_lists)
         input_ids = np.full((len(id_lists), width), self._pad_id, dtype=np.int64)
         mask = np.zeros((len(id_lists), width), dtype=np.int64)
@@ -194,12 +214,32 @@ class Embedder:
             input_ids[row, : len(ids)] = ids
             mask[row, : len(ids)] = 1
         feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
-        feed = {name: _as_input_type(feed[name], kind) for name, kind in self._inputs.items()}
+        return {name: _as_input_type(feed[name], kind) for name, kind in self._inputs.items()}, mask
+
+    def _session_run(self, outputs: list[str], feed: dict[str, np.ndarray]) -> list[np.ndarray]:
         try:
-            (result,) = self._session.run([self._output], feed)
+            return [np.asarray(r, dtype=np.float32) for r in self._session.run(outputs, feed)]
         except Exception as exc:
             raise ModelError(f"embedding failed in {self.pack_dir}: {_first_line(exc)}") from None
-        result = np.asarray(result, dtype=np.float32)
+
+    def embed_query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """The query's vector (as :meth:`embed_queries`) and its token vectors (as
+        :meth:`token_vectors`) from one model run: the prompt path needs both and pays for one."""
+        if "last_hidden_state" not in self._outputs or self._output == "last_hidden_state":
+            return self.embed_queries([text])[0], self.token_vectors([text], query=True)[0]
+        enc = self._tokenizer.encode(self.query_prefix + self._cap(text))
+        feed, _mask = self._feed([enc.ids])
+        pooled, hidden = self._session_run([self._output, "last_hidden_state"], feed)
+        vec = pooled[0]
+        if self.normalize:
+            vec = vec / max(float(np.linalg.norm(vec)), 1e-12)
+        return vec.astype(np.float32, copy=False), _text_tokens(hidden[0], enc, len(self.query_prefix))
+
+    def _run(self, id_lists: list[list[int]], output: str | None = None) -> np.ndarray:
+        feed, mask = self._feed(id_lists)
+        (result,) = self._session_run([output or self._output], feed)
+        if output is not None:
+            return result  # raw, as asked
         if self._output_is_tokens:
             result = _pool(result, mask, self.pooling)
         if self.normalize:
@@ -222,6 +262,16 @@ def _length_batches(order: np.ndarray, lengths: np.ndarray, batch_size: int) -> 
         batches.append(order[start:end])
         start = end
     return batches
+
+
+def _text_tokens(hidden: np.ndarray, enc: Any, prefix_chars: int) -> np.ndarray:
+    """The text's own tokens, unit length: not special, and ending past the prefix (the prefix's
+    trailing space merges into the text's first piece)."""
+    keep = [j for j, ((_a, end), special) in enumerate(zip(enc.offsets, enc.special_tokens_mask, strict=True))
+            if not special and end > prefix_chars]
+    tokens = hidden[keep]
+    norms = np.linalg.norm(tokens, axis=1, keepdims=True)
+    return (tokens / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
 
 
 def _pool(hidden: np.ndarray, mask: np.ndarray, pooling: str) -> np.ndarray:

@@ -37,10 +37,18 @@ def reason(ranked: Sequence[Features], query: Query, params: Mapping[str, float]
             return None
     elif cov >= P["abstain_cov"] and gap >= P["abstain_cov_gap"]:
         return None
-    if gap is not None and (gap >= P["abstain_gap"] or (cov >= P["abstain_cov_partial"] and gap >= P["abstain_gap_partial"])):
+    lates = [round(f.late_gap, 4) for f in top if f.late_gap is not None]
+    late = max(lates) if lates else None
+    if late is not None and late >= P["abstain_late_gap"]:
+        return None
+    # Word-level evidence, when there, decides; a clear cosine gap (`abstain_late_cos`) still answers.
+    strong = gap is not None and gap >= (P["abstain_gap"] if late is None else P["abstain_late_cos"])
+    if gap is not None and (strong or (cov >= P["abstain_cov_partial"] and gap >= P["abstain_gap_partial"])):
         return None
     if not query.terms and gap is None:
         return "the question has no searchable words"
+    if late is not None:
+        return f"best match covers {cov:.0%} of the question's words and matches them only {late:+.3f} better than unrelated text"
     return f"best match covers {cov:.0%} of the question's words" + (
         f" and is only {gap:+.3f} above unrelated text semantically" if gap is not None else " (lexical search only)")
 

@@ -82,13 +82,25 @@ BACKGROUND = (
     "The shell pipes the output of one command into the next.", "Unit conversions multiply by a fixed factor.",
 )
 _background_cache: dict[Any, Any] = {}  # by pack key (or embedder identity)
+_background_tokens: dict[Any, list[Any]] = {}
 
 
-def background_vectors(embedder: Any) -> Any:
+def background_vectors(embedder: Any, params: dict[str, float] = PARAMS) -> Any:
+    """The background's vectors, and its token vectors when abstention reads late interaction: once
+    per process (the server does it before it is ready, not in the first prompt's request)."""
     key = getattr(embedder, "pack_key", id(embedder))
     if key not in _background_cache:
         _background_cache[key] = embedder.embed_passages(list(BACKGROUND))
+    if params["late_abstain"] and key not in _background_tokens and hasattr(embedder, "token_vectors"):
+        _background_tokens[key] = [t.astype("float16") for t in embedder.token_vectors(list(BACKGROUND), query=False)]
     return _background_cache[key]
+
+
+def background_tokens(embedder: Any) -> list[Any]:
+    key = getattr(embedder, "pack_key", id(embedder))
+    if key not in _background_tokens:
+        _background_tokens[key] = [t.astype("float16") for t in embedder.token_vectors(list(BACKGROUND), query=False)]
+    return _background_tokens[key]
 
 
 def size_allowance(view: Any, params: dict[str, float] = PARAMS) -> float:
@@ -143,7 +155,11 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
         # Tiered recall searches twice: embed the question (and compare it to background) once.
         qc = qcache if qcache is not None else {}
         if "qv" not in qc:
-            qc["qv"] = view.embedder.embed_queries([query.text])[0]
+            if hasattr(view.embedder, "embed_query_tokens"):
+                # The token vectors come out of the same model run: late interaction reads them.
+                qc["qv"], qc["qt"] = view.embedder.embed_query_tokens(query.text)
+            else:
+                qc["qv"] = view.embedder.embed_queries([query.text])[0]
             bg = sorted((background_vectors(view.embedder) @ qc["qv"]).tolist(), reverse=True)
             n = int(params["background_top"])
             qc["background_top3"] = sum(bg[:n]) / n

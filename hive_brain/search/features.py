@@ -25,6 +25,7 @@ class Features:
     sem_rank: int | None = None  # note semantic score (best passage cosine, see `sem_second`)
     doc_rank: int | None = None  # whole-note BM25
     win_rank: int | None = None  # dated inside the question's window, newest first
+    li_rank: int | None = None  # late interaction (MaxSim over token vectors) among the top `li_top`
     # Scores normalised by the best candidate's.
     lex_norm: float = 0.0
     doc_norm: float = 0.0
@@ -50,6 +51,8 @@ class Features:
     semantic: float | None = None
     semantic_z: float | None = None
     gap: float | None = None  # best cosine minus the background floor
+    late: float | None = None  # MaxSim of the question's and the note's best passage's token vectors
+    late_gap: float | None = None  # MaxSim of the best passage minus the background's (abstention's top hits)
 
 
 class Breakdown(NamedTuple):
@@ -74,6 +77,8 @@ def breakdown(f: Features, params: Mapping[str, float] = PARAMS) -> Breakdown:
     dated_answer = f.time_only and f.win_rank is not None
     if f.win_rank is not None:
         rrf += (P["w_win"] + P["w_win_time_only"] * dated_answer) / (P["rrf_k"] + f.win_rank)
+    if f.li_rank is not None:
+        rrf += P["w_li"] / (P["rrf_k"] + f.li_rank)
     if P["linear"]:
         lin = f.lex_norm + P["lin_doc"] * f.doc_norm
         if f.sem_rel is not None:
@@ -120,6 +125,8 @@ def details(f: Features, b: Breakdown) -> dict[str, Any]:
         "titleCoverage": round(f.title_coverage, 3), "exactTitle": f.exact_title, "keyMatch": f.key_match,
         "aliasMatch": f.alias_match, "confidence": f.confidence, "status": f.status, "inWindow": f.in_window,
         "windowRank": f.win_rank, "multiplier": round(b.multiplier, 4),
+        "lateInteraction": round(f.late, 4) if f.late is not None else None, "lateRank": f.li_rank,
+        "lateGap": round(f.late_gap, 4) if f.late_gap is not None else None,
     }
 
 

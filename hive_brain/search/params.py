@@ -18,7 +18,10 @@ PARAMS: dict[str, float] = {
     "w_lex": 1.0,  # weight of the lexical note ranking
     "w_sem": 1.5,  # weight of the semantic note ranking
     "w_doc": 0.5,  # weight of the whole-note BM25 ranking
-    "w_win": 0.5,  # weight of the "dated inside the named window" note ranking (newest first)
+    "w_win": 0.5,
+    "w_li": 0.0,  # weight of the late-interaction ranking of the top `li_top` candidates (0 = off)
+    "li_top": 20,  # candidates the late-interaction second pass looks at
+    "li_passages": 2,  # ... and each one's best passages  # weight of the "dated inside the named window" note ranking (newest first)
     "lex_sum": 0.0,  # note lexical score = best passage + lex_sum * other matching passages
     "sem_second": 0.0,  # note semantic score = best passage + sem_second * second best
     # Score-based fusion added to the rank fusion
@@ -56,7 +59,11 @@ PARAMS: dict[str, float] = {
     "abstain_cov_lexical": 0.5,  # lexical coverage that answers on its own (lexical search only)
     "abstain_cov": 0.6,  # with semantic evidence: lexical coverage that answers
     "abstain_cov_gap": -0.05,  # ... unless the semantic gap is below this (words of the question, meaning elsewhere)
-    "abstain_gap": 0.007,  # semantic gap over background that answers on its own
+    "abstain_gap": 0.007,  # semantic gap over background that answers on its own (without late interaction)
+    "late_abstain": 1.0,  # 1 = where the model gives token vectors, the gap rule above reads `lateGap` instead
+    "abstain_late_gap": 0.025,  # ... against this threshold,
+    "abstain_late_cos": 0.012,  # ... or a cosine gap of at least this still answers (without it, 3 of 11
+    # answerable paraphrases in the 16-memory test vault abstained; 1 = late interaction alone decides)
     "abstain_cov_partial": 0.34,  # ... or this coverage together with
     "abstain_gap_partial": -0.016,  # ... this gap
     "fit_cov": 0.34,  # a hit after the first needs this coverage

@@ -24,7 +24,7 @@ from ..memory.layers import visibility
 from ..store.catalog import Catalog, Entry
 from ..store.chain import walk
 from ..store.text import check_text, clean_text
-from . import candidates, features
+from . import candidates, features, late
 from .abstain import fits, memory_is_weak
 from .abstain import reason as abstain_reason
 from .candidates import BACKGROUND, CANDIDATES, Cand, background_vectors
@@ -99,6 +99,12 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
         cands = {p: c for p, c in cands.items() if p in entries and want & _tags_of(c, entries[p], docs)}
     features.extract(cands, q, docs, entries, info)
     for c in cands.values():
+        c.score = features.score(c.features)
+    if semantic and PARAMS["w_li"] and info.get("semantic") and late.available(view.embedder):
+        t0 = time.perf_counter()
+        late.rerank(sorted(cands.values(), key=lambda c: -c.score), q.text, view.embedder, docs, qcache)
+        info["lateMs"] = round((time.perf_counter() - t0) * 1000, 2)
+    for c in cands.values():
         b = features.breakdown(c.features)
         c.score, c.details = b.score, features.details(c.features, b)
     _credit_heads(view, cands, entries)
@@ -133,7 +139,7 @@ def _credit_heads(view: View, cands: dict[str, Cand], entries: dict[str, Entry])
         g = h.features
         merged = dataclasses.replace(
             g, lex_rank=_first(g.lex_rank, f.lex_rank), sem_rank=_first(g.sem_rank, f.sem_rank),
-            doc_rank=_first(g.doc_rank, f.doc_rank), lex_norm=max(g.lex_norm, f.lex_norm),
+            doc_rank=_first(g.doc_rank, f.doc_rank), li_rank=_first(g.li_rank, f.li_rank), lex_norm=max(g.lex_norm, f.lex_norm),
             doc_norm=max(g.doc_norm, f.doc_norm), sem_rel=max(g.sem_rel or 0.0, f.sem_rel or 0.0)
             if g.sem_rel is not None or f.sem_rel is not None else None,
             coverage=max(g.coverage, f.coverage), title_coverage=max(g.title_coverage, f.title_coverage))
@@ -341,6 +347,16 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
             r.ranked = typed
     if mode == "hierarchical" and r.ranked:
         _by_folder(r.ranked)
+    # The late test costs model time for passages not seen before (~60 ms CPU for three): run it only
+    # when the other rules (coverage, a clear cosine gap) do not already answer.
+    if (abstain and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
+            and late.latin_only(q.text) and abstain_reason([c.features for c in r.ranked], q,
+                                                           {**PARAMS, "abstain_gap": PARAMS["abstain_late_cos"]})):
+        t0 = time.perf_counter()
+        late.judge(r.ranked, q.text, view.embedder, r.docs, qcache)
+        r.info["lateJudgeMs"] = round((time.perf_counter() - t0) * 1000, 2)
+        for c in r.ranked[: int(PARAMS["abstain_top"])]:
+            c.details["lateGap"] = round(c.features.late_gap, 4) if c.features.late_gap is not None else None
     reason = abstain_reason([c.features for c in r.ranked], q) if abstain else None
     hits = _hits(view, r, q, limit=limit, drop_ratio=drop_ratio, abstain=abstain, detail=detail) if reason is None else []
     conflicts: list[dict] = []

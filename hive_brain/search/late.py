@@ -1,0 +1,127 @@
+"""Late interaction: a second look at the best few candidates, word by word.
+
+One e5 cosine compares two averages; MaxSim (ColBERT-style) compares each word of the question with
+the nearest word of the passage and averages that, so a paraphrase that names the same things in
+other words ("which cloud runs our website?" / "the web app is deployed on Fly.io") is told apart from
+a note that merely sounds similar. It uses the pack's own per-token hidden states (the ONNX graph
+outputs ``last_hidden_state`` before pooling): no other model.
+
+The passages' token vectors are computed on first use and kept in memory (``_CACHE``, by pack key and
+passage text), so a warm process (the server) pays the model once per passage; the question's token
+vectors cost one short model run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .candidates import Cand, background_tokens
+from .params import PARAMS
+
+_CACHE: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_CACHE_MAX = 20000  # passages; ~15 kB each at 40 tokens (float32): a few hundred MB at most
+_LOCK = threading.Lock()
+
+
+def available(embedder: Any) -> bool:
+    return embedder is not None and hasattr(embedder, "token_vectors")
+
+
+def latin_only(text: str) -> bool:
+    """Word-level matching needs the question and the note in one script: a Chinese or Japanese
+    question about an English note shares no tokens with it (on benchmarks/smallvault a Chinese
+    question then abstained), so such questions keep the pooled cosine's judgement."""
+    return not any(ch.isalpha() and ord(ch) > 0x024F for ch in text)
+
+
+def _passage_tokens(embedder: Any, texts: Sequence[str]) -> list[Any]:
+    key = getattr(embedder, "pack_key", str(id(embedder)))
+    keys = [(key, hashlib.blake2b(t.encode("utf-8"), digest_size=12).hexdigest()) for t in texts]
+    with _LOCK:
+        have = {k: _CACHE[k] for k in keys if k in _CACHE}
+        for k in have:
+            _CACHE.move_to_end(k)
+    missing = sorted({i for i, k in enumerate(keys) if k not in have}, key=lambda i: keys[i])
+    uniq: dict[tuple[str, str], int] = {}
+    for i in missing:
+        uniq.setdefault(keys[i], i)
+    if uniq:
+        vecs = embedder.token_vectors([texts[i] for i in uniq.values()], query=False)
+        with _LOCK:
+            for k, v in zip(uniq, vecs, strict=True):
+                have[k] = _CACHE[k] = v.astype("float16")
+            while len(_CACHE) > _CACHE_MAX:
+                _CACHE.popitem(last=False)
+    return [have[k] for k in keys]
+
+
+def query_tokens(embedder: Any, text: str, qcache: dict[str, Any]) -> Any:
+    if "qt" not in qcache:
+        qcache["qt"] = embedder.token_vectors([text], query=True)[0]
+    return qcache["qt"]
+
+
+def background_floor(embedder: Any, qt: Any, params: Mapping[str, float] = PARAMS) -> float:
+    """Mean MaxSim of the question with its ``background_top`` nearest background texts (the same
+    everyday and textbook sentences as the cosine floor): how well *any* text matches it word by word."""
+    sims = sorted((maxsim(qt, b) for b in background_tokens(embedder)), reverse=True)
+    n = max(1, int(params["background_top"]))
+    return sum(sims[:n]) / n
+
+
+def judge(ranked: Sequence[Cand], query_text: str, embedder: Any, docs: Mapping[str, dict],
+          qcache: dict[str, Any], params: Mapping[str, float] = PARAMS) -> None:
+    """Set ``features.late_gap`` on the hits abstention reads (the first ``abstain_top``): the MaxSim
+    of the note's best passage minus the background floor. Word-level matching separates a question
+    the vault answers from one about something else better than one pooled cosine (AUC and the
+    operating point are in docs/benchmarks.md)."""
+    top = [c for c in ranked[: int(params["abstain_top"])] if c.features is not None and c.pids]
+    if not top or not available(embedder):
+        return
+    qt = query_tokens(embedder, query_text, qcache)
+    if "late_floor" not in qcache:
+        qcache["late_floor"] = background_floor(embedder, qt, params)
+    texts, owners = [], []
+    for c in top:
+        best = max((p for p in c.pids if p in docs), key=lambda p: c.pids[p], default=None)
+        if best is not None:
+            texts.append(docs[best]["text"])
+            owners.append(c)
+    for c, pt in zip(owners, _passage_tokens(embedder, texts), strict=True):
+        c.features.late_gap = maxsim(qt, pt) - qcache["late_floor"]
+
+
+def maxsim(query_tokens: Any, passage_tokens: Any) -> float:
+    """Mean over the question's words of the best cosine with any word of the passage."""
+    if not len(query_tokens) or not len(passage_tokens):
+        return 0.0
+    sims = query_tokens @ passage_tokens.T.astype("float32")
+    return float(sims.max(axis=1).mean())
+
+
+def rerank(ranked: Sequence[Cand], query_text: str, embedder: Any, docs: Mapping[str, dict],
+           qcache: dict[str, Any], params: Mapping[str, float] = PARAMS) -> dict[str, float]:
+    """Set ``features.li_rank`` / ``features.late`` on the top ``li_top`` candidates (``ranked`` best
+    first). A note scores by its best of ``li_passages`` passages. Returns path -> MaxSim."""
+    top = [c for c in ranked[: int(params["li_top"])] if c.features is not None]
+    if not top or not available(embedder):
+        return {}
+    qt = query_tokens(embedder, query_text, qcache)
+    per: list[tuple[Cand, list[str]]] = []
+    texts: list[str] = []
+    for c in top:
+        pids = [p for p in sorted(c.pids, key=lambda p: -c.pids[p]) if p in docs][: int(params["li_passages"])]
+        per.append((c, pids))
+        texts.extend(docs[p]["text"] for p in pids)
+    vecs = iter(_passage_tokens(embedder, texts))
+    out: dict[str, float] = {}
+    for c, pids in per:
+        out[c.path] = max((maxsim(qt, next(vecs)) for _p in pids), default=0.0)
+    for i, c in enumerate(sorted(top, key=lambda c: -out[c.path])):
+        c.features.li_rank = i
+        c.features.late = out[c.path]
+    return out
