@@ -16,6 +16,7 @@ the CLI prints.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ OPERATIONS_FILE = "operational-events.jsonl"
 USAGE_FILE = "usage-events.jsonl"
 OUTCOMES = ("success", "failure")
 USAGE_KINDS = ("retrieved", "final-answer")
+_COUNT_FIELD = {"retrieved": "retrieved", "final-answer": "finalAnswer"}  # usage_counts' keys (camelCase)
 MAX_TITLE = 300
 MAX_KEY = 200
 MAX_USAGE_IDS = 100
@@ -171,14 +173,45 @@ def log_retrieved(state: Path, items: list[dict[str, Any]], *, agent: str | None
         pass
 
 
-def usage_counts(state: Path) -> dict[str, dict[str, int]]:
-    """memory id -> {"retrieved": n, "final-answer": n} over what the usage log still holds."""
-    counts: dict[str, dict[str, int]] = {}
+def _since_text(since: dt.datetime | dt.date | str | None) -> str | None:
+    """``since`` as the text form records carry (``YYYY-MM-DDTHH:MM:SSZ``), so a plain string compare
+    selects records at or after it."""
+    if since is None:
+        return None
+    if isinstance(since, str):
+        try:
+            since = dt.datetime.fromisoformat(since.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(f"since {since!r} is not an ISO 8601 date or date-time", hint="e.g. 2026-11-01") from None
+    if not isinstance(since, dt.datetime):
+        since = dt.datetime(since.year, since.month, since.day, tzinfo=dt.UTC)
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=dt.UTC)
+    return since.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def usage_counts(state: Path, *, kind: str | None = None,
+                 since: dt.datetime | dt.date | str | None = None) -> dict[str, dict[str, Any]]:
+    """memory id -> ``{"retrieved": n, "finalAnswer": n, "last": ts}`` over what the usage log still
+    holds (this device only). ``kind`` counts only ``retrieved`` or ``final-answer`` records (the other
+    count stays 0); ``since`` only records at or after it; ``last`` is the newest counted record's
+    time (ISO 8601, UTC). A memory no counted record names is absent. A stable API: promotion reads it.
+    """
+    if kind is not None and kind not in USAGE_KINDS:
+        raise UsageError(f"usage kind {kind!r} is unknown", hint="pass retrieved or final-answer")
+    after = _since_text(since)
+    counts: dict[str, dict[str, Any]] = {}
     for rec in usage_log(state).read():
-        kind = rec.get("kind")
-        if kind not in USAGE_KINDS:
+        k = rec.get("kind")
+        if k not in USAGE_KINDS or (kind is not None and k != kind):
             continue
+        ts = str(rec.get("ts") or "")
+        if after is not None and ts < after:
+            continue
+        field = _COUNT_FIELD[k]
         for mid in rec.get("memory_ids") or []:
-            c = counts.setdefault(str(mid), dict.fromkeys(USAGE_KINDS, 0))
-            c[kind] += 1
+            c = counts.setdefault(str(mid), {"retrieved": 0, "finalAnswer": 0, "last": None})
+            c[field] += 1
+            if ts and (c["last"] is None or ts > c["last"]):
+                c["last"] = ts
     return counts
