@@ -35,6 +35,7 @@ PROMPT_CHARS = 4000  # a pasted log after the question adds nothing but noise
 RESULT_LIMIT = 6
 HOOK_POOL = 60  # candidates per ranking on the prompt path (recall's default is 120): see recall.search
 LONG_PROMPT_WORDS = 8
+USAGE_LOCK_WAIT_S = 0.05  # the longest the prompt hook waits to log what it injected
 HOOK_LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when the server does not answer
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
@@ -272,7 +273,20 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
             ctx = ctx[: budget - len(header) - 3].rstrip() + "…\n"
         pack["context"] = header + "\n" + ctx
         pack["chars"] = len(pack["context"])
+        _log_usage(vault.state, pack, settings.agent_id, deadline)
     return pack
+
+
+def _log_usage(state: Any, pack: dict, agent: str | None, deadline: float) -> None:
+    """The memories injected, as ``retrieved`` usage: one line appended to the per-device usage log,
+    waiting for its lock at most USAGE_LOCK_WAIT_S and never past the deadline (a busy log loses this
+    signal, never the answer). Written here, not by the server: only the hook knows which hits it kept."""
+    wait = min(USAGE_LOCK_WAIT_S, deadline - time.monotonic() - 0.01)
+    if wait <= 0:
+        return
+    from ..memory.operations import log_retrieved
+
+    log_retrieved(state, pack.get("items") or [], agent=agent, timeout=wait)
 
 
 def hook_reader(vault: Any, settings: Any) -> Any:

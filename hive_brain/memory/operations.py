@@ -23,7 +23,7 @@ from typing import Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
-from ..store.notes import new_ulid, now_iso
+from ..store.ids import new_ulid, now_iso
 from ..store.oplog import EventLog
 from ..store.text import check_text, clean_text
 
@@ -133,8 +133,9 @@ def search_operations(state: Path, query: str, *, agent: str | None, limit: int 
 
 
 def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | None = None,
-                 query: str | None = None) -> dict[str, Any]:
-    """One usage record: which memories a recall retrieved, or an answer ended up using."""
+                 query: str | None = None, timeout: float | None = None) -> dict[str, Any]:
+    """One usage record: which memories a recall retrieved, or an answer ended up using. ``timeout``
+    bounds the wait for the log's lock (default: the log's own)."""
     kind = (kind or "").strip().lower()
     if kind not in USAGE_KINDS:
         raise UsageError(f"usage kind {kind!r} is unknown", hint="pass --kind retrieved or --kind final-answer")
@@ -155,20 +156,25 @@ def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | 
     rec = {"id": "use-" + new_ulid().lower(), "ts": now_iso(), "kind": kind, "memory_ids": ids, "agent": who,
            "query": q}
     log = usage_log(state)
-    log.append(rec)
+    if timeout is None:
+        log.append(rec)
+    else:
+        log.append(rec, timeout=timeout)
     return {"status": "recorded", "id": rec["id"], "kind": kind, "memoryIds": ids, "agent": who,
             "log": str(log.path)}
 
 
-def log_retrieved(state: Path, items: list[dict[str, Any]], *, agent: str | None) -> None:
-    """What ``answer`` packed, logged as ``retrieved`` usage (memories only, no query: a question may hold
-    what a secret check would refuse). Never fails the answer: a full disk or a busy log loses this one
-    signal, nothing else."""
-    ids = [str(it["id"]) for it in items if it.get("kind") == "memory" and it.get("id")]
+def log_retrieved(state: Path, items: list[dict[str, Any]], *, agent: str | None,
+                  timeout: float | None = None) -> None:
+    """The memories among what a read returned (``answer``'s pack items, the hook's injected items, an
+    MCP recall's hits), logged as ``retrieved`` usage with no query (a question may hold what a secret
+    check would refuse). Never fails the read: a full disk or a busy log (past ``timeout``) loses this
+    one signal, nothing else. Light on purpose: the prompt hook calls it (no YAML, no index)."""
+    ids = list(dict.fromkeys(str(it["id"]) for it in items if it.get("kind") == "memory" and it.get("id")))
     if not ids:
         return
     try:
-        record_usage(state, ids[:MAX_USAGE_IDS], "retrieved", agent=agent)
+        record_usage(state, ids[:MAX_USAGE_IDS], "retrieved", agent=agent, timeout=timeout)
     except (OSError, HiveBrainError):
         pass
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import time
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,8 @@ import yaml
 
 from ..errors import NoteError
 from .fsutil import sha256_bytes
+from .ids import new_ulid as new_ulid  # re-exported: callers import ids from here
+from .ids import now_iso as now_iso
 
 try:  # the C loader is ~10x faster; fall back silently where libyaml is missing
     _Loader: Any = yaml.CSafeLoader
@@ -80,22 +81,6 @@ class Note:
     def id(self) -> str | None:
         v = self.meta.get("id")
         return str(v) if v else None
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-
-def new_ulid() -> str:
-    n = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
-    out = []
-    for _ in range(26):
-        out.append(_CROCKFORD[n & 31])
-        n >>= 5
-    return "".join(reversed(out))
 
 
 def new_memory_id() -> str:
