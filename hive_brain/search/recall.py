@@ -49,6 +49,7 @@ class View:
     generation: int | None = None
     warnings: list[str] = field(default_factory=list)
     semantic_off_reason: str | None = None
+    usage: Any = None  # memory.usage.UsageTable of this device's usage log; None: usage does not rank (replay)
 
 
 def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] | None = None, project: str | None = None,
@@ -98,6 +99,12 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
         want = {t.lower().lstrip("#") for t in tags}
         cands = {p: c for p, c in cands.items() if p in entries and want & _tags_of(c, entries[p], docs)}
     features.extract(cands, q, docs, entries, info)
+    if view.usage is not None and view.usage.counts:
+        now = time.time()
+        for c in cands.values():
+            e = entries.get(c.path)
+            if e is not None and e.kind == "memory" and e.id and c.features is not None:
+                c.features.usage = view.usage.weight(e.id, PARAMS, now)
     for c in cands.values():
         b = features.breakdown(c.features)
         c.score, c.details = b.score, features.details(c.features, b)
