@@ -99,6 +99,8 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
         want = {t.lower().lstrip("#") for t in tags}
         cands = {p: c for p, c in cands.items() if p in entries and want & _tags_of(c, entries[p], docs)}
     features.extract(cands, q, docs, entries, info)
+    if view.usage is not None:
+        view.usage.refresh()  # a long-lived view (MCP, a benchmark) sees uses logged since it opened
     if view.usage is not None and view.usage.counts:
         now = time.time()
         for c in cands.values():
