@@ -16,16 +16,17 @@ the CLI prints.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
 from ..store.ids import new_ulid, now_iso
 from ..store.oplog import EventLog
-from ..store.text import check_text, clean_text
+
+if TYPE_CHECKING:
+    import datetime as dt
 
 OPERATIONS_FILE = "operational-events.jsonl"
 USAGE_FILE = "usage-events.jsonl"
@@ -81,7 +82,9 @@ def record_operation(state: Path, *, title: str, content: str, operation_key: st
     if len(task) > MAX_KEY:
         raise UsageError(f"task id is over {MAX_KEY} characters")
     who = validate_agent_id(agent) if agent is not None else None
-    from ..store.secrets import check_secrets  # here, not at import: automatic usage logging needs none of it
+    # Here, not at import: automatic usage logging (the prompt hook) needs none of it.
+    from ..store.secrets import check_secrets
+    from ..store.text import check_text
 
     content = content or ""
     for text, what in ((title, "the title"), (content, "content"), (op_key or "", "the operation key"),
@@ -148,11 +151,14 @@ def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | 
     if bad:
         raise UsageError(f"{bad[0]!r} is not a memory id", hint="ids look like mem-01j...; find them with `recall --json`")
     who = validate_agent_id(agent) if agent is not None else None
-    q = " ".join(clean_text(query or "").split())[:500] or None
-    if q:
+    q = None
+    if query:
         from ..store.secrets import check_secrets
+        from ..store.text import clean_text
 
-        check_secrets(query=q)
+        q = " ".join(clean_text(query).split())[:500] or None
+        if q:
+            check_secrets(query=q)
     rec = {"id": "use-" + new_ulid().lower(), "ts": now_iso(), "kind": kind, "memory_ids": ids, "agent": who,
            "query": q}
     log = usage_log(state)
@@ -182,6 +188,8 @@ def log_retrieved(state: Path, items: list[dict[str, Any]], *, agent: str | None
 def _since_text(since: dt.datetime | dt.date | str | None) -> str | None:
     """``since`` as the text form records carry (``YYYY-MM-DDTHH:MM:SSZ``), so a plain string compare
     selects records at or after it."""
+    import datetime as dt  # here: the prompt hook imports this module and never reads counts
+
     if since is None:
         return None
     if isinstance(since, str):

@@ -1,18 +1,18 @@
 """Ids and timestamps every record carries: ULIDs (time-ordered, random) and the ISO 8601 UTC now.
 
-Standard library only and apart from ``store.notes`` (which loads YAML): the prompt hook stamps its
+Standard library only (not even ``datetime``) and apart from ``store.notes`` (which loads YAML): the prompt hook stamps its
 usage record with these and must not pay for a YAML parser.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import time
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    """``2026-12-01T05:19:07Z`` (time.strftime: ``datetime`` is a C module the hook need not load)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
