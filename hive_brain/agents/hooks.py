@@ -6,8 +6,9 @@ imports only the standard library at load time; everything else is imported insi
 that needs it, on the path that needs it.
 
 The prompt hook is sacred (DESIGN, principle 4): it never writes memory, never opens an index
-writer, asks the warm server first and otherwise answers lexically in-process, all within a hard
-deadline after which it prints nothing and exits 0. It fails closed: on any internal error no
+writer (it appends one line to the per-device usage log: which memories it injected), asks the
+warm server first and otherwise answers lexically in-process, all within a hard deadline after
+which it prints nothing and exits 0. It fails closed: on any internal error no
 memory is injected, the user sees one line pointing at ``hive-brain hooks status``, and the prompt
 goes through (unless ``HIVE_BRAIN_HOOK_BLOCK_ON_ERROR=1``).
 """
@@ -112,7 +113,7 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
             pass  # the agent closed the pipe; nothing to tell it anymore
     if hard_exit and (timed_out or event == "prompt"):
         # A timed-out worker may sit in native code: do not wait for it. And the prompt hook has
-        # nothing left to clean up (it wrote nothing but its status file), so it skips interpreter
+        # nothing left to clean up (it wrote nothing but its status file and a usage line), so it skips interpreter
         # teardown too (tens of ms of module and index-handle finalisation on every prompt).
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -225,7 +226,8 @@ def _mode_header(mode: str) -> str:
 
 
 def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: int, deadline: float) -> dict:
-    """A context pack for a prompt: the server first, else lexical in-process. Never writes anything.
+    """A context pack for a prompt: the server first, else lexical in-process. Writes no memory and no
+    index; the memories it injects are logged as ``retrieved`` usage (one line, :func:`_log_usage`).
 
     Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | no-index).
     """
