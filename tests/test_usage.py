@@ -47,7 +47,7 @@ def _rec(ids: list[str], kind: str = "retrieved", ts: str = "2026-11-30T10:00:00
 def test_weight_is_log_scaled_final_answers_weigh_more_and_old_use_fades(tmp_path):
     t = UsageTable(tmp_path)
     now = time.time()
-    t.counts = {"r1": [1, 0, now], "r4": [4, 0, now], "f1": [0, 1, now], "many": [10_000, 10_000, now],
+    t.new = {"r1": [1, 0, now], "r4": [4, 0, now], "f1": [0, 1, now], "many": [10_000, 10_000, now],
                 "old": [0, 1, now - 2 * P["usage_half_life_days"] * 86400]}
     w = {k: t.weight(k, P, now) for k in t.counts}
     assert 0 < w["r1"] < w["r4"] < w["many"] == 1.0
@@ -78,18 +78,34 @@ def test_table_folds_the_tail_only_then_starts_over_at_rotation(tmp_path, monkey
         fh.write(b', "ts": "2026-11-30T11:00:00Z"}\n')
     t.refresh()
     assert t.counts["c"][0] == 1  # the finished line counts once
-    # Rotation through the real log: the table starts over from .1 plus the new live file.
+    # Rotation through the real log, one refresh per append (as a server sees it): the live file it
+    # was reading becomes the old part; nothing is folded twice and nothing is folded again.
     monkeypatch.setattr(oplog, "MAX_BYTES", 400)
-    for _ in range(6):
-        record_usage(state, ["d"], "retrieved")
+    rebuilds: list[int] = []
+    real_rebuild = UsageTable._rebuild
+    monkeypatch.setattr(UsageTable, "_rebuild", lambda self: rebuilds.append(1) or real_rebuild(self))
     log = usage_log(state)
-    assert log.rotated.exists()
+
+    def expected() -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in log.read():
+            for m in r["memory_ids"]:
+                out[m] = out.get(m, 0) + 1
+        return out
+
+    rotations = 0
+    for i in range(12):
+        before = log.rotated.stat().st_ino if log.rotated.exists() else None
+        record_usage(state, [f"d{i % 3}"], "retrieved")
+        rotations += (log.rotated.stat().st_ino if log.rotated.exists() else None) != before
+        t.refresh()
+        assert {k: v[0] + v[1] for k, v in t.counts.items()} == expected()
+    assert rotations >= 2 and rebuilds == []
+    # Two rotations between reads: the old part aged out unseen, so the table folds the log again.
+    for _ in range(8):
+        record_usage(state, ["e"], "final-answer")
     t.refresh()
-    expect: dict[str, int] = {}
-    for r in log.read():
-        for m in r["memory_ids"]:
-            expect[m] = expect.get(m, 0) + 1
-    assert {k: v[0] + v[1] for k, v in t.counts.items()} == expect
+    assert {k: v[0] + v[1] for k, v in t.counts.items()} == expected() and rebuilds == [1]
 
 
 def test_the_table_is_kept_on_disk_for_short_processes_and_a_damaged_copy_is_rebuilt(tmp_path, monkeypatch):
@@ -99,7 +115,7 @@ def test_the_table_is_kept_on_disk_for_short_processes_and_a_damaged_copy_is_reb
     t = UsageTable(state)
     t.refresh()
     saved = json.loads((state / "usage-table.json").read_text())
-    assert saved["counts"]["a"][:2] == [1, 1] and saved["offset"] == (state / "usage-events.jsonl").stat().st_size
+    assert saved["new"]["a"][:2] == [1, 1] and saved["offset"] == (state / "usage-events.jsonl").stat().st_size
     folded: list[int] = []
     real = UsageTable._fold
     monkeypatch.setattr(UsageTable, "_fold", lambda self, data, counts: folded.append(len(data)) or real(self, data, counts))

@@ -101,7 +101,7 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
     features.extract(cands, q, docs, entries, info)
     if view.usage is not None:
         view.usage.refresh()  # a long-lived view (MCP, a benchmark) sees uses logged since it opened
-    if view.usage is not None and view.usage.counts:
+    if view.usage is not None and view.usage.has_uses:
         now = time.time()
         for c in cands.values():
             e = entries.get(c.path)
