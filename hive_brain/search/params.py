@@ -48,7 +48,7 @@ PARAMS: dict[str, float] = {
     "window_boost": 0.3,  # multiplier bonus for notes dated inside a time window named in the question
     "window_after": 3.0,  # days after a named window that still count as inside it (talk about an event comes later)
     "folder_boost": 0.2,  # hierarchical mode: bonus at the best folder's summed score
-    # Multiplier: usage (memory.usage; docs/ranking.md): how much answers on this device used the memory
+    # Multiplier: usage (memory.usage; docs/architecture.md, Usage in ranking): how much answers on this device used the memory
     "w_usage": 0.05,  # bonus at full usage strength: the cap (a note >5% better is never passed)
     "usage_final": 4.0,  # a final-answer use counts as this many retrievals
     "usage_saturate": 20.0,  # weighted uses at which the strength reaches 1 (log-scaled below)

@@ -101,12 +101,12 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
     features.extract(cands, q, docs, entries, info)
     if view.usage is not None:
         view.usage.refresh()  # a long-lived view (MCP, a benchmark) sees uses logged since it opened
-    if view.usage is not None and view.usage.has_uses:
-        now = time.time()
-        for c in cands.values():
-            e = entries.get(c.path)
-            if e is not None and e.kind == "memory" and e.id and c.features is not None:
-                c.features.usage = view.usage.weight(e.id, PARAMS, now)
+        if view.usage.has_uses:
+            now = time.time()
+            for c in cands.values():
+                e = entries.get(c.path)
+                if e is not None and e.kind == "memory" and e.id and c.features is not None:
+                    c.features.usage = view.usage.weight(e.id, PARAMS, now)
     for c in cands.values():
         b = features.breakdown(c.features)
         c.score, c.details = b.score, features.details(c.features, b)
