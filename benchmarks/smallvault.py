@@ -17,7 +17,8 @@ into (out of 20 per half); evolved-head-first rate; the same hit@k for the mixed
 ``e5 only`` ranks notes by their best passage cosine alone (the model's own ranking, no fusion).
 
 --quick builds the 20-note and 70-note vaults; --full adds 500 and 2,000 notes. ``--work DIR`` keeps the
-built vaults and reuses them (before/after comparisons on the same vaults).
+built vaults and reuses them (before/after comparisons on the same vaults). ``--usage`` adds a second
+pass with usage logged for the tune half's right answers (:func:`usage_scenario`).
 """
 
 from __future__ import annotations
@@ -232,7 +233,8 @@ def _open_or_build(work: Path, size: int, memories: list[dict[str, Any]], evolut
     return eng, head, first, info
 
 
-def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, keep: Path | None = None) -> dict[str, Any]:
+def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, keep: Path | None = None,
+        usage: bool = False) -> dict[str, Any]:
     from hive_brain.search.params import PARAMS
 
     memories, data = load_data()
@@ -247,10 +249,39 @@ def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, keep: Path | Non
             log(f"smallvault: {info['notes']} notes ({info['memories']} memories) built in {info['build_s']} s; "
                 f"{len(qs)} answerable and {len(offtopic)} off-topic prompts; semantic {view.embedder is not None}")
             ev = evaluate(eng, view, qs, offtopic)
-            out.append({"size": size, **info, "semantic": view.embedder is not None,
-                        "latency_ms_p50": ev["latency_ms_p50"],
-                        "tune": metrics(ev, "tune"), "held": metrics(ev, "held"), "cases": ev})
-    return {"sizes": list(sizes), "targets": TARGETS, "params": dict(PARAMS), "vaults": out}
+            row = {"size": size, **info, "semantic": view.embedder is not None,
+                   "latency_ms_p50": ev["latency_ms_p50"],
+                   "tune": metrics(ev, "tune"), "held": metrics(ev, "held"), "cases": ev}
+            if usage:
+                row["usage"] = usage_scenario(eng, view, qs, offtopic)
+            out.append(row)
+    return {"sizes": list(sizes), "targets": TARGETS, "params": dict(PARAMS), "usage": usage, "vaults": out}
+
+
+def usage_scenario(eng: Any, view: Any, qs: list[dict[str, Any]], offtopic: list[dict[str, Any]]) -> dict[str, Any]:
+    """Usage logged as answers would log it: each tune-half answerable question's gold memories get one
+    ``final-answer`` use (and one ``retrieved``); then both halves are asked again. The held half is the
+    measure (its questions were never used); the tune half shows the ceiling of the cap. The log is
+    emptied afterwards, so a kept vault (``--work``) is measured again from no usage."""
+    from hive_brain.memory.operations import record_usage, usage_log
+
+    log = usage_log(eng.vault.state)
+    for p in log.files():
+        p.unlink()
+    used = 0
+    for q in qs:
+        if q["split"] != "tune":
+            continue
+        # What recall shows, hence what an answer logs: the head, not a superseded version.
+        ids = [e.id for e in view.catalog.by_paths(q["gold"]).values() if e.id and e.status != "superseded"]
+        if ids:
+            record_usage(eng.vault.state, ids, "final-answer")
+            record_usage(eng.vault.state, ids, "retrieved")
+            used += 1
+    ev = evaluate(eng, view, qs, offtopic)
+    for p in log.files():
+        p.unlink()
+    return {"tune_questions_used": used, "tune": metrics(ev, "tune"), "held": metrics(ev, "held"), "cases": ev}
 
 
 COLUMNS = ["vault", "half", "para n", "hit@1", "hit@3", "e5 hit@1/3", "abstain ans.", "multi hit@1/3",
@@ -260,8 +291,8 @@ COLUMNS = ["vault", "half", "para n", "hit@1", "hit@3", "e5 hit@1/3", "abstain a
 def rows(result: Mapping[str, Any]) -> list[list[Any]]:
     out = []
     for v in result["vaults"]:
-        for half in ("tune", "held"):
-            m = v[half]
+        for half, m in [(h, v[h]) for h in ("tune", "held")] + [
+                (f"{h} +usage", v["usage"][h]) for h in ("tune", "held") if "usage" in v]:
             out.append([f"{v['notes']} notes", half, m["n_paraphrase"], m["hit@1"], m["hit@3"],
                         f"{m['hit@1_e5']}/{m['hit@3_e5']}", m["abstain_answerable"],
                         f"{m['multi_hit@1']}/{m['multi_hit@3']}", f"{m['evolved_first']} ({m['n_evolve']})",
@@ -292,10 +323,14 @@ def _args(ap: Any) -> None:
                     help="keep the built vaults in WORK/<size> and reuse them (the 2,000-note vault takes minutes "
                          "to embed); they are rebuilt when missing")
     ap.add_argument("--sizes", default=None, help="comma-separated vault sizes (default: by mode)")
+    ap.add_argument("--usage", action="store_true",
+                    help="also log final-answer usage for the tune half's answers and ask both halves again "
+                         "(rows '+usage'; the held half is the measure)")
 
 
 def _kwargs(args: Any) -> dict[str, Any]:
-    return {"keep": args.work, "sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else None}
+    return {"keep": args.work, "sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else None,
+            "usage": args.usage}
 
 
 if __name__ == "__main__":

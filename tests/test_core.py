@@ -96,3 +96,64 @@ def test_core_cli_agent_flag(vault_path):
     remember("Sandbox", "The sandbox has no network; vendor the test fixtures.", "lesson", agent="codex")
     assert "vendor the test fixtures" in run("core", "--agent", "codex")["text"]
     assert run("core")["text"] == ""
+
+
+def test_lessons_answers_keep_using_respect_visibility_and_stay_short(vault_path):
+    from hive_brain.config import resolve
+    from hive_brain.memory.core import USED_LESSONS, USED_MIN_RETRIEVED
+    from hive_brain.memory.operations import record_usage
+    from hive_brain.store.notes import render
+    from hive_brain.store.vault import open_vault
+
+    state = open_vault(resolve()).state
+    shared = remember("Pin the base image", "Pin the Docker base image by digest.", "lesson")
+    mine = remember("Lockfile", "Commit the lockfile with dependency bumps.", "lesson", agent="claude-code")
+    theirs = remember("Codex sandbox", "The codex sandbox has no network.", "lesson", agent="codex")
+    unused = remember("Never used", "A lesson nobody used.", "lesson")
+    barely = remember("Barely used", "Retrieved once or twice only.", "lesson")
+    often = remember("Often retrieved", "Run the linter before the tests.", "lesson")
+    fact = remember("A used fact", "The office is in Lisbon.", "fact")  # used, but not a lesson
+    more = [remember(f"Extra lesson {i}", f"Extra lesson number {i} about caching layer {i}.", "lesson") for i in range(5)]
+    # A hand-written lesson holding a secret: the catalog scrubs it, and so does core memory.
+    eng = Engine.open()
+    eng.catalog.refresh()
+    meta = dict(next(e for e in eng.catalog.memories() if e.id == shared["id"]).meta,
+                id="mem-secret00000000000000000000", title="Deploy token", memory_key="lesson/deploy-token")
+    meta.pop("content_hash", None)
+    (vault_path / "Memory" / "Distillations" / "Agent Memory" / "secret.md").write_text(
+        render(meta, "Deploy with token sk-proj-abcdefghijklmnopqrstuvwxyz0123 on the CI box.\n"))
+    for _ in range(9):
+        record_usage(state, [theirs["id"]], "final-answer", agent="codex")
+    for n in range(3):
+        record_usage(state, [shared["id"], fact["id"]] + (["mem-secret00000000000000000000"] if n else []),
+                     "final-answer")
+    record_usage(state, [mine["id"]], "final-answer", agent="claude-code")
+    for _ in range(USED_MIN_RETRIEVED):
+        record_usage(state, [often["id"]], "retrieved")
+    for _ in range(USED_MIN_RETRIEVED - 1):
+        record_usage(state, [barely["id"]], "retrieved")
+    for i, m in enumerate(more):
+        for _ in range(USED_MIN_RETRIEVED + 1 + i):
+            record_usage(state, [m["id"]], "retrieved")
+
+    items = core_items(Engine.open(agent_id="claude-code"), "claude-code")
+    used = [i for i in items if i["section"] == "used-lesson"]
+    ids = [i["id"] for i in used]
+    assert len(used) == USED_LESSONS
+    # Final-answer use first (most first), then retrieval; never codex's private lesson, never a fact.
+    assert ids[:3] == [shared["id"], "mem-secret00000000000000000000", mine["id"]]
+    assert ids[3:] == [more[4]["id"], more[3]["id"]]
+    assert theirs["id"] not in ids and fact["id"] not in ids and unused["id"] not in ids and barely["id"] not in ids
+    assert used[0]["uses"] == {"finalAnswer": 3, "retrieved": 0} and used[0]["type"] == "lesson"
+    # The agent's own used lesson is not repeated under its private lessons.
+    assert [i["id"] for i in items if i["section"] == "lesson"] == []
+    text = core_text(Engine.open(agent_id="claude-code"), "claude-code")
+    assert "## Lessons answers keep using" in text and "Pin the Docker base image" in text
+    assert "sk-proj-abcdefghijklmnop" not in text and "Deploy with token" in text
+    assert "codex sandbox" not in text
+    # The owner reads the shared layer only: no agent's private lesson.
+    owner = [i["id"] for i in core_items(Engine.open(), None) if i["section"] == "used-lesson"]
+    assert mine["id"] not in owner and theirs["id"] not in owner and owner[0] == shared["id"]
+    # Codex sees its own lesson first.
+    codex = [i["id"] for i in core_items(Engine.open(agent_id="codex"), "codex") if i["section"] == "used-lesson"]
+    assert codex[0] == theirs["id"] and mine["id"] not in codex

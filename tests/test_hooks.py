@@ -145,6 +145,44 @@ def test_prompt_hook_injects_relevant_memory_lexically(indexed, tmp_path):
     assert last["ok"] and last["mode"] == "lexical" and last["agent"] == "claude-code"
 
 
+def _usage_records() -> list[dict]:
+    from hive_brain.config import resolve
+    from hive_brain.memory.operations import usage_log
+    from hive_brain.store.vault import open_vault
+
+    return list(usage_log(open_vault(resolve()).state).read())
+
+
+def test_prompt_hook_logs_what_it_injected_as_retrieved_usage(indexed, tmp_path):
+    from hive_brain.engine import Engine
+
+    pkg = next(e.id for e in Engine.open().catalog.all() if e.title == "Package manager")
+    code, out, err, _ = hook("prompt", {"prompt": "which package manager should I use here?"})
+    assert code == 0 and "pnpm" in context_of(out), err
+    recs = _usage_records()
+    assert len(recs) == 1 and recs[0]["kind"] == "retrieved" and recs[0]["agent"] == "claude-code"
+    assert pkg in recs[0]["memory_ids"] and recs[0]["query"] is None  # the prompt is not kept
+    hook("prompt", {"prompt": "explain gluon confinement in quantum chromodynamics"})  # abstains
+    assert len(_usage_records()) == 1
+
+
+def test_prompt_hook_never_waits_on_a_busy_usage_log(indexed, tmp_path):
+    from hive_brain.config import resolve
+    from hive_brain.memory.operations import usage_log
+    from hive_brain.store.lock import FileLock
+    from hive_brain.store.vault import open_vault
+
+    lock = FileLock(usage_log(open_vault(resolve()).state).lock_path)
+    assert lock.acquire(0)
+    try:
+        code, out, err, took = hook("prompt", {"prompt": "which package manager should I use here?"})
+    finally:
+        lock.release()
+    assert code == 0 and "pnpm" in context_of(out), err  # the answer is whole; only the signal is lost
+    assert _usage_records() == []
+    assert status(tmp_path)["last"]["prompt"]["durationMs"] < 5000
+
+
 def test_prompt_hook_abstains_on_an_absent_topic(indexed, tmp_path):
     code, out, err, _ = hook("prompt", {"prompt": "explain gluon confinement in quantum chromodynamics"})
     assert code == 0, err

@@ -91,6 +91,12 @@ def test_mcp_tools_identity_and_round_trip(vault_path):
     )
     assert (vault_path / seen["remember"]["path"]).is_file()
     assert seen["recall"]["hits"][0]["id"] == seen["remember"]["id"]
+    from hive_brain.config import resolve
+    from hive_brain.memory.operations import usage_counts
+    from hive_brain.store.vault import open_vault
+
+    # recall and answer each logged the memory they returned, as the codex agent
+    assert usage_counts(open_vault(resolve()).state)[seen["remember"]["id"]]["retrieved"] == 2
     assert "ENOSPC" in json.loads(seen["answer"])["context"]
     assert (
         seen["get"]["content"].startswith("Clear the CI cache and retry") and len(seen["get"]["chain"]) == 2

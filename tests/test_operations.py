@@ -4,6 +4,7 @@ record-usage."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 from pathlib import Path
@@ -239,8 +240,15 @@ def test_record_usage(vault_path):
     run("record-usage", "--memory-ids", "mem-a", "--kind", "final-answer", "--query", "how do we deploy?")
     assert a["status"] == "recorded" and a["memoryIds"] == ["mem-a", "mem-b"] and snake_keys(a) == []
     state = open_vault(resolve(vault=str(vault_path))).state
-    assert usage_counts(state) == {"mem-a": {"retrieved": 1, "final-answer": 1},
-                                   "mem-b": {"retrieved": 1, "final-answer": 0}}
+    counts = usage_counts(state)
+    last = counts["mem-a"]["last"]
+    assert counts == {"mem-a": {"retrieved": 1, "finalAnswer": 1, "last": last},
+                      "mem-b": {"retrieved": 1, "finalAnswer": 0, "last": counts["mem-b"]["last"]}}
+    assert last.endswith("Z") and last >= counts["mem-b"]["last"]
+    assert usage_counts(state, kind="final-answer") == {"mem-a": {"retrieved": 0, "finalAnswer": 1, "last": last}}
+    assert usage_counts(state, since="2999-01-01") == {} and usage_counts(state, since=dt.date(2000, 1, 1)) == counts
+    with pytest.raises(UsageError, match="not an ISO 8601"):
+        usage_counts(state, since="last week")
     bad = cli_as("record-usage", "--memory-ids", "../etc", "--kind", "retrieved", ok=False)
     assert bad["_exit"] == 2 and "not a memory id" in bad["message"]
     with pytest.raises(UsageError, match="--kind retrieved"):
@@ -256,7 +264,7 @@ def test_answer_logs_the_memories_it_packed_as_retrieved(vault_path):
     pack = run("answer", "how do we release the package?", "--lexical")
     assert not pack["abstained"] and mem["id"] in [i["id"] for i in pack["items"]]
     state = open_vault(resolve(vault=str(vault_path))).state
-    assert usage_counts(state)[mem["id"]] == {"retrieved": 1, "final-answer": 0}
+    assert usage_counts(state)[mem["id"]]["retrieved"] == 1 and usage_counts(state)[mem["id"]]["finalAnswer"] == 0
     assert [r.get("query") for r in usage_log(state).read()] == [None]  # the question is not kept
     run("answer", "favourite pizza topping?", "--lexical")  # abstains: nothing logged
     assert len(list(usage_log(state).read())) == 1

@@ -6,8 +6,9 @@ imports only the standard library at load time; everything else is imported insi
 that needs it, on the path that needs it.
 
 The prompt hook is sacred (DESIGN, principle 4): it never writes memory, never opens an index
-writer, asks the warm server first and otherwise answers lexically in-process, all within a hard
-deadline after which it prints nothing and exits 0. It fails closed: on any internal error no
+writer (it appends one line to the per-device usage log: which memories it injected), asks the
+warm server first and otherwise answers lexically in-process, all within a hard deadline after
+which it prints nothing and exits 0. It fails closed: on any internal error no
 memory is injected, the user sees one line pointing at ``hive-brain hooks status``, and the prompt
 goes through (unless ``HIVE_BRAIN_HOOK_BLOCK_ON_ERROR=1``).
 """
@@ -41,6 +42,7 @@ PROMPT_CHARS = 4000  # a pasted log after the question adds nothing but noise
 RESULT_LIMIT = 6
 HOOK_POOL = 60  # candidates per ranking on the prompt path (recall's default is 120): see recall.search
 LONG_PROMPT_WORDS = 8
+USAGE_LOCK_WAIT_S = 0.05  # the longest the prompt hook waits to log what it injected
 HOOK_LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when the server does not answer
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
@@ -125,7 +127,7 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
             pass  # the agent closed the pipe; nothing to tell it anymore
     if hard_exit and (timed_out or event == "prompt"):
         # A timed-out worker may sit in native code: do not wait for it. And the prompt hook has
-        # nothing left to clean up (it wrote nothing but its status file), so it skips interpreter
+        # nothing left to clean up (it wrote nothing but its status file and a usage line), so it skips interpreter
         # teardown too (tens of ms of module and index-handle finalisation on every prompt).
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -274,7 +276,8 @@ def _mode_header(mode: str) -> str:
 
 
 def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: int, deadline: float) -> dict:
-    """A context pack for a prompt: the server first, else lexical in-process. Never writes anything.
+    """A context pack for a prompt: the server first, else lexical in-process. Writes no memory and no
+    index; the memories it injects are logged as ``retrieved`` usage (one line, :func:`_log_usage`).
 
     Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | no-index).
     """
@@ -320,7 +323,20 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
 
         pack["context"] = fit(_mode_header(mode) + "\n" + pack["context"], budget)  # keeps the frame closed
         pack["chars"] = len(pack["context"])
+        _log_usage(vault.state, pack, settings.agent_id, deadline)
     return pack
+
+
+def _log_usage(state: Any, pack: dict, agent: str | None, deadline: float) -> None:
+    """The memories injected, as ``retrieved`` usage: one line appended to the per-device usage log,
+    waiting for its lock at most USAGE_LOCK_WAIT_S and never past the deadline (a busy log loses this
+    signal, never the answer). Written here, not by the server: only the hook knows which hits it kept."""
+    wait = min(USAGE_LOCK_WAIT_S, deadline - time.monotonic() - 0.01)
+    if wait <= 0:
+        return
+    from ..memory.operations import log_retrieved
+
+    log_retrieved(state, pack.get("items") or [], agent=agent, timeout=wait)
 
 
 def hook_reader(vault: Any, settings: Any) -> Any:

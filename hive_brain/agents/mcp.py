@@ -122,7 +122,15 @@ class Tools:
         as_of: str | None,
     ) -> str:
         opts: dict[str, Any] = {"limit": limit, "scope": scope, "types": types or None, "project": project, "as_of": as_of}
-        return self._recall_out(self.reader.recall(query, **opts))
+        res = self.reader.recall(query, **opts)
+        self._log_usage(res.get("hits") or [])
+        return self._recall_out(res)
+
+    def _log_usage(self, items: list[dict]) -> None:
+        """The memories a tool returned, as ``retrieved`` usage (per device; never fails the call)."""
+        from ..memory.operations import log_retrieved
+
+        log_retrieved(self.engine.vault.state, items, agent=self.settings.agent_id)
 
     @staticmethod
     def _recall_out(res: dict) -> str:
@@ -137,6 +145,7 @@ class Tools:
 
     def answer(self, question: str, budget: int) -> str:
         res = self.reader.answer(question, budget=budget)
+        self._log_usage(res.get("items") or [])
         out = {"abstained": bool(res.get("abstained")), "context": res.get("context") or ""}
         if res.get("abstained"):
             out["reason"] = res.get("reason")

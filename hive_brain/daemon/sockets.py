@@ -272,7 +272,7 @@ class SocketServer:
                                  hint="retry in a moment, or work in-process")
         return assemble(lexical=snap.lexical, catalog=self._catalog(), generation=snap.generation, semantic=semantic,
                         vectors=snap.vectors, embedder=snap.embedder, off_reason=snap.semantic_off,
-                        pending=snap.pending, warnings=snap.warnings)
+                        pending=snap.pending, warnings=snap.warnings, state=self.server.state)
 
     def read_args(self, args: dict, extra: frozenset[str] = frozenset()) -> tuple[str, str | None, bool, dict]:
         query = args.get("query")

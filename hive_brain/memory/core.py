@@ -2,8 +2,9 @@
 
 The vault's ``Memory/Core Memory.md``, the agent's own ``Agents/<id>/Core Memory.md``, then the
 standing rules drawn from typed memory — the user's instructions, preferences and decisions
-(shared layer, origin user) and the agent's own lessons (its private layer) — de-duplicated and cut
-to a character budget, most important first.
+(shared layer, origin user), the lessons answers keep using (this device's usage log, final-answer
+use first; any lesson the caller may read, never another agent's private one) and the agent's own
+lessons (its private layer) — de-duplicated and cut to a character budget, most important first.
 """
 
 from __future__ import annotations
@@ -18,9 +19,13 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("instruction", "Instructions from the user"),
     ("preference", "Preferences"),
     ("decision", "Decisions"),
+    ("used-lesson", "Lessons answers keep using"),
     ("lesson", "Lessons learned"),
 )
 MAX_ITEM_CHARS = 700
+USED_LESSONS = 5  # the "keep using" section is short: the few lessons answers lean on most
+USED_ITEM_CHARS = 300
+USED_MIN_RETRIEVED = 3  # a lesson recalls merely returned counts from this many; one an answer used, from one
 HEADER = (
     "Core memory from the user's hive-brain vault: who the user is, how they work, and the standing rules "
     "they asked for. The user's current request takes precedence. Look up more with hive-brain recall."
@@ -124,7 +129,10 @@ def core_items(engine: EngineLike, agent: str | None, budget: int = 6000, *, ref
     seen_key: set[str] = set()
     mems = [e for e in cat.memories() if e.status == "active" and not e.problem]
     for mtype, _label in SECTIONS:
-        if mtype == "lesson":
+        uses: dict[str, list[float]] = {}
+        if mtype == "used-lesson":
+            pool, uses = _most_used_lessons(engine, mems, agent)
+        elif mtype == "lesson":
             if not agent:
                 continue
             pool = [
@@ -140,8 +148,12 @@ def core_items(engine: EngineLike, agent: str | None, budget: int = 6000, *, ref
                 and str(e.meta.get("type")) == mtype
                 and str(e.meta.get("origin") or "") == "user"
             ]
-        pool.sort(key=lambda e: (_updated(e), e.path), reverse=True)
+        if mtype != "used-lesson":  # that one is already in order of use
+            pool.sort(key=lambda e: (_updated(e), e.path), reverse=True)
+        limit = USED_LESSONS if mtype == "used-lesson" else len(pool)
         for e in pool:
+            if limit <= 0:
+                break
             if (e.content_hash and e.content_hash in seen_hash) or (
                 e.memory_key and e.memory_key in seen_key
             ):
@@ -154,19 +166,39 @@ def core_items(engine: EngineLike, agent: str | None, budget: int = 6000, *, ref
             if e.memory_key:
                 seen_key.add(e.memory_key)
             text = " ".join(body.split()) if len(body) < 300 else body.strip()
-            if len(text) > MAX_ITEM_CHARS:
-                text = text[:MAX_ITEM_CHARS].rstrip() + "…"
-            items.append(
-                {
-                    "section": mtype,
-                    "title": e.title,
-                    "path": e.path,
-                    "id": e.id or None,
-                    "type": mtype,
-                    "text": text,
-                }
-            )
+            cap = USED_ITEM_CHARS if mtype == "used-lesson" else MAX_ITEM_CHARS
+            if len(text) > cap:
+                text = text[:cap].rstrip() + "…"
+            item = {"section": mtype, "title": e.title, "path": e.path, "id": e.id or None,
+                    "type": "lesson" if mtype == "used-lesson" else mtype, "text": text}
+            if mtype == "used-lesson":
+                c = uses[e.id]
+                item["uses"] = {"finalAnswer": int(c[1]), "retrieved": int(c[0])}
+            items.append(item)
+            limit -= 1
     return _fit(items, budget, agent)
+
+
+def _most_used_lessons(engine: EngineLike, mems: list[Any], agent: str | None) -> tuple[list[Any], dict[str, list[float]]]:
+    """The active lessons the caller may read that answers on this device keep using: final-answer
+    use first, then retrieval, then the most recent (twice ``USED_LESSONS`` are offered: the caller
+    shows that many, skipping what an earlier section already holds). The owner (no agent) reads the shared layer only,
+    an agent also its own private lessons; another agent's private lesson never appears."""
+    from .layers import may_open
+    from .usage import table
+
+    counts = table(engine.vault.state).counts
+    if not counts:
+        return [], {}
+    pool = []
+    for e in mems:
+        c = counts.get(e.id) if e.id else None
+        if c is None or str(e.meta.get("type")) != "lesson" or not may_open(e, agent):
+            continue
+        if c[1] >= 1 or c[0] >= USED_MIN_RETRIEVED:
+            pool.append(e)
+    pool.sort(key=lambda e: (counts[e.id][1], counts[e.id][0], counts[e.id][2], e.path), reverse=True)
+    return pool[: USED_LESSONS * 2], {e.id: counts[e.id] for e in pool}
 
 
 def _section_title(section: str, agent: str | None) -> str:

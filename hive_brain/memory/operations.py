@@ -18,18 +18,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
-from ..store.notes import new_ulid, now_iso
+from ..store.ids import new_ulid, now_iso
 from ..store.oplog import EventLog
-from ..store.text import check_text, clean_text
+
+if TYPE_CHECKING:
+    import datetime as dt
 
 OPERATIONS_FILE = "operational-events.jsonl"
 USAGE_FILE = "usage-events.jsonl"
 OUTCOMES = ("success", "failure")
 USAGE_KINDS = ("retrieved", "final-answer")
+_COUNT_FIELD = {"retrieved": "retrieved", "final-answer": "finalAnswer"}  # usage_counts' keys (camelCase)
 MAX_TITLE = 300
 MAX_KEY = 200
 MAX_USAGE_IDS = 100
@@ -79,7 +82,9 @@ def record_operation(state: Path, *, title: str, content: str, operation_key: st
     if len(task) > MAX_KEY:
         raise UsageError(f"task id is over {MAX_KEY} characters")
     who = validate_agent_id(agent) if agent is not None else None
-    from ..store.secrets import check_secrets  # here, not at import: automatic usage logging needs none of it
+    # Here, not at import: automatic usage logging (the prompt hook) needs none of it.
+    from ..store.secrets import check_secrets
+    from ..store.text import check_text
 
     content = content or ""
     for text, what in ((title, "the title"), (content, "content"), (op_key or "", "the operation key"),
@@ -136,8 +141,9 @@ def search_operations(state: Path, query: str, *, agent: str | None, limit: int 
 
 
 def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | None = None,
-                 query: str | None = None) -> dict[str, Any]:
-    """One usage record: which memories a recall retrieved, or an answer ended up using."""
+                 query: str | None = None, timeout: float | None = None) -> dict[str, Any]:
+    """One usage record: which memories a recall retrieved, or an answer ended up using. ``timeout``
+    bounds the wait for the log's lock (default: the log's own)."""
     kind = (kind or "").strip().lower()
     if kind not in USAGE_KINDS:
         raise UsageError(f"usage kind {kind!r} is unknown", hint="pass --kind retrieved or --kind final-answer")
@@ -150,40 +156,81 @@ def record_usage(state: Path, memory_ids: list[str], kind: str, *, agent: str | 
     if bad:
         raise UsageError(f"{bad[0]!r} is not a memory id", hint="ids look like mem-01j...; find them with `recall --json`")
     who = validate_agent_id(agent) if agent is not None else None
-    q = " ".join(clean_text(query or "").split())[:500] or None
-    if q:
+    q = None
+    if query:
         from ..store.secrets import check_secrets
+        from ..store.text import clean_text
 
-        check_secrets(query=q)
+        q = " ".join(clean_text(query).split())[:500] or None
+        if q:
+            check_secrets(query=q)
     rec = {"id": "use-" + new_ulid().lower(), "ts": now_iso(), "kind": kind, "memory_ids": ids, "agent": who,
            "query": q}
     log = usage_log(state)
-    log.append(rec)
+    if timeout is None:
+        log.append(rec)
+    else:
+        log.append(rec, timeout=timeout)
     return {"status": "recorded", "id": rec["id"], "kind": kind, "memoryIds": ids, "agent": who,
             "log": str(log.path)}
 
 
-def log_retrieved(state: Path, items: list[dict[str, Any]], *, agent: str | None) -> None:
-    """What ``answer`` packed, logged as ``retrieved`` usage (memories only, no query: a question may hold
-    what a secret check would refuse). Never fails the answer: a full disk or a busy log loses this one
-    signal, nothing else."""
-    ids = [str(it["id"]) for it in items if it.get("kind") == "memory" and it.get("id")]
+def log_retrieved(state: Path, items: list[dict[str, Any]], *, agent: str | None,
+                  timeout: float | None = None) -> None:
+    """The memories among what a read returned (``answer``'s pack items, the hook's injected items, an
+    MCP recall's hits), logged as ``retrieved`` usage with no query (a question may hold what a secret
+    check would refuse). Never fails the read: a full disk or a busy log (past ``timeout``) loses this
+    one signal, nothing else. Light on purpose: the prompt hook calls it (no YAML, no index)."""
+    ids = list(dict.fromkeys(str(it["id"]) for it in items if it.get("kind") == "memory" and it.get("id")))
     if not ids:
         return
     try:
-        record_usage(state, ids[:MAX_USAGE_IDS], "retrieved", agent=agent)
+        record_usage(state, ids[:MAX_USAGE_IDS], "retrieved", agent=agent, timeout=timeout)
     except (OSError, HiveBrainError):
         pass
 
 
-def usage_counts(state: Path) -> dict[str, dict[str, int]]:
-    """memory id -> {"retrieved": n, "final-answer": n} over what the usage log still holds."""
-    counts: dict[str, dict[str, int]] = {}
+def _since_text(since: dt.datetime | dt.date | str | None) -> str | None:
+    """``since`` as the text form records carry (``YYYY-MM-DDTHH:MM:SSZ``), so a plain string compare
+    selects records at or after it."""
+    import datetime as dt  # here: the prompt hook imports this module and never reads counts
+
+    if since is None:
+        return None
+    if isinstance(since, str):
+        try:
+            since = dt.datetime.fromisoformat(since.replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(f"since {since!r} is not an ISO 8601 date or date-time", hint="e.g. 2026-11-01") from None
+    if not isinstance(since, dt.datetime):
+        since = dt.datetime(since.year, since.month, since.day, tzinfo=dt.UTC)
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=dt.UTC)
+    return since.astimezone(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def usage_counts(state: Path, *, kind: str | None = None,
+                 since: dt.datetime | dt.date | str | None = None) -> dict[str, dict[str, Any]]:
+    """memory id -> ``{"retrieved": n, "finalAnswer": n, "last": ts}`` over what the usage log still
+    holds (this device only). ``kind`` counts only ``retrieved`` or ``final-answer`` records (the other
+    count stays 0); ``since`` only records at or after it; ``last`` is the newest counted record's
+    time (ISO 8601, UTC). A memory no counted record names is absent. A stable API: promotion reads it.
+    """
+    if kind is not None and kind not in USAGE_KINDS:
+        raise UsageError(f"usage kind {kind!r} is unknown", hint="pass retrieved or final-answer")
+    after = _since_text(since)
+    counts: dict[str, dict[str, Any]] = {}
     for rec in usage_log(state).read():
-        kind = rec.get("kind")
-        if kind not in USAGE_KINDS:
+        k = rec.get("kind")
+        if k not in USAGE_KINDS or (kind is not None and k != kind):
             continue
+        ts = str(rec.get("ts") or "")
+        if after is not None and ts < after:
+            continue
+        field = _COUNT_FIELD[k]
         for mid in rec.get("memory_ids") or []:
-            c = counts.setdefault(str(mid), dict.fromkeys(USAGE_KINDS, 0))
-            c[kind] += 1
+            c = counts.setdefault(str(mid), {"retrieved": 0, "finalAnswer": 0, "last": None})
+            c[field] += 1
+            if ts and (c["last"] is None or ts > c["last"]):
+                c["last"] = ts
     return counts

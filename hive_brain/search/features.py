@@ -43,6 +43,7 @@ class Features:
     superseded: bool = False  # a replaced version, and the question asks neither about the past nor as of a date
     in_window: bool | None = None  # None: the question names no window
     time_only: bool = False  # the question asks about its time alone ("what did we do last Saturday")
+    usage: float = 0.0  # how much answers on this device used the memory, in [0, 1] (memory.usage)
     # Reported in scoreDetails only.
     status: str | None = ""
     bm25: float = 0.0
@@ -106,6 +107,10 @@ def breakdown(f: Features, params: Mapping[str, float] = PARAMS) -> Breakdown:
         mult *= P["superseded"]
     if f.in_window:
         mult *= 1.0 + P["window_boost"]
+    if f.usage:
+        # Capped: at most w_usage of the note's own score, so usage reorders near-ties only and a
+        # note that matches better by more than that is never passed, whatever the counts.
+        mult *= 1.0 + P["w_usage"] * min(1.0, f.usage)
     return Breakdown(rrf, support, mult, (rrf + support) * mult)
 
 
@@ -124,7 +129,7 @@ def details(f: Features, b: Breakdown) -> dict[str, Any]:
         "rrf": round(b.rrf, 5), "support": round(b.support, 5), "coverage": round(f.coverage, 3),
         "titleCoverage": round(f.title_coverage, 3), "exactTitle": f.exact_title, "keyMatch": f.key_match,
         "aliasMatch": f.alias_match, "confidence": f.confidence, "status": f.status, "inWindow": f.in_window,
-        "windowRank": f.win_rank, "multiplier": round(b.multiplier, 4),
+        "windowRank": f.win_rank, "usage": round(f.usage, 4), "multiplier": round(b.multiplier, 4),
         "lateInteraction": round(f.late, 4) if f.late is not None else None, "lateRank": f.li_rank,
         "lateGap": round(f.late_gap, 4) if f.late_gap is not None else None,
     }

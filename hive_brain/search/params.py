@@ -54,6 +54,11 @@ PARAMS: dict[str, float] = {
     # bonus for them measured 0.752 -> 0.751 any@1 on LoCoMo (0.1 and 0.3), so there is none.
     "window_after": 3.0,
     "folder_boost": 0.2,  # hierarchical mode: bonus at the best folder's summed score
+    # Multiplier: usage (memory.usage; docs/architecture.md, Usage in ranking): how much answers on this device used the memory
+    "w_usage": 0.05,  # bonus at full usage strength: the cap (a note >5% better is never passed)
+    "usage_final": 4.0,  # a final-answer use counts as this many retrievals
+    "usage_saturate": 20.0,  # weighted uses at which the strength reaches 1 (log-scaled below)
+    "usage_half_life_days": 30.0,  # the strength halves for every this many days since the last use
     # Abstention (compared with the values scoreDetails reports: coverage to 3 places, gap to 4)
     "abstain_top": 3,  # the hits whose evidence decides
     "abstain_cov_lexical": 0.5,  # lexical coverage that answers on its own (lexical search only)

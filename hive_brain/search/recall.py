@@ -49,6 +49,7 @@ class View:
     generation: int | None = None
     warnings: list[str] = field(default_factory=list)
     semantic_off_reason: str | None = None
+    usage: Any = None  # memory.usage.UsageTable of this device's usage log; None: usage does not rank (replay)
 
 
 def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] | None = None, project: str | None = None,
@@ -98,6 +99,14 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
         want = {t.lower().lstrip("#") for t in tags}
         cands = {p: c for p, c in cands.items() if p in entries and want & _tags_of(c, entries[p], docs)}
     features.extract(cands, q, docs, entries, info)
+    if view.usage is not None:
+        view.usage.refresh()  # a long-lived view (MCP, a benchmark) sees uses logged since it opened
+        if view.usage.has_uses:
+            now = time.time()
+            for c in cands.values():
+                e = entries.get(c.path)
+                if e is not None and e.kind == "memory" and e.id and c.features is not None:
+                    c.features.usage = view.usage.weight(e.id, PARAMS, now)
     for c in cands.values():
         c.score = features.score(c.features)
     if semantic and PARAMS["w_li"] and info.get("semantic") and late.available(view.embedder):

@@ -27,17 +27,25 @@ WRITER_BUSY = "another process is writing; results may miss its last change"
 
 def assemble(*, lexical: Any, catalog: Any, generation: int | None, semantic: bool = True, vectors: Any = None,
              embedder: Any = None, off_reason: str | None = None, pending: int = 0,
-             warnings: list[str] | tuple[str, ...] = ()) -> Any:
+             warnings: list[str] | tuple[str, ...] = (), state: Any = None) -> Any:
     """A View from its parts. Vectors count only when semantic search is asked for and both the
-    table and the model are there; otherwise ``off_reason`` says why (when it was asked for)."""
+    table and the model are there; otherwise ``off_reason`` says why (when it was asked for).
+    ``state``: the vault's state dir, whose usage log ranks (memory.usage); None (replay): it does not."""
     from .recall import View
+
+    usage = None
+    if state is not None:
+        from ..memory.usage import table
+
+        usage = table(state)
 
     out = list(warnings)
     on = semantic and vectors is not None and embedder is not None
     if on and pending:
         out.append(NOT_EMBEDDED.format(n=pending))
     return View(lexical=lexical, catalog=catalog, vectors=vectors if on else None, embedder=embedder if on else None,
-                generation=generation, warnings=out, semantic_off_reason=None if on or not semantic else off_reason)
+                generation=generation, warnings=out, semantic_off_reason=None if on or not semantic else off_reason,
+                usage=usage)
 
 
 def open_view(vault: Any, settings: Any, *, catch_up: bool = False, generation: int | None = None,
@@ -86,7 +94,7 @@ def _read_only_view(vault: Any, settings: Any, *, semantic: bool, catalog: Any) 
 
         catalog = Catalog(vault, max_note_bytes=settings.max_note_bytes)
     return assemble(lexical=lex, catalog=catalog, generation=gid, semantic=semantic,
-                    off_reason="the server is not running", warnings=gens.warnings)
+                    off_reason="the server is not running", warnings=gens.warnings, state=vault.state)
 
 
 def _catch_up_view(vault: Any, settings: Any, idx: Any, *, semantic: bool, embed: bool | Callable[[], bool],
@@ -127,4 +135,4 @@ def _catch_up_view(vault: Any, settings: Any, idx: Any, *, semantic: bool, embed
     lex = idx.lexical
     lex.reload()
     return assemble(lexical=lex, catalog=idx.catalog, generation=gid, semantic=semantic, vectors=vectors,
-                    embedder=embedder, off_reason=off, pending=pending, warnings=warnings)
+                    embedder=embedder, off_reason=off, pending=pending, warnings=warnings, state=vault.state)

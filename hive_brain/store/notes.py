@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import time
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,9 @@ import yaml
 
 from ..errors import NoteError
 from .fsutil import sha256_bytes
+from .ids import _CROCKFORD
+from .ids import new_ulid as new_ulid  # re-exported: callers import ids from here
+from .ids import now_iso as now_iso
 
 try:  # the C loader is ~10x faster; fall back silently where libyaml is missing
     _Loader: Any = yaml.CSafeLoader
@@ -103,22 +105,6 @@ def path_id(path: str) -> str:
 def note_id(path: str, meta: dict[str, Any], kind: str) -> str:
     """A note's id as every reader sees it: the written one, else (typed memories only) :func:`path_id`."""
     return written_id(meta) or (path_id(path) if kind == "memory" else "")
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-
-def new_ulid() -> str:
-    n = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
-    out = []
-    for _ in range(26):
-        out.append(_CROCKFORD[n & 31])
-        n >>= 5
-    return "".join(reversed(out))
 
 
 def new_memory_id() -> str:

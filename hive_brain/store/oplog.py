@@ -54,12 +54,13 @@ class EventLog:
                              hint="shorten --content; put long detail in a memory or a note")
         return line
 
-    def append(self, record: dict[str, Any]) -> int:
-        """Append one record; returns its size in bytes. Rotates first when it would not fit."""
+    def append(self, record: dict[str, Any], *, timeout: float = LOCK_TIMEOUT) -> int:
+        """Append one record; returns its size in bytes. Rotates first when it would not fit.
+        ``timeout``: how long to wait for the lock (the prompt hook waits a few milliseconds at most)."""
         line = self.encode(record)
         lock = FileLock(self.lock_path)
-        if not lock.acquire(LOCK_TIMEOUT, command=f"append {self.path.name}"):
-            raise LockTimeout(f"{self.path.name} is locked by {lock.describe_holder()}; waited {LOCK_TIMEOUT:g}s",
+        if not lock.acquire(timeout, command=f"append {self.path.name}"):
+            raise LockTimeout(f"{self.path.name} is locked by {lock.describe_holder()}; waited {timeout:g}s",
                               hint="try again")
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
