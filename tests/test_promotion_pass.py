@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from hive_brain.store.vault import open_vault
 
 from .helpers import cli_as, run
 from .test_json_casing import snake_keys
+from .test_server import _stop
 
 LESSON = ("Flaky CI retry", "When the integration suite times out on the first run, rerun only the failed "
           "shard with --lf; a full rerun hides the flake and costs twenty minutes.")
@@ -107,13 +107,7 @@ def test_a_real_server_runs_the_pass_after_it_starts(vault_path, tmp_path):
         assert len(props) == 1 and props[0]["kind"] == "promotion", (Path(tmp_path / "serve.err").read_text()[-2000:])
         assert (state / PROMOTION_MARKER).exists()
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        _stop(proc)
 
 
 def test_usage_counts_in_either_shape(vault_path):
