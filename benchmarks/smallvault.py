@@ -77,7 +77,7 @@ def build_vault(root: Path, size: int, memories: list[dict[str, Any]], evolution
     else:
         make_vault(root)
     eng = Engine.open(root)
-    eng.rebuild(progress=False)
+    eng.rebuild()
     t_distract = time.perf_counter() - t0
     first: dict[str, str] = {}
     for i in range(0, len(gold), 25):

@@ -234,7 +234,7 @@ class HiveBrainRetriever:
 
     def index(self, docs: Sequence[Doc]) -> None:
         try:
-            out = self._eng.rebuild(progress=False)
+            out = self._eng.rebuild()
         except (ImportError, AttributeError, NotImplementedError) as e:  # index layer not built yet
             raise SystemUnavailable(f"rebuild: {short_error(e)}") from e
         if isinstance(out, Mapping):

@@ -37,7 +37,7 @@ def build(work: Path, data_dir: Path) -> list[dict[str, Any]]:
     init_vault(vault, resolve())
     paths = locomo.place_notes(conv, vault)
     questions, _info = locomo.load_questions(data_dir, conv, paths, quick=False)
-    Engine.open(vault).rebuild(progress=True)
+    Engine.open(vault).rebuild()
     qfile.write_text(json.dumps(questions), encoding="utf-8")
     return questions
 

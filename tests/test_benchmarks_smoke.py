@@ -282,3 +282,19 @@ def test_capsule_benchmark_runs_on_a_small_vault(tmp_path):
     assert res["import_preview_existing"]["counts"] == {"skip": 20}
     assert res["import_enqueue"]["counts"] == {"proposed": 20}
     assert capsule.summary_rows(res) and capsule._rows(res)
+
+
+def test_hive_brain_system_indexes_a_real_vault(tmp_path, monkeypatch):
+    """The benchmarks drive the real engine: a change to `Engine.rebuild`'s signature must not turn every
+    hive-brain row of LoCoMo, CMRC and the small-vault set into "error" (it did once: progress=False)."""
+    from hive_brain.config import resolve
+    from hive_brain.store.vault import init_vault
+
+    monkeypatch.setenv("HIVE_BRAIN_MODEL_DIR", str(tmp_path / "no-pack"))  # lexical: fast
+    vault = tmp_path / "vault"
+    init_vault(vault, resolve())
+    (vault / "Ann.md").write_text("**Ann** (D1:1): I adopted a puppy named Biscuit.\n", encoding="utf-8")
+    r = HiveBrainRetriever(vault)
+    r.open()
+    r.index([])
+    assert "Ann.md" in [h.doc_id for h in r.search("what is the name of Ann's puppy?", 5)]
