@@ -369,11 +369,14 @@ class IndexingLoop:
             vectors, embedder = idx.vectors, idx.embedder
             vectors.enable_memory_cache()  # warm exact search: a masked matrix product, not a LanceDB scan
             embedder.embed_queries(["warm up"])  # the first run of an ONNX session pays for allocation
-            from ..search.candidates import background_vectors
+            from ..search.candidates import background_tokens, background_vectors
+            from ..search.params import PARAMS
 
             # The abstention's background sentences are embedded once per process, on first use: here,
             # before `ready`, not in the first prompt's request (8.5 s on a loaded machine, measured).
             background_vectors(embedder)
+            if PARAMS["late_abstain"] and hasattr(embedder, "token_vectors"):
+                background_tokens(embedder)
             self._sem = (vectors, embedder, None)
         except Exception as e:  # noqa: BLE001 - a broken pack means lexical search, reported in results
             self.log.exception("embedding pack unusable; semantic search is off")

@@ -85,18 +85,18 @@ _background_cache: dict[Any, Any] = {}  # by pack key (or embedder identity)
 _background_tokens: dict[Any, list[Any]] = {}
 
 
-def background_vectors(embedder: Any, params: dict[str, float] = PARAMS) -> Any:
-    """The background's vectors, and its token vectors when abstention reads late interaction: once
-    per process (the server does it before it is ready, not in the first prompt's request)."""
+def background_vectors(embedder: Any) -> Any:
+    """The background's vectors: once per process (the server does it before it is ready, not in the
+    first prompt's request)."""
     key = getattr(embedder, "pack_key", id(embedder))
     if key not in _background_cache:
         _background_cache[key] = embedder.embed_passages(list(BACKGROUND))
-    if params["late_abstain"] and key not in _background_tokens and hasattr(embedder, "token_vectors"):
-        _background_tokens[key] = [t.astype("float16") for t in embedder.token_vectors(list(BACKGROUND), query=False)]
     return _background_cache[key]
 
 
 def background_tokens(embedder: Any) -> list[Any]:
+    """The background's token vectors, for the late-interaction check: on first use (1.2-1.4 s CPU), so
+    a one-shot in-process recall pays it only when that check runs; the server computes them up front."""
     key = getattr(embedder, "pack_key", id(embedder))
     if key not in _background_tokens:
         _background_tokens[key] = [t.astype("float16") for t in embedder.token_vectors(list(BACKGROUND), query=False)]
