@@ -449,7 +449,8 @@ def generate(root: Path, notes: int, *, queries: int = 200, seed: int = DEFAULT_
             words = rng.randint(150, 600)
             parts += [f"## {rng.choice(NOUNS).capitalize()} ({sec})", "", w.paragraphs(words, project), ""]
             n += words
-        meta = {"title": title, "project": project, "tags": ["design", project.lower()], "created": _iso(rng)}
+        meta: dict[str, Any] = {"title": title, "project": project, "tags": ["design", project.lower()],
+                                "created": _iso(rng)}
         put(f"Projects/{project}/{_slug(title)}.md", frontmatter(meta) + "\n".join(parts))
 
     # Conversation notes, in the stop hook's format.

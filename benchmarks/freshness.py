@@ -91,7 +91,7 @@ def server_up(vault: Path, state: Path, n_edits: int, offset: int) -> dict[str, 
     from hive_brain.rpc import client
 
     existing = memory_notes(vault)
-    records = []
+    records: list[dict[str, Any]] = []
     for i in range(2 * n_edits):
         kind = "new" if i % 2 == 0 else "edit"
         word = token("s", offset + i)
@@ -117,8 +117,8 @@ def server_up(vault: Path, state: Path, n_edits: int, offset: int) -> dict[str, 
         dt = time.perf_counter() - t0
         records.append({"kind": kind, "seconds": round(dt, 4) if found else None, "polls": polls, "path": rel})
     st = client.call(state, "status", timeout=10.0)
-    found = [r["seconds"] for r in records if r["seconds"] is not None]
-    out: dict[str, Any] = {"edits": len(records), "found": len(found), "latency": latency_summary(found),
+    seconds = [r["seconds"] for r in records if r["seconds"] is not None]
+    out: dict[str, Any] = {"edits": len(records), "found": len(seconds), "latency": latency_summary(seconds),
                            "by_kind": {k: latency_summary([r["seconds"] for r in records
                                                            if r["kind"] == k and r["seconds"] is not None])
                                        for k in ("new", "edit")},

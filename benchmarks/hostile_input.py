@@ -162,7 +162,11 @@ def door_recall(base: Path, rng: random.Random, n: int) -> Counter:
         if rng.random() < 0.2:
             opts["types"] = [fuzz_text(rng, 2)]
         q = fuzz_text(rng)
-        _in_process(c, lambda q=q, opts=opts: eng.recall(q, semantic=False, **opts))
+
+        def recall(q: str = q, opts: dict[str, Any] = opts) -> Any:
+            return eng.recall(q, semantic=False, **opts)
+
+        _in_process(c, recall)
     return c
 
 

@@ -220,11 +220,11 @@ def fidelity(ways: dict[str, Any], corpus: list[tuple[str, bytes]]) -> dict[str,
             for d in _diff(_run_one(ref_parse, ref_render, rel, data), _run_one(parse, render, rel, data)):
                 counts[d] = counts.get(d, 0) + 1
                 examples.setdefault(d, rel)
-        edges = {}
+        edges: dict[str, str] = {}
         for label, text in EDGE_CASES.items():
             data = text.encode("utf-8")
-            d = _diff(_run_one(ref_parse, ref_render, label, data), _run_one(parse, render, label, data))
-            edges[label] = ", ".join(d) if d else "same"
+            diffs = _diff(_run_one(ref_parse, ref_render, label, data), _run_one(parse, render, label, data))
+            edges[label] = ", ".join(diffs) if diffs else "same"
         out[name] = {"corpus_differences": counts, "corpus_examples": examples, "edge_cases": edges}
     return out
 

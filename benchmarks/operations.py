@@ -152,7 +152,7 @@ def synthetic_log(tasks: int = DEFAULT_TASKS, seed: int = 7) -> tuple[list[dict[
              t0 + rng.randrange(span), title_prefix="[test] ")
     noise |= {"failure:test.agent-failure", "failure:test.marked-failure"}
     # ... and one task repeating itself.
-    repeat = [("cache.redis", "failure", "cache.redis-oom", "Redis OOM")] * 40
+    repeat: list[tuple[str, str, str | None, str]] = [("cache.redis", "failure", "cache.redis-oom", "Redis OOM")] * 40
     emit("TASK-9999", "codex", [repeat], t0 + rng.randrange(span))
     emit("TASK-9998", "codex", [[("cache.redis", "failure", "cache.redis-oom", "Redis OOM")]], t0 + rng.randrange(span))
     noise.add("failure:cache.redis-oom")

@@ -121,10 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ["benchmark", "system", "metric", "value", "target", "vs baseline", "status", "note"],
                 [[r["benchmark"], r["system"], r["metric"], r["value"], r["target"], r["vs_baseline"],
                   r["status"], r["note"]] for r in rows], console)
-    for name, e in entries.items():
-        console.print(f"[dim]{name}: {e['status']}, {e['duration_s']:.1f} s[/dim]")
+    for name, entry in entries.items():
+        console.print(f"[dim]{name}: {entry['status']}, {entry['duration_s']:.1f} s[/dim]")
     console.print(f"[dim]wrote {path}[/dim]")
-    return 1 if any(e["status"] == "failed" for e in entries.values()) else 0
+    return 1 if any(entry["status"] == "failed" for entry in entries.values()) else 0
 
 
 if __name__ == "__main__":

@@ -144,7 +144,9 @@ def _paths(res: Mapping[str, Any]) -> list[str | None]:
 def default_recall_stats(eng: Any, view: Any, questions: Sequence[Mapping[str, Any]], semantic: bool) -> dict[str, Any]:
     """``recall`` with its default options (abstention on, tiered): how often it answers, which tier,
     and whether the answer note is among the hits it keeps (what `hive-brain recall` shows)."""
-    abstained, tiers, reasons, found = 0, {}, {}, 0
+    abstained, found = 0, 0
+    tiers: dict[str, int] = {}
+    reasons: dict[str, int] = {}
     for q in questions:
         res = eng.recall(q["question"], view=view, semantic=semantic, limit=K)
         tiers[str(res.get("tier"))] = tiers.get(str(res.get("tier")), 0) + 1
@@ -191,7 +193,7 @@ class RarestWordGrep:
         if proc.returncode not in (0, 1):
             raise RuntimeError(f"grep failed ({proc.returncode}): {proc.stderr.strip()[:200]}")
         files = sorted(line[2:] if line.startswith("./") else line for line in proc.stdout.splitlines())
-        return files[:K]
+        return [*files[:K]]
 
 
 # --------------------------------------------------------------------------- the hook as a process
@@ -292,7 +294,7 @@ def import_time_top(vault: Path, question: str, n: int = 12) -> list[dict[str, A
     payload = json.dumps({"session_id": "bench-importtime", "prompt": question})
     r = run_process([sys.executable, "-X", "importtime", "-m", "hive_brain", "hook", "prompt"], input_text=payload,
                     env=hook_env(vault, AGENT), timeout=60)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for line in r.stderr.splitlines():
         parts = line.split("|")
         if not line.startswith("import time:") or len(parts) != 3 or "cumulative" in line:
@@ -624,7 +626,7 @@ def plot(result: Mapping[str, Any], out_dir: Path) -> list[Path]:
         return []
     names = ["recall in-process", "recall via server", "hook, server up", "hook, server down", "bm25", "grep -ril",
              "grep count", "python -c pass"]
-    colors = dict(zip(names, plt.get_cmap("tab10").colors, strict=False))
+    colors = dict(zip(names, plt.get_cmap("tab10").colors, strict=False))  # type: ignore[attr-defined]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5))
 
     def quality(s: Mapping[str, Any] | None) -> float | None:

@@ -91,7 +91,7 @@ def import_time_top(n: int = 12, max_depth: int = 2) -> dict[str, Any]:
                           capture_output=True, timeout=60)
     if proc.returncode != 0:
         return {"status": "unavailable", "reason": _tail(proc.stderr)}
-    rows = []
+    rows: list[dict[str, Any]] = []
     for line in proc.stderr.decode("utf-8", "replace").splitlines():
         # "import time:  self_us | cumulative_us | <2 spaces per nesting level>name"
         parts = line.split("|")

@@ -71,7 +71,7 @@ def main() -> None:
             cache[key] = original(view, query, where, semantic=semantic, qcache=qcache, **kw)
         return copy.deepcopy(cache[key])
 
-    candidates.gather = memo  # type: ignore[assignment]
+    candidates.gather = memo
     base = dict(R.PARAMS)
     for label, overrides in [("as is", {}), *((v, json.loads(v)) for v in args.variants)]:
         R.PARAMS.clear()

@@ -53,8 +53,8 @@ def main() -> None:
             cache[key] = original(view, query, where, semantic=semantic, qcache=qcache, **kw)
         return copy.deepcopy(cache[key])
 
-    candidates.gather = memo  # type: ignore[assignment]
-    S.e5_only = lambda view, query, k: []  # type: ignore[assignment]  # the model's own ranking does not move
+    candidates.gather = memo
+    S.e5_only = lambda view, query, k: []  # the model's own ranking does not move
     base = dict(R.PARAMS)
     for label, overrides in [("as is", {}), *((v, json.loads(v)) for v in args.variants)]:
         R.PARAMS.clear()
