@@ -47,13 +47,17 @@ def small(vault_path: Path, with_model: Path) -> tuple[Engine, dict[str, str]]:
     return eng, _remember_all(eng)
 
 
-def test_off_topic_abstains_and_a_paraphrase_answers_in_a_small_vault(small):
-    eng, ids = small
+def _refuses_off_topic_and_finds_hosting(eng: Engine, ids: dict[str, str]) -> None:
     for q in OFF_TOPIC:
         res = eng.recall(q, limit=5)
         assert res["abstained"], (q, [h["title"] for h in res["hits"]])
     res = eng.recall("where is the website hosted?", limit=5)
     assert not res["abstained"] and res["hits"][0]["id"] == ids["Hosting"]
+
+
+def test_off_topic_abstains_and_a_paraphrase_answers_in_a_small_vault(small):
+    eng, ids = small
+    _refuses_off_topic_and_finds_hosting(eng, ids)
 
 
 def test_an_off_topic_prompt_that_sounds_close_abstains_word_by_word(small, monkeypatch):
@@ -120,11 +124,7 @@ def test_off_topic_abstains_in_a_2000_note_vault(vault_path: Path, with_model: P
     eng = Engine.open(vault_path)
     eng.rebuild()
     ids = _remember_all(eng)
-    for q in OFF_TOPIC:
-        res = eng.recall(q, limit=5)
-        assert res["abstained"], (q, [h["title"] for h in res["hits"]])
-    res = eng.recall("where is the website hosted?", limit=5)
-    assert not res["abstained"] and res["hits"][0]["id"] == ids["Hosting"]
+    _refuses_off_topic_and_finds_hosting(eng, ids)
 
 
 def test_late_interaction_second_pass_reranks_the_top_when_weighted(small, monkeypatch):
