@@ -582,15 +582,16 @@ def stop_server(state: Path) -> None:
 
 
 def wait_server_idle(state: Path, *, timeout: float = 3600.0, poll: float = 0.5) -> dict[str, Any]:
-    """Wait until the server has no passages left to embed and no catch-up pending; its last status."""
+    """Wait until the server has no passages left to embed (nor to read ahead for the reranker) and no
+    catch-up pending; its last status."""
     from hive_brain.rpc import client
 
     deadline = time.monotonic() + timeout
     st: dict[str, Any] = {}
     while time.monotonic() < deadline:
         st = client.call(state, "status", timeout=10.0)
-        pending = (st.get("semantic") or {}).get("pendingPassages") or 0
-        if st.get("ready") and not pending:
+        sem = st.get("semantic") or {}
+        if st.get("ready") and not sem.get("pendingPassages") and not sem.get("rerankAhead"):
             return st
         time.sleep(poll)
     raise TimeoutError(f"the server still had work after {timeout:.0f}s: {st.get('semantic')}")

@@ -61,6 +61,7 @@ from .common import (
     summary_row,
     temp_dir,
     temp_state_dir,
+    wait_server_idle,
 )
 from .metrics import aggregate, session_scores
 from .systems import BM25Retriever, GrepRetriever, collect_docs, query_terms
@@ -404,6 +405,10 @@ def run_config(cfg: BenchConfig, vault: Path, fx: Mapping[str, Any], notes: int,
         try:
             with running_server(vault, state) as srv:
                 out["server"] = {"pid": srv["pid"], "start_s": srv["start_s"]}
+                # Timed in the steady state: the reranker's read-ahead (search/rerank.py) finished first.
+                t_idle = time.perf_counter()
+                wait_server_idle(state, timeout=1800.0)
+                out["server"]["idle_s"] = round(time.perf_counter() - t_idle, 1)
                 log(f"scale {label}: server up (pid {srv['pid']}, {srv['start_s']:.1f}s); recall op and hook")
 
                 def via_server(q: str) -> list[str | None]:

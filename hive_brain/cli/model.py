@@ -22,7 +22,7 @@ def model_group() -> None:
 @click.option("--force", is_flag=True, help="Rebuild even if installed.")
 @click.option("--quiet", is_flag=True)
 def model_install_cmd(state: State, src: Path | None, force: bool, quiet: bool, as_json: bool) -> None:
-    """Build or install the embedding pack (offline; no download).
+    """Build or install the embedding pack and the reranker (offline; no download).
 
     \b
     Example:
@@ -37,8 +37,13 @@ def model_install_cmd(state: State, src: Path | None, force: bool, quiet: bool, 
     pack = pack_install.install_from(src, target) if src else pack_install.install_default(target, force=force)
     man = modelpack.read_manifest(pack)
     res = {"pack": str(pack), "modelId": man.get("id"), "dim": man.get("dim"), "packKey": modelpack.pack_key(man)}
+    # The second-pass model (search/rerank.py) comes with every install: recall re-orders its top
+    # candidates with it when it is there, and ranks with the first pass alone when it is not.
+    rr = pack_install.install_reranker(target, force=force)
+    res["reranker"] = str(rr)
     if not quiet or as_json:
-        out(as_json, res, lambda c: c.print(f"Embedding pack ready: {pack} ({res['modelId']}, {man.get('dim')} dims)"))
+        out(as_json, res, lambda c: c.print(f"Embedding pack ready: {pack} ({res['modelId']}, {man.get('dim')} dims)\n"
+                                            f"Reranker ready: {rr}"))
 
 
 @command("status", group=model_group)
@@ -56,8 +61,18 @@ def model_status_cmd(state: State, as_json: bool) -> None:
     res: dict[str, Any] = {"modelDir": str(s.model_dir), "installed": pack is not None}
     if pack:
         res.update(pack=str(pack), manifest=modelpack.read_manifest(pack), problems=modelpack.verify(pack))
-    out(as_json, res, lambda c: c.print(
-        f"pack: {pack} ({'ok' if not res.get('problems') else '; '.join(res['problems'])})" if pack
-        else "No embedding pack: search is lexical. Run `hive-brain model install`."))
+    rr = modelpack.find_reranker(Path(s.model_dir))
+    res["reranker"] = {"pack": str(rr), "problems": modelpack.verify(rr)} if rr else None
+
+    def human(c: Any) -> None:
+        c.print(f"pack: {pack} ({'ok' if not res.get('problems') else '; '.join(res['problems'])})" if pack
+                else "No embedding pack: search is lexical. Run `hive-brain model install`.")
+        if rr:
+            problems = res["reranker"]["problems"]
+            c.print(f"reranker: {rr} ({'ok' if not problems else '; '.join(problems)})")
+        elif pack:
+            c.print("No reranker: recall ranks with the first pass only. Run `hive-brain model install`.")
+
+    out(as_json, res, human)
 
 COMMANDS: list[click.Command] = [model_group]

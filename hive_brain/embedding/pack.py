@@ -30,6 +30,10 @@ from ..errors import ModelError
 from ..store.fsutil import fsync_dir
 
 DEFAULT_PACK_ID = "multilingual-e5-small-q4"
+# The reranker pack (search/rerank.py) lives in its own folder, so it is never taken for the
+# embedding pack: find_pack only looks at the model dir's direct children.
+RERANK_DIR = "rerank"
+RERANK_PACK_ID = "all-minilm-l6-v2-int8"
 MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -102,6 +106,12 @@ def find_pack(model_dir: Path, pack_id: str | None = None) -> Path | None:
     except OSError:
         return None
     return next((p for p in children if is_complete(p)), None)
+
+
+def find_reranker(model_dir: Path) -> Path | None:
+    """The installed reranker pack, or None (cheap completeness check, like :func:`find_pack`)."""
+    pack = Path(model_dir) / RERANK_DIR / RERANK_PACK_ID
+    return pack if is_complete(pack) else None
 
 
 def require_pack(model_dir: Path, pack_id: str | None = None) -> Path:

@@ -32,6 +32,16 @@ def reason(ranked: Sequence[Features], query: Query, params: Mapping[str, float]
     cov = max(_coverage(f) for f in top)
     gaps = [g for f in top if (g := _gap(f)) is not None]
     gap = max(gaps) if gaps else None
+    rrs = [round(f.rr_gap, 4) for f in top if f.rr_gap is not None]
+    if rrs:
+        # The second model read the question (search/rerank.py): how much nearer its best hits come than
+        # the background sentences decides (AUC 0.99-1.00, answerable vs off-topic, at 20 to 2,000 notes
+        # on benchmarks/smallvault.py; the e5 gap and MaxSim rules below were 0.75-0.85 at 500+ notes).
+        # The question's own words, when the note holds most of them, still answer.
+        if max(rrs) >= P["abstain_rr_gap"] or (gap is not None and cov >= P["abstain_cov"] and gap >= P["abstain_cov_gap"]):
+            return None
+        return (f"best match covers {cov:.0%} of the question's words and comes only {max(rrs):+.3f} nearer to it "
+                "than unrelated text")
     if gap is None:  # lexical search only (no model, or no vector found anything)
         if cov >= P["abstain_cov_lexical"]:
             return None

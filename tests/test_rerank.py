@@ -1,0 +1,149 @@
+"""The second model (search/rerank.py): installed from its package, kept apart from the embedding pack,
+re-ordering the first pass's top candidates for English questions only, deciding abstention where it
+ran, and read ahead by a warm process. Real model, small data; one fusion unit test with made-up ranks."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hive_brain.embedding import install as pack_install
+from hive_brain.embedding.pack import RERANK_DIR, RERANK_PACK_ID, find_pack, find_reranker
+from hive_brain.engine import Engine
+from hive_brain.errors import ModelError
+from hive_brain.search import rerank
+from hive_brain.search.candidates import Cand
+from hive_brain.search.features import Features
+
+from .test_recall_small_vault import _remember_all
+
+
+def test_the_reranker_installs_once_beside_the_pack_and_is_never_taken_for_it(tmp_path: Path, pack_dir: Path):
+    models = tmp_path / "models"
+    rr = pack_install.install_reranker(models)
+    assert rr == models / RERANK_DIR / RERANK_PACK_ID and find_reranker(models) == rr
+    stamp = (rr / "manifest.json").stat().st_mtime_ns
+    assert pack_install.install_reranker(models) == rr and (rr / "manifest.json").stat().st_mtime_ns == stamp
+    # Only the reranker there: no embedding pack (before, any complete child folder counted).
+    assert find_pack(models) is None
+    shutil.copytree(pack_dir, models / pack_dir.name)
+    assert find_pack(models) == models / pack_dir.name
+
+
+def test_a_model_file_that_is_not_the_expected_one_is_refused(tmp_path: Path, monkeypatch):
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"not the model")
+    monkeypatch.setattr(pack_install, "rerank_model_path", lambda: fake)
+    with pytest.raises(ModelError, match="sha256 differs"):
+        pack_install.install_reranker(tmp_path / "models")
+    assert find_reranker(tmp_path / "models") is None
+
+
+@pytest.mark.parametrize(("text", "english"), [
+    ("which cloud runs our website?", True), ("how should I word my git log entries?", True),
+    ("Welche Python-Version verwenden unsere Dienste?", False), ("预发布环境的地址是什么？", False),
+    ("zorbulator cache", False), ("APIのレート制限はいくつですか？", False)])
+def test_only_english_questions_are_reranked(text: str, english: bool):
+    assert rerank.english(text) is english
+
+
+def _cand(path: str, rr_rank: int | None) -> Cand:
+    c = Cand(path, features=Features(rr_rank=rr_rank), score=1.0)
+    return c
+
+
+def test_fusion_lets_the_second_model_reorder_the_top_and_keeps_the_rest():
+    ranked = [_cand("a", 2), _cand("b", 0), _cand("c", 1), _cand("tail", None)]
+    for i, c in enumerate(ranked):
+        c.score = 1.0 - 0.1 * i
+    out = rerank.fuse(ranked, {"rr_top": 3, "rrf_k": 10.0, "w_rr": 2.0})
+    # b: 1/11 + 2/10; a: 1/10 + 2/12; c: 1/12 + 2/11
+    assert [c.path for c in out] == ["b", "a", "c", "tail"]
+    assert out[0].score == 1.0 and out[0].details["firstPassRank"] == 1  # the best score stays the best
+    assert out[0].score > out[1].score > out[2].score
+
+
+@pytest.fixture
+def small(vault_path: Path, with_model: Path):
+    eng = Engine.open(vault_path)
+    return eng, _remember_all(eng)
+
+
+def test_a_paraphrase_the_first_pass_ranked_wrong_is_first_after_the_second(small, monkeypatch):
+    """"how should I word my git log entries?" shares no word with the Commit messages memory: the first
+    pass put the README first; the second model reads it as the question it is."""
+    from hive_brain.search.params import PARAMS
+
+    eng, ids = small
+    q = "how should I word my git log entries?"
+    res = eng.recall(q, limit=3)
+    assert not res["abstained"] and res["hits"][0]["id"] == ids["Commit messages"]
+    d = res["hits"][0]["scoreDetails"]
+    assert d["rerankRank"] == 0 and d["rerankGap"] > 0 and "rerankMs" in res["timing"]
+    monkeypatch.setitem(PARAMS, "w_rr", 0.0)
+    res = eng.recall(q, limit=3, abstain=False)
+    assert res["hits"][0]["id"] != ids["Commit messages"]
+
+
+def test_a_question_in_another_language_keeps_the_first_pass(small):
+    eng, ids = small
+    res = eng.recall("预发布环境的地址是什么？", limit=3)
+    assert "rerankMs" in res["timing"]  # the pass ran, and left a question it cannot read alone
+    assert all(h["scoreDetails"].get("rerankRank") is None for h in res["hits"])
+    assert res["hits"][0]["id"] == ids["Staging URL"]
+
+
+def test_read_ahead_leaves_nothing_for_a_question_to_compute(small, monkeypatch):
+    """What a warm server does in idle moments: afterwards a recall runs the model on the question only."""
+    eng, ids = small
+    view = eng.view()
+    model = rerank.model_for(view.embedder)
+    assert model is not None
+    rerank._CACHE.clear()
+    assert rerank.warm(model, view.lexical, rerank.warm_order(view.catalog)) >= len(ids)
+    calls: list[int] = []
+    real = model.embed_passages
+
+    def counting(texts, **kw):
+        calls.append(len(texts))
+        return real(texts, **kw)
+
+    monkeypatch.setattr(model, "embed_passages", counting)
+    res = eng.recall("which cloud runs our website?", view=view, limit=3)
+    assert res["hits"][0]["id"] == ids["Hosting"] and calls == []
+
+
+def test_a_server_reads_ahead_for_the_reranker_and_answers_with_it(vault_path: Path, with_model: Path):
+    """A real `serve` process: ready first, then it reads the memories' passages ahead in idle moments
+    (``rerankAhead`` counts down to 0 in ``status``), and its recalls carry the second model's ranks."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from hive_brain.config import resolve
+    from hive_brain.rpc import client
+    from hive_brain.store.vault import open_vault
+
+    eng = Engine.open(vault_path)
+    ids = _remember_all(eng)
+    state = open_vault(resolve()).state
+    env = dict(os.environ)
+    try:
+        subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--detach"], capture_output=True, timeout=120,
+                       env=env, check=True)
+        deadline = time.monotonic() + 120
+        st: dict = {}
+        while time.monotonic() < deadline:
+            if client.server_ready(state):
+                st = client.call(state, "status", timeout=10.0)
+                if st["semantic"]["reranker"] and st["semantic"]["rerankAhead"] == 0:
+                    break
+            time.sleep(0.2)
+        assert st.get("semantic", {}).get("reranker") and st["semantic"]["rerankAhead"] == 0, st.get("semantic")
+        res = client.call(state, "recall", {"query": "how should I word my git log entries?", "limit": 3}, timeout=30)
+        assert res["hits"][0]["id"] == ids["Commit messages"] and res["hits"][0]["scoreDetails"]["rerankRank"] == 0
+    finally:
+        subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--stop"], capture_output=True, timeout=60, env=env)
