@@ -13,18 +13,14 @@ vectors cost one short model run.
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .candidates import Cand, background_tokens
 from .params import PARAMS
+from .textcache import TextCache
 
-_CACHE: OrderedDict[tuple[str, str], Any] = OrderedDict()
-_CACHE_MAX = 20000  # passages; ~15 kB each at 40 tokens (float32): a few hundred MB at most
-_LOCK = threading.Lock()
+_CACHE = TextCache(20000)  # passages; ~30 kB each at 40 tokens (float16)
 
 
 def available(embedder: Any) -> bool:
@@ -40,23 +36,7 @@ def latin_only(text: str) -> bool:
 
 def _passage_tokens(embedder: Any, texts: Sequence[str]) -> list[Any]:
     key = getattr(embedder, "pack_key", str(id(embedder)))
-    keys = [(key, hashlib.blake2b(t.encode("utf-8"), digest_size=12).hexdigest()) for t in texts]
-    with _LOCK:
-        have = {k: _CACHE[k] for k in keys if k in _CACHE}
-        for k in have:
-            _CACHE.move_to_end(k)
-    missing = sorted({i for i, k in enumerate(keys) if k not in have}, key=lambda i: keys[i])
-    uniq: dict[tuple[str, str], int] = {}
-    for i in missing:
-        uniq.setdefault(keys[i], i)
-    if uniq:
-        vecs = embedder.token_vectors([texts[i] for i in uniq.values()], query=False)
-        with _LOCK:
-            for k, v in zip(uniq, vecs, strict=True):
-                have[k] = _CACHE[k] = v.astype("float16")
-            while len(_CACHE) > _CACHE_MAX:
-                _CACHE.popitem(last=False)
-    return [have[k] for k in keys]
+    return _CACHE.get(key, texts, lambda todo: embedder.token_vectors(todo, query=False))
 
 
 def query_tokens(embedder: Any, text: str, qcache: dict[str, Any]) -> Any:

@@ -19,20 +19,16 @@ passage; the question costs one short run (~2 ms).
 
 from __future__ import annotations
 
-import hashlib
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .candidates import Cand
 from .params import PARAMS
+from .textcache import TextCache
 
-_CACHE: OrderedDict[str, Any] = OrderedDict()
-_CACHE_MAX = 50000  # passages; 768 bytes each (float16): under 40 MB
-_LOCK = threading.Lock()
+_CACHE = TextCache(50000)  # passages; 768 bytes each (float16): under 40 MB
 
 
 def model_for(embedder: Any) -> Any:
@@ -95,12 +91,8 @@ def reads(entry: Any) -> bool:
     return entry is not None and entry.kind != "conversation"
 
 
-def cached(text: str) -> bool:
-    return _key(text) in _CACHE
-
-
-def _key(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
+def cached(model: Any, text: str) -> bool:
+    return TextCache.key(_pack_key(model), text) in _CACHE
 
 
 _BACKGROUND: dict[str, Any] = {}
@@ -109,7 +101,7 @@ _BACKGROUND: dict[str, Any] = {}
 def background(model: Any) -> Any:
     """The second model's vectors of the abstention's background sentences (search/candidates.py):
     how near *any* text comes to the question, by this model's measure."""
-    key = getattr(model, "pack_key", str(id(model)))
+    key = _pack_key(model)
     if key not in _BACKGROUND:
         from .candidates import BACKGROUND
 
@@ -133,7 +125,7 @@ def warm(model: Any, lexical: Any, entries: Sequence[Any]) -> int:
     for e in entries:
         pids = lexical.note_passages(e.path)
         docs = lexical.get_docs(pids)
-        texts.extend(t for p in pids if p in docs and latin(t := compose(e, docs[p])) and not cached(t))
+        texts.extend(t for p in pids if p in docs and latin(t := compose(e, docs[p])) and not cached(model, t))
     if texts:
         vectors(model, texts)
     return len(texts)
@@ -141,23 +133,11 @@ def warm(model: Any, lexical: Any, entries: Sequence[Any]) -> int:
 
 def vectors(model: Any, texts: Sequence[str]) -> list[Any]:
     """Unit vectors of passages, cached by text."""
-    keys = [_key(t) for t in texts]
-    with _LOCK:
-        have = {k: _CACHE[k] for k in keys if k in _CACHE}
-        for k in have:
-            _CACHE.move_to_end(k)
-    todo: dict[str, str] = {}
-    for k, t in zip(keys, texts, strict=True):
-        if k not in have:
-            todo.setdefault(k, t)
-    if todo:
-        vecs = model.embed_passages(list(todo.values()), batch_size=32)
-        with _LOCK:
-            for k, v in zip(todo, vecs, strict=True):
-                have[k] = _CACHE[k] = v.astype("float16")
-            while len(_CACHE) > _CACHE_MAX:
-                _CACHE.popitem(last=False)
-    return [have[k] for k in keys]
+    return _CACHE.get(_pack_key(model), texts, lambda todo: model.embed_passages(todo, batch_size=32))
+
+
+def _pack_key(model: Any) -> str:
+    return getattr(model, "pack_key", str(id(model)))
 
 
 def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping[str, Any],
