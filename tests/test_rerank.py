@@ -49,20 +49,19 @@ def test_only_english_questions_are_reranked(text: str, english: bool):
     assert rerank.english(text) is english
 
 
-def _cand(path: str, rr_rank: int | None) -> Cand:
-    c = Cand(path, features=Features(rr_rank=rr_rank), score=1.0)
-    return c
+def _cand(path: str, sim: float | None, score: float) -> Cand:
+    return Cand(path, features=Features(rr_sim=sim), score=score)
 
 
-def test_fusion_lets_the_second_model_reorder_the_top_and_keeps_the_rest():
-    ranked = [_cand("a", 2), _cand("b", 0), _cand("c", 1), _cand("tail", None)]
-    for i, c in enumerate(ranked):
-        c.score = 1.0 - 0.1 * i
-    out = rerank.fuse(ranked, {"rr_top": 3, "rrf_k": 10.0, "w_rr": 2.0})
-    # b: 1/11 + 2/10; a: 1/10 + 2/12; c: 1/12 + 2/11
-    assert [c.path for c in out] == ["b", "a", "c", "tail"]
-    assert out[0].score == 1.0 and out[0].details["firstPassRank"] == 1  # the best score stays the best
-    assert out[0].score > out[1].score > out[2].score
+def test_fusion_moves_only_what_the_second_model_read_and_keeps_the_scores_in_place():
+    # "conv" was not read (a conversation): it keeps its second place; the others trade places.
+    ranked = [_cand("a", 0.30, 1.0), _cand("conv", None, 0.9), _cand("b", 0.70, 0.8), _cand("c", 0.32, 0.7),
+              _cand("tail", 0.9, 0.1)]
+    out = rerank.fuse(ranked, {"rr_top": 4, "rrf_k": 10.0, "w_rr": 0.4})
+    # a: 1/10 + .4*.30 = .220; b: 1/12 + .4*.70 = .363; c: 1/13 + .4*.32 = .205
+    assert [c.path for c in out] == ["b", "conv", "a", "c", "tail"]
+    assert [c.score for c in out] == [1.0, 0.9, 0.8, 0.7, 0.1]  # the k-th place keeps the k-th score
+    assert out[0].details["firstPassRank"] == 2 and "firstPassRank" not in out[1].details
 
 
 @pytest.fixture

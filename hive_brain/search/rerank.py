@@ -5,7 +5,7 @@ ranking found the right memory first for only 0.51-0.64 of the held paraphrases 
 and no fusion weight moved that. all-MiniLM-L6-v2 was trained on question/answer pairs (Stack
 Exchange, MS MARCO, Natural Questions ...), which is what "which cloud runs our website?" against "The
 web app is deployed on Fly.io" is, and it errs on different notes than e5. Its ranking of the first
-pass's top candidates enters the rank fusion as one more list (``w_rr``), and its margin over the
+pass's top candidates re-orders them (:func:`fuse`: first-pass rank plus ``w_rr`` x its cosine), and its margin over the
 background sentences decides abstention where it ran (:mod:`.abstain`); the numbers are in
 docs/benchmarks.md. It reads English only (an uncased English vocabulary: Chinese is [UNK]), so a
 question in another language is not re-ranked, and a candidate in another script, or a conversation
@@ -169,28 +169,33 @@ def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping
         c.features.rr_rank = slot
         c.features.rr_sim = sims[c.path]
         c.features.rr_gap = sims[c.path] - qcache["rr_floor"]
-    for i, c in enumerate(top):
-        if c.path not in sims:
-            c.features.rr_rank = i
 
 
 def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS) -> list[Cand]:
-    """The final order: the first pass's ranking and the second model's, rank-fused over the top
-    ``rr_top`` (``w_rr`` for the second model, 1 for the first; ``rrf_k`` as elsewhere). The notes
-    after them keep their order. Scores are rescaled to keep the first score and the fused
-    proportions, so ``drop_ratio`` and ``score`` read the final order."""
+    """The final order over the top ``rr_top``: 1/(``rrf_k`` + first-pass rank) + ``w_rr`` x the second
+    model's cosine. Only the notes
+    the model read (``rr_sim`` set) move, among the places they hold; the others, and the notes after
+    the top, keep theirs. The k-th place takes the first pass's k-th score, so ``score`` and
+    ``drop_ratio`` read the final order as they read the first."""
     n = int(params["rr_top"])
-    top = [c for c in ranked[:n] if c.features is not None and c.features.rr_rank is not None]
-    if len(top) < 2:
+    top = ranked[:n]
+    slots = [i for i, c in enumerate(top) if c.features is not None and c.features.rr_sim is not None]
+    if len(slots) < 2:
         return ranked
+    # The first pass by rank, the second model by its cosine: a rank alone made a 0.01 lead of the
+    # second model worth as much as a 0.3 one, and on the synthetic fixture set of benchmarks/scale.py
+    # (filler text around one fact) near-ties moved the wrong notes up (R@1 0.690 -> 0.620).
     k, w = params["rrf_k"], params["w_rr"]
-    fused = {c.path: 1.0 / (k + i) + w / (k + c.features.rr_rank) for i, c in enumerate(top)}
-    best_score, best_fused = top[0].score, max(fused.values())
-    for i, c in enumerate(top):
+    fused = {top[i].path: 1.0 / (k + i) + w * top[i].features.rr_sim for i in slots}
+    moved = sorted((top[i] for i in slots), key=lambda c: -fused[c.path])
+    order = list(top)
+    for i, c in zip(slots, moved, strict=True):
+        order[i] = c
+    scores = [c.score for c in top]  # best first: the k-th place keeps the k-th score
+    for i, c in enumerate(order):
         f = c.features
-        c.details.update(firstPassRank=i, firstPassScore=round(c.score, 6), rerankRank=f.rr_rank,
-                         rerankSim=round(f.rr_sim, 4) if f.rr_sim is not None else None,
-                         rerankGap=round(f.rr_gap, 4) if f.rr_gap is not None else None)
-        c.score = best_score * fused[c.path] / best_fused
-    rest = [c for c in ranked if c.path not in fused]
-    return sorted(top, key=lambda c: -fused[c.path]) + rest
+        if c.path in fused:
+            c.details.update(firstPassRank=top.index(c), firstPassScore=round(c.score, 6), rerankRank=f.rr_rank,
+                             rerankSim=round(f.rr_sim, 4), rerankGap=round(f.rr_gap, 4) if f.rr_gap is not None else None)
+        c.score = scores[i]
+    return order + ranked[n:]
