@@ -173,10 +173,9 @@ def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping
 
 def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS) -> list[Cand]:
     """The final order over the top ``rr_top``: 1/(``rrf_k`` + first-pass rank) + ``w_rr`` x the second
-    model's cosine. Only the notes
-    the model read (``rr_sim`` set) move, among the places they hold; the others, and the notes after
-    the top, keep theirs. The k-th place takes the first pass's k-th score, so ``score`` and
-    ``drop_ratio`` read the final order as they read the first."""
+    model's cosine. Only the notes the model read (``rr_sim`` set) move, among the places they hold;
+    the others, and the notes after the top, keep theirs. The k-th place takes the first pass's k-th
+    score, so ``score`` and ``drop_ratio`` read the final order as they read the first."""
     n = int(params["rr_top"])
     top = ranked[:n]
     slots = [i for i, c in enumerate(top) if c.features is not None and c.features.rr_sim is not None]
