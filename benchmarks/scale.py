@@ -33,7 +33,8 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ from .common import (
     save_plot,
     short_error,
     standalone_main,
+    state_dir_at,
     state_sizes,
     summary_row,
     temp_dir,
@@ -311,8 +313,39 @@ def import_time_top(vault: Path, question: str, n: int = 12) -> list[dict[str, A
 # --------------------------------------------------------------------------- one configuration
 
 
+def _state(work: Path | None, notes: int, semantic: bool) -> Any:
+    """The run's $HIVE_BRAIN_STATE_DIR: a temp dir, or with ``--work`` one kept per configuration (its
+    embedding cache makes a second hybrid run re-embed nothing)."""
+    if work is None:
+        return temp_state_dir()
+    return state_dir_at(work / f"state-{config_label(notes, semantic).replace(' ', '-')}")
+
+
+@contextmanager
+def _fixture(work: Path | None, notes: int, questions: int) -> Iterator[tuple[Path, dict[str, Any], float]]:
+    """(vault, fixture, seconds to generate it): generated in a temp dir, or with ``--work`` once into
+    ``<work>/vault-<notes>`` and reused (the generator is seeded: the same vault every time)."""
+    if work is None:
+        with temp_state_dir(), temp_dir("hb-bench-scale-") as tmp:
+            t0 = time.perf_counter()
+            fx = fixtures.generate(tmp / "vault", notes, queries=questions)
+            yield tmp / "vault", fx, time.perf_counter() - t0
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    vault, saved = work / f"vault-{notes}", work / f"fixture-{notes}-{questions}.json"
+    if vault.exists() and saved.exists():
+        yield vault, json.loads(saved.read_text(encoding="utf-8")), 0.0
+        return
+    with state_dir_at(work / "state-generate"):
+        t0 = time.perf_counter()
+        fx = fixtures.generate(vault, notes, queries=questions)
+        gen_s = time.perf_counter() - t0
+    saved.write_text(json.dumps(fx), encoding="utf-8")
+    yield vault, fx, gen_s
+
+
 def run_config(cfg: BenchConfig, vault: Path, fx: Mapping[str, Any], notes: int, semantic: bool,
-               pack: Path | None) -> dict[str, Any]:
+               pack: Path | None, work: Path | None = None) -> dict[str, Any]:
     from hive_brain.engine import Engine
     from hive_brain.rpc import client
 
@@ -323,7 +356,7 @@ def run_config(cfg: BenchConfig, vault: Path, fx: Mapping[str, Any], notes: int,
                            "load_start": load_average()}
     systems: list[dict[str, Any]] = []
     out["systems"] = systems
-    with temp_state_dir() as state_root, model_dir(pack if semantic else None):
+    with _state(work, notes, semantic) as state_root, model_dir(pack if semantic else None):
         eng = Engine.open(vault, agent_id=AGENT)
         state = eng.vault.state
         runs = (QUICK_REBUILD_RUNS if cfg.quick else REBUILD_RUNS).get(notes, 1)
@@ -449,19 +482,16 @@ def run_config(cfg: BenchConfig, vault: Path, fx: Mapping[str, Any], notes: int,
 # --------------------------------------------------------------------------- run / report
 
 
-def run(cfg: BenchConfig, only: Sequence[tuple[int, bool]] | None = None, questions: int = QUESTIONS) -> dict[str, Any]:
+def run(cfg: BenchConfig, only: Sequence[tuple[int, bool]] | None = None, questions: int = QUESTIONS,
+        work: Path | None = None) -> dict[str, Any]:
     pack, why = embedding_pack()
     results = []
     by_size: dict[int, list[bool]] = {}
     for n, sem in (only or configs(cfg)):
         by_size.setdefault(n, []).append(sem)
     for notes, modes in by_size.items():
-        with temp_state_dir(), temp_dir("hb-bench-scale-") as work:
-            vault = work / "vault"
-            log(f"scale: generating a {notes}-note vault")
-            t0 = time.perf_counter()
-            fx = fixtures.generate(vault, notes, queries=questions)
-            gen_s = time.perf_counter() - t0
+        log(f"scale: generating a {notes}-note vault" + (f" (or reusing it in {work})" if work else ""))
+        with _fixture(work, notes, questions) as (vault, fx, gen_s):
             fixture = {"notes": fx["notes"], "seconds": round(gen_s, 2), "counts": fx["counts"], "stats": fx["stats"],
                        "questions": len(fx["questions"]), "example_questions": [
                            {"question": q["question"], "gold": q["gold_docs"][0]} for q in fx["questions"][:5]]}
@@ -472,7 +502,7 @@ def run(cfg: BenchConfig, only: Sequence[tuple[int, bool]] | None = None, questi
                                     "reason": why, "fixture": fixture, "systems": []})
                     continue
                 try:
-                    r = run_config(cfg, vault, fx, notes, sem, pack)
+                    r = run_config(cfg, vault, fx, notes, sem, pack, work)
                 except Exception as e:  # noqa: BLE001 - one broken configuration must not hide the others
                     import traceback
 
@@ -677,13 +707,16 @@ def _extra(ap: Any) -> None:
     ap.add_argument("--sizes", default=None,
                     help="comma-separated configs, e.g. 1000,1000h,10000 (h = hybrid); default per mode")
     ap.add_argument("--questions", type=int, default=QUESTIONS)
+    ap.add_argument("--work", type=Path, default=None,
+                    help="keep the generated vaults and state dirs here and reuse them (a second hybrid run "
+                         "reads its vectors from the embedding cache: its vector throughput is not the model's)")
 
 
 def _kwargs(a: Any) -> dict[str, Any]:
     only = None
     if a.sizes:
         only = [(int(x.rstrip("h")), x.endswith("h")) for x in a.sizes.split(",") if x.strip()]
-    return {"only": only, "questions": a.questions}
+    return {"only": only, "questions": a.questions, "work": a.work}
 
 
 if __name__ == "__main__":

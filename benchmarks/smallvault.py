@@ -126,7 +126,7 @@ def _resolve(eng: Any, view: Any, paths: list[str]) -> list[str]:
 
 
 def evaluate(eng: Any, view: Any, qs: list[dict[str, Any]], offtopic: list[dict[str, Any]]) -> dict[str, Any]:
-    from hive_brain.agents.hooks import contextual_answer
+    from hive_brain.search.prompt import contextual_answer
 
     def recall(q: str, **opts: Any) -> dict:
         return eng.recall(q, view=view, **opts)

@@ -73,7 +73,8 @@ class ServerSource(Source):
         # The caller's identity and, in enforcement mode, its proof (store/identity.py): the server checks it.
         res = client.call(self._r.state, op, {**args, "agent": self._r.agent, **({"auth": self._r.auth} if self._r.auth else {})},
                           timeout=timeout)
-        if not isinstance(res, dict) or (op == "recall" and not isinstance(res.get("hits"), list)):
+        if (not isinstance(res, dict) or (op == "recall" and not isinstance(res.get("hits"), list))
+                or (op == "prompt" and not isinstance(res.get("mode"), str))):
             raise client.ServerError(f"the server's {op} answer is malformed")
         return res
 
@@ -82,6 +83,11 @@ class ServerSource(Source):
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, **opts: Any) -> dict:
         return self._call("answer", {"query": query, "semantic": semantic, "budget": budget, **opts})
+
+    def prompt(self, prompt: str, *, context: str = "", transcript_path: str | None = None, budget: int) -> dict:
+        """The prompt hook's whole answer (``search.prompt.prompt_pack``, run by the server)."""
+        return self._call("prompt", {"prompt": prompt, "context": context or None, "transcript_path": transcript_path,
+                                     "budget": budget})
 
 
 class LocalSource(Source):

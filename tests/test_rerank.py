@@ -64,6 +64,19 @@ def test_fusion_moves_only_what_the_second_model_read_and_keeps_the_scores_in_pl
     assert out[0].details["firstPassRank"] == 2 and "firstPassRank" not in out[1].details
 
 
+def _count_model_runs(model, monkeypatch) -> list[int]:
+    """The sizes of the model's passage batches from here on."""
+    calls: list[int] = []
+    real = model.embed_passages
+
+    def counting(texts, **kw):
+        calls.append(len(texts))
+        return real(texts, **kw)
+
+    monkeypatch.setattr(model, "embed_passages", counting)
+    return calls
+
+
 @pytest.fixture
 def small(vault_path: Path, with_model: Path):
     eng = Engine.open(vault_path)
@@ -102,14 +115,7 @@ def test_read_ahead_leaves_nothing_for_a_question_to_compute(small, monkeypatch)
     assert model is not None
     rerank._CACHE.clear()
     assert rerank.warm(model, view.lexical, rerank.warm_order(view.catalog)) >= len(ids)
-    calls: list[int] = []
-    real = model.embed_passages
-
-    def counting(texts, **kw):
-        calls.append(len(texts))
-        return real(texts, **kw)
-
-    monkeypatch.setattr(model, "embed_passages", counting)
+    calls = _count_model_runs(model, monkeypatch)
     res = eng.recall("which cloud runs our website?", view=view, limit=3)
     assert res["hits"][0]["id"] == ids["Hosting"] and calls == []
 
@@ -146,3 +152,41 @@ def test_a_server_reads_ahead_for_the_reranker_and_answers_with_it(vault_path: P
         assert res["hits"][0]["id"] == ids["Commit messages"] and res["hits"][0]["scoreDetails"]["rerankRank"] == 0
     finally:
         subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--stop"], capture_output=True, timeout=60, env=env)
+
+
+def test_read_ahead_is_kept_on_disk_so_a_restarted_process_reads_it_back(small, monkeypatch):
+    """Before, the passages' vectors lived in memory only: every server start ran the model over the
+    whole vault again (over ten minutes at 10k notes), and prompts meanwhile paid for their own."""
+    from hive_brain.index.embcache import EmbeddingCache
+
+    eng, ids = small
+    view = eng.view()
+    model = rerank.model_for(view.embedder)
+    entries = rerank.warm_order(view.catalog)
+    rerank._CACHE.clear()
+    store = EmbeddingCache(eng.vault.state / "embcache.sqlite")
+    first = rerank.warm(model, view.lexical, entries, store=store)
+    assert first >= len(ids) and store.count(model.pack_key) == first
+    rerank._CACHE.clear()  # a new process
+    monkeypatch.setattr(model, "embed_passages", lambda *a, **k: pytest.fail("the model ran again"))
+    assert rerank.warm(model, view.lexical, entries, store=store) == first  # new to memory, read from disk
+    res = eng.recall("which cloud runs our website?", view=view, limit=3)
+    assert res["hits"][0]["id"] == ids["Hosting"]
+    store.close()
+
+
+def test_a_bounded_question_computes_only_its_best_placed_cold_passages(small, monkeypatch):
+    from hive_brain.search.recall import search
+
+    eng, ids = small
+    view = eng.view()
+    model = rerank.model_for(view.embedder)
+    rerank._CACHE.clear()
+    calls = _count_model_runs(model, monkeypatch)
+    res = search(view, "how should I word my git log entries?", agent=None, limit=3, abstain=False, rerank_cold=2)
+    assert sum(calls) == 2  # two passages, not the top 30's
+    read = [h for h in res["hits"] if h["scoreDetails"].get("rerankRank") is not None]
+    assert len(read) <= 2
+    calls.clear()
+    full = search(view, "how should I word my git log entries?", agent=None, limit=3)
+    assert sum(calls) > 2 and full["hits"][0]["id"] == ids["Commit messages"]

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..search.prompt import PROMPT_CHARS, prompt_pack, transcript_context
+
 EVENTS = {
     "prompt": "UserPromptSubmit",
     "session-start": "SessionStart",
@@ -37,12 +39,6 @@ EVENTS = {
 FORMATS = ("claude", "cursor", "cline")
 STATUS_FILE = "status.json"
 STATUS_KEEP = 30
-CONTEXT_CHARS = 1500  # words of the previous assistant reply that join the query
-PROMPT_CHARS = 4000  # a pasted log after the question adds nothing but noise
-RESULT_LIMIT = 6
-HOOK_POOL = 60  # candidates per ranking on the prompt path (recall's default is 120): see recall.search
-LONG_PROMPT_WORDS = 8
-USAGE_LOCK_WAIT_S = 0.05  # the longest the prompt hook waits to log what it injected
 HOOK_LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when the server does not answer
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
@@ -246,17 +242,16 @@ def _deadline_run(fn: Any, deadline: float) -> Any:
 
 # ---------------------------------------------------------------------------------------------- prompt
 def _prompt(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
-    from ..memory.conversations import last_assistant_text
-
     deadline = t0 + float(settings.hook_deadline)
     prompt = str(payload.get("prompt") or payload.get("user_prompt") or "").strip()
     if not prompt or (prompt.startswith("/") and " " not in prompt):
         rec["mode"] = "skipped"
         return None
-    context = last_assistant_text(payload.get("transcript_path"), max_chars=CONTEXT_CHARS)
+    tp = payload.get("transcript_path")
     budget = int(settings.hook_budget_chars)
     pack = _deadline_run(
-        lambda: answer_for_hook(settings, prompt, context, budget=budget, deadline=deadline), deadline
+        lambda: answer_for_hook(settings, prompt, budget=budget, deadline=deadline,
+                                transcript_path=tp if isinstance(tp, str) else None), deadline
     )
     rec["mode"] = pack.get("mode")
     rec["items"] = len(pack.get("items") or [])
@@ -268,16 +263,15 @@ def _prompt(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": pack["context"]}}
 
 
-def _mode_header(mode: str) -> str:
-    if mode == "hybrid":
-        return "[hive-brain: hybrid recall (BM25 + vectors) from the running server]"
-    why = "server not running" if mode == "lexical" else "server answered without vectors"
-    return f"[hive-brain: lexical recall only ({why}); semantic matches may be missing]"
-
-
-def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: int, deadline: float) -> dict:
+def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: int, deadline: float,
+                    transcript_path: str | None = None) -> dict:
     """A context pack for a prompt: the server first, else lexical in-process. Writes no memory and no
-    index; the memories it injects are logged as ``retrieved`` usage (one line, :func:`_log_usage`).
+    index; the memories it injects are logged as ``retrieved`` usage (one line: :mod:`hive_brain.search.prompt`).
+
+    ``context`` (or, when empty, the last assistant reply read from ``transcript_path``) resolves what
+    the prompt refers to. With the server up the whole answer is one ``prompt`` request
+    (``search.prompt.prompt_pack`` runs there): this process then loads no ranking, stemming, transcript or
+    usage-log code, and receives the finished context rather than every hit's details.
 
     Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | no-index).
     """
@@ -289,19 +283,27 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     reader = hook_reader(vault, settings)
 
     def work(src: Any) -> dict:
-        if src.via == "local" and src.view(False) is None:
+        if src.via == "server":
+            try:
+                return src.prompt(prompt, context=context, transcript_path=transcript_path, budget=budget)
+            except Exception as e:  # noqa: BLE001 - only an older server's refusal is handled here
+                from ..errors import UsageError
+
+                if not (isinstance(e, UsageError) and "unknown op" in e.message):
+                    raise
+            # A server older than the ``prompt`` op: its recall, with the pack made here.
+            return prompt_pack(lambda q, **o: src.recall(q, semantic=True, **o), prompt,
+                               context or transcript_context(transcript_path), budget=budget,
+                               state=vault.state, agent=settings.agent_id, deadline=deadline)
+        if src.view(False) is None:
             return {"mode": "no-index"}
-        # Whole conversations are not fetched over the socket: server hits are shown as passages.
-        pack = contextual_answer(lambda q, **o: src.recall(q, semantic=src.via == "server", **o), prompt, context,
-                                 budget=budget, full_text=src.full_text if src.via == "local" else None)
-        if src.via == "local":
-            return {**pack, "mode": "lexical"}
-        return {**pack, "mode": "hybrid" if (pack.get("recall") or {}).get("semantic") else "lexical-server"}
+        return prompt_pack(lambda q, **o: src.recall(q, semantic=False, **o), prompt,
+                           context or transcript_context(transcript_path), budget=budget, state=vault.state,
+                           agent=settings.agent_id, deadline=deadline, full_text=src.full_text, local=True)
 
     pack = reader.read(work, deadline=deadline)
     server_error = reader.server_error
-    mode = pack["mode"]
-    if mode == "no-index":
+    if pack["mode"] == "no-index":
         # Indexing here would take the lock and open a writer: the prompt path never does.
         # It asks a detached process to build the index, so the next prompt has memory.
         started = _request_rebuild(vault.state, vault.root)
@@ -318,25 +320,7 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
         }
     if server_error:
         pack["serverError"] = server_error
-    if not pack.get("abstained") and pack.get("context"):
-        from ..search.answer import fit
-
-        pack["context"] = fit(_mode_header(mode) + "\n" + pack["context"], budget)  # keeps the frame closed
-        pack["chars"] = len(pack["context"])
-        _log_usage(vault.state, pack, settings.agent_id, deadline)
     return pack
-
-
-def _log_usage(state: Any, pack: dict, agent: str | None, deadline: float) -> None:
-    """The memories injected, as ``retrieved`` usage: one line appended to the per-device usage log,
-    waiting for its lock at most USAGE_LOCK_WAIT_S and never past the deadline (a busy log loses this
-    signal, never the answer). Written here, not by the server: only the hook knows which hits it kept."""
-    wait = min(USAGE_LOCK_WAIT_S, deadline - time.monotonic() - 0.01)
-    if wait <= 0:
-        return
-    from ..memory.operations import log_retrieved
-
-    log_retrieved(state, pack.get("items") or [], agent=agent, timeout=wait)
 
 
 def hook_reader(vault: Any, settings: Any) -> Any:
@@ -385,72 +369,6 @@ def lexical_view(vault: Any, settings: Any) -> Any:
     from ..search.view import open_view
 
     return open_view(vault, settings)
-
-
-def _topic_present(hit: dict, q_terms: set[str]) -> bool:
-    """A hit found through the conversation context must have its topic (title words) in that context."""
-    from ..index.textproc import content_words
-
-    title_terms = set(content_words(str(hit.get("title") or "")))
-    if not title_terms:
-        return False
-    matched = len(title_terms & q_terms)
-    return matched >= min(2, len(title_terms)) and matched / len(title_terms) >= 0.5
-
-
-def contextual_answer(
-    recall: Any,
-    prompt: str,
-    context: str = "",
-    *,
-    budget: int,
-    full_text: Any = None,
-    limit: int = RESULT_LIMIT,
-) -> dict:
-    """Answer a prompt, using the previous assistant reply to resolve what it refers to ("do all 3").
-
-    ``recall(query, **opts)`` returns a ``recall.search`` result (in-process or from the server).
-    The prompt alone is asked first (its words weigh most); hits found only through the context
-    join when their topic appears in prompt + context. A plain coverage gate over the joined text
-    would abstain on everything, since no note covers a whole reply.
-    """
-    from ..index.textproc import content_words
-    from ..search.answer import build
-
-    r1 = None
-    hits: list[dict] = []
-    words = content_words(prompt)
-    # "do all 3" alone would match any note with a 3 in it: numbers only count next to words.
-    if any(not t.isdigit() for t in words):
-        r1 = recall(prompt, limit=limit, pool=HOOK_POOL)
-        if not r1.get("abstained"):
-            # Core Memory is injected at session start; repeating it on every prompt wastes the budget.
-            hits = [h for h in r1["hits"] if h.get("kind") != "core"]
-    base = r1
-    # A prompt that says what it wants in many words refers to nothing earlier; skip the second search.
-    if context.strip() and len(hits) < limit and (len(words) < LONG_PROMPT_WORDS or not hits):
-        q2 = prompt + "\n" + context
-        r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL)
-        q_terms = set(content_words(q2))
-        have = {h["path"] for h in hits}
-        for h in r2["hits"]:
-            if len(hits) >= limit:
-                break
-            if h["path"] not in have and h.get("kind") != "core" and _topic_present(h, q_terms):
-                hits.append(h)
-                have.add(h["path"])
-        base = base or r2
-    if base is None:
-        base = {"abstained": True, "reason": "the prompt has no searchable words", "hits": []}
-    result = {
-        **base,
-        "hits": hits,
-        "abstained": not hits,
-        "reason": None if hits else (base.get("reason") or "nothing relevant"),
-    }
-    pack = build(result, budget=budget, full_text=full_text)
-    pack["query"] = prompt
-    return pack
 
 
 def hook_answer(settings: Any, question: str, *, budget: int | None = None) -> dict:

@@ -353,8 +353,7 @@ class IndexingLoop:
         self._plan_rerank_warm(idx)
         snap = self.snap
         assert snap is not None
-        with contextlib.suppress(Exception):
-            snap.lexical.search("warm up", limit=1)
+        self._warm_read(idx, snap)
         self.error = None
         from ..rpc.client import READY_NAME
 
@@ -365,6 +364,25 @@ class IndexingLoop:
                       snap.generation, "on" if snap.embedder is not None else f"off ({snap.semantic_off})", self.watcher)
         return True
 
+    def _warm_read(self, idx: Any, snap: Any) -> None:
+        """One prompt answered before ``ready`` (nothing logged): the read path's imports, first
+        searches and first model runs are paid here. Without it the first prompt after a start paid
+        them and timed out at the hook's 1.5 s deadline with nothing injected (measured)."""
+        from ..search.prompt import contextual_answer
+        from ..search.recall import search
+        from ..search.view import assemble
+
+        view = assemble(lexical=snap.lexical, catalog=idx.catalog, generation=snap.generation, vectors=snap.vectors,
+                        embedder=snap.embedder, off_reason=snap.semantic_off, pending=snap.pending,
+                        warnings=snap.warnings)
+        t0 = time.monotonic()
+        try:
+            contextual_answer(lambda q, **o: search(view, q, agent=None, **o), "how do we deploy the web app?",
+                              budget=2000)
+        except Exception:  # noqa: BLE001 - a failure here is met again, and reported, by the first request
+            self.log.exception("warming the read path failed")
+        self.log.info("read path warmed in %.2fs", time.monotonic() - t0)
+
     def _load_semantic(self, idx: Any) -> None:
         if idx.pack_dir is None:
             from ..search.view import NO_PACK
@@ -374,6 +392,7 @@ class IndexingLoop:
         try:
             vectors, embedder = idx.vectors, idx.embedder
             vectors.enable_memory_cache()  # warm exact search: a masked matrix product, not a LanceDB scan
+            embedder.enable_single_session()  # questions: see Embedder.enable_single_session
             embedder.embed_queries(["warm up"])  # the first run of an ONNX session pays for allocation
             from ..search.candidates import background_tokens, background_vectors
             from ..search.params import PARAMS
@@ -384,6 +403,7 @@ class IndexingLoop:
             if PARAMS["late_abstain"] and hasattr(embedder, "token_vectors"):
                 background_tokens(embedder)
             self._sem = (vectors, embedder, None)
+            self._warm_vectors()
         except Exception as e:  # noqa: BLE001 - a broken pack means lexical search, reported in results
             self.log.exception("embedding pack unusable; semantic search is off")
             self._sem = (None, None, f"embedding pack unusable: {type(e).__name__}: {e}")
@@ -401,6 +421,7 @@ class IndexingLoop:
 
         self._rr_model = rerank.model_for(self._sem[1]) if self._sem[1] is not None else None
         if self._rr_model is not None:
+            self._rr_model.enable_single_session()
             self._rr_todo = rerank.warm_order(idx.catalog)
 
     def _rerank_warm(self, idx: Any) -> None:
@@ -408,7 +429,7 @@ class IndexingLoop:
 
         batch, self._rr_todo = self._rr_todo[:RERANK_WARM_BATCH], self._rr_todo[RERANK_WARM_BATCH:]
         try:
-            rerank.warm(self._rr_model, idx.lexical, batch)
+            rerank.warm(self._rr_model, idx.lexical, batch, store=idx.embcache)
         except Exception:  # noqa: BLE001 - questions still compute what they need; stop reading ahead
             self.log.exception("reading ahead for the reranker failed; it computes on demand")
             self._rr_todo = []
@@ -462,9 +483,20 @@ class IndexingLoop:
         idx.gens.warnings.clear()  # current_id() appends on every call; keep only this round's
         idx.lexical.reload()  # another process may have committed (a CLI write)
         vectors, embedder, off = self._sem
+        self._warm_vectors()
         pending = idx.pending_count() if vectors is not None else 0
         self.snap = Snapshot(generation=gid, lexical=idx.lexical, vectors=vectors, embedder=embedder,
                              semantic_off=off, warnings=warnings, pending=pending)
+
+    def _warm_vectors(self) -> None:
+        """The search's in-memory copy of the vectors reloaded here, after a write, not by the next
+        request (at 10k passages the reload is a full table read)."""
+        vectors = self._sem[0]
+        if vectors is not None:
+            try:
+                vectors.warm()
+            except Exception:  # noqa: BLE001 - damage is handled by the request that meets it
+                self.log.exception("could not reload the vectors' in-memory copy")
 
     def _next_action(self, next_resync: float) -> tuple[str, int]:
         """Wait (under the condition) for the next thing to do: ("catch-up" | "resync", cycle) or
@@ -522,12 +554,14 @@ class IndexingLoop:
                     continue
                 if action == "embed":
                     pending = emb.slice(idx)
+                    self._warm_vectors()
                     snap = self.snap
                     if pending is not None and snap is not None:
                         self.snap = dataclasses.replace(snap, pending=pending)
                     continue
                 if action == "compact":
                     emb.compact(idx)
+                    self._warm_vectors()
                     continue
                 if action == "rerank-warm":
                     self._rerank_warm(idx)

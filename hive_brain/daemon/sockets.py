@@ -28,6 +28,10 @@ from ..store.text import clean_text
 
 WORKERS = 16
 IDLE_CONNECTION_S = 60.0
+# Passages the second model may compute inside one prompt's request: the server reads every note
+# ahead (search/rerank.py), so only notes written since then are cold, each ~10 ms of model time on a
+# quiet core and 100 ms on a loaded one; the rest keep their first-pass places in that answer.
+PROMPT_RERANK_COLD = 6
 RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of", "include_operational", "detail",
                             "mode", "abstain", "drop_ratio", "pool", "now"})
 
@@ -199,7 +203,7 @@ class SocketServer:
 
     def _ops(self) -> dict[str, Callable[[dict], Any]]:
         return {"ping": self.op_ping, "status": self.op_status, "recall": self.op_recall, "answer": self.op_answer,
-                "catch_up": self.op_catch_up, "stop": self.op_stop, "write": self.op_write}
+                "prompt": self.op_prompt, "catch_up": self.op_catch_up, "stop": self.op_stop, "write": self.op_write}
 
     def op_ping(self, args: dict) -> dict:
         snap = self.loop.snap
@@ -276,6 +280,17 @@ class SocketServer:
                         vectors=snap.vectors, embedder=snap.embedder, off_reason=snap.semantic_off,
                         pending=snap.pending, warnings=snap.warnings, state=self.server.state)
 
+    def _caller(self, args: dict) -> str | None:
+        """The agent a read is for; in enforcement mode the id is a claim and the credential (or the
+        owner key) its proof."""
+        agent = _agent_arg(args)
+        settings = self.server.settings
+        if settings.scoped_permissions:
+            from ..store.identity import check_request
+
+            check_request(settings.state_dir, agent, args.get("auth"))
+        return agent
+
     def read_args(self, args: dict, extra: frozenset[str] = frozenset()) -> tuple[str, str | None, bool, dict]:
         query = args.get("query")
         if not isinstance(query, str):
@@ -286,13 +301,7 @@ class SocketServer:
         if unknown:
             raise UsageError(f"unknown recall option(s): {', '.join(sorted(unknown))}",
                              hint="one of: " + ", ".join(sorted(RECALL_OPTIONS | {'agent', 'semantic'})))
-        agent = _agent_arg(args)
-        settings = self.server.settings
-        if settings.scoped_permissions:
-            # Enforcement mode: the id is a claim; the credential (or the owner key) is the proof.
-            from ..store.identity import check_request
-
-            check_request(settings.state_dir, agent, args.get("auth"))
+        agent = self._caller(args)
         opts = {k: v for k, v in args.items() if k in RECALL_OPTIONS and v is not None}
         if "now" in opts:
             # The caller's clock for relative dates ("last Saturday"), sent as ISO 8601.
@@ -317,3 +326,31 @@ class SocketServer:
         pack = answer_view(self.view(semantic), query, agent=agent, semantic=semantic, budget=args.get("budget"), **opts)
         pack["via"] = "server"
         return pack
+
+    def op_prompt(self, args: dict) -> dict:
+        """The prompt hook's answer (``search.prompt.prompt_pack``) in one request: the hook process
+        then loads no ranking or transcript code and receives only the finished context."""
+        from ..search.prompt import PROMPT_CHARS, prompt_pack, transcript_context
+        from ..search.recall import search
+
+        prompt, context, tp, budget = args.get("prompt"), args.get("context"), args.get("transcript_path"), args.get("budget")
+        if not isinstance(prompt, str):
+            raise UsageError("args.prompt must be a string")
+        if not isinstance(context, str | None) or not isinstance(tp, str | None):
+            raise UsageError("args.context and args.transcript_path must be strings when given")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise UsageError("args.budget must be a whole number of characters")
+        unknown = set(args) - {"prompt", "context", "transcript_path", "budget", "agent", "auth"}
+        if unknown:
+            raise UsageError(f"unknown prompt option(s): {', '.join(sorted(unknown))}")
+        agent = self._caller(args)
+        view = self.view(True)
+        context = context or transcript_context(tp)
+        pack = prompt_pack(lambda q, **o: search(view, q, agent=agent, semantic=True, rerank_cold=PROMPT_RERANK_COLD, **o), clean_text(prompt)[:PROMPT_CHARS],
+                           clean_text(context), budget=max(500, budget), state=self.server.state, agent=agent)
+        # What the hook uses: not the recall's hits and score details (a large line to encode and parse).
+        keep = ("abstained", "reason", "context", "chars", "mode", "notice")
+        out = {k: pack.get(k) for k in keep}
+        out["items"] = [{k: it.get(k) for k in ("path", "id", "kind")} for it in pack.get("items") or []]
+        out["via"] = "server"
+        return out

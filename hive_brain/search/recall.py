@@ -87,7 +87,8 @@ class _Ranking:
 
 
 def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, types: list[str] | None,
-          tags: list[str] | None, project: str | None, semantic: bool, pool: int, qcache: dict[str, Any]) -> _Ranking:
+          tags: list[str] | None, project: str | None, semantic: bool, pool: int, qcache: dict[str, Any],
+          rerank_cold: int | None = None) -> _Ranking:
     where = build_where(agent=agent, kinds=kinds, types=types, project=project, include_archived=False, cutoff=q.cutoff)
     cands, info = candidates.gather(view, q, where, semantic=semantic, qcache=qcache, pool=pool)
     if q.window is not None:
@@ -120,7 +121,7 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     if semantic and info.get("semantic") and (model := rerank.model_for(view.embedder)) is not None:
         t0 = time.perf_counter()
-        rerank.rerank(ranked, q.text, model, entries, docs, qcache)
+        rerank.rerank(ranked, q.text, model, entries, docs, qcache, cold_limit=rerank_cold)
         ranked = rerank.fuse(ranked)
         info["rerankMs"] = round((time.perf_counter() - t0) * 1000, 2)
     return _Ranking(ranked, info, docs, entries)
@@ -329,10 +330,11 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
            tags: list[str] | None = None, project: str | None = None, limit: int = 10, as_of: str | None = None,
            include_operational: bool = False, detail: str = "overview", mode: str | None = None,
            semantic: bool = True, abstain: bool = True, drop_ratio: float = DROP_BELOW, now: Any = None,
-           pool: int = CANDIDATES) -> dict:
+           pool: int = CANDIDATES, rerank_cold: int | None = None) -> dict:
     """``pool``: passages each ranking contributes before fusion. The prompt hook asks for a smaller
     pool: it shows 6 notes, and half the pool costs nothing at the top (10k: R@5 0.95 either way)
-    while saving a quarter of the recall."""
+    while saving a quarter of the recall. ``rerank_cold``: the most passages the second model may
+    compute for this question (:func:`.rerank.rerank`); None: as many as it reads."""
     t_start = time.perf_counter()
     query = clean_text(query)
     _check_options(scope=scope, types=types, tags=tags, project=project, limit=limit, detail=detail, mode=mode,
@@ -343,7 +345,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
 
     def rank(kinds: tuple[str, ...]) -> _Ranking:
         return _rank(view, q, kinds, agent=agent, types=types, tags=tags, project=project, semantic=semantic,
-                     pool=max(10, min(int(pool), 1000)), qcache=qcache)
+                     pool=max(10, min(int(pool), 1000)), qcache=qcache, rerank_cold=rerank_cold)
 
     tier = scope
     if scope == "agent-memory":

@@ -52,6 +52,8 @@ def model_for(embedder: Any) -> Any:
 
 def latin(text: str) -> bool:
     """Letters all in Latin scripts (the reranker's vocabulary)."""
+    if text.isascii():  # nearly every passage: one C call instead of a Python loop over its characters
+        return True
     return not any(ch.isalpha() and ord(ch) > 0x024F for ch in text)
 
 
@@ -117,9 +119,12 @@ def warm_order(catalog: Any) -> list[Any]:
     return entries
 
 
-def warm(model: Any, lexical: Any, entries: Sequence[Any]) -> int:
+def warm(model: Any, lexical: Any, entries: Sequence[Any], store: Any = None) -> int:
     """Compute (and cache) the vectors of these notes' passages (and the background's); returns how
-    many passages were new."""
+    many passages were new to this process. ``store``: the vault's embedding cache
+    (``index/embcache.py``), read first and written with what the model computed, so a restarted
+    server reads ahead from disk: at 10k notes the model took over ten minutes for it, and every
+    prompt in that time paid for its own candidates (2-3 s on a loaded machine: past the deadline)."""
     background(model)
     texts: list[str] = []
     for e in entries:
@@ -127,13 +132,22 @@ def warm(model: Any, lexical: Any, entries: Sequence[Any]) -> int:
         docs = lexical.get_docs(pids)
         texts.extend(t for p in pids if p in docs and latin(t := compose(e, docs[p])) and not cached(model, t))
     if texts:
-        vectors(model, texts)
+        vectors(model, texts, store)
     return len(texts)
 
 
-def vectors(model: Any, texts: Sequence[str]) -> list[Any]:
-    """Unit vectors of passages, cached by text."""
-    return _CACHE.get(_pack_key(model), texts, lambda todo: model.embed_passages(todo, batch_size=32))
+def vectors(model: Any, texts: Sequence[str], store: Any = None) -> list[Any]:
+    """Unit vectors of passages, cached by text (in memory, and in ``store`` when given)."""
+
+    def compute(todo: list[str]) -> list[Any]:
+        if store is None:
+            return list(model.embed_passages(todo, batch_size=32))
+        from ..index.embcache import embed_with_cache, text_hash
+
+        got = embed_with_cache(model, store, {text_hash(t): t for t in todo}, batch_size=32)
+        return [got[text_hash(t)] for t in todo]
+
+    return _CACHE.get(_pack_key(model), texts, compute)
 
 
 def _pack_key(model: Any) -> str:
@@ -141,18 +155,24 @@ def _pack_key(model: Any) -> str:
 
 
 def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping[str, Any],
-           docs: Mapping[str, dict], qcache: dict[str, Any], params: Mapping[str, float] = PARAMS) -> None:
+           docs: Mapping[str, dict], qcache: dict[str, Any], params: Mapping[str, float] = PARAMS,
+           cold_limit: int | None = None) -> None:
     """Set ``features.rr_rank`` / ``rr_sim`` / ``rr_gap`` on the top ``rr_top`` candidates (``ranked``
     best first).
 
     Only the candidates it reads (:func:`reads`, in a Latin script) are re-ordered, among the places
     they hold; any other keeps its own place (the model cannot judge it, so it neither gains nor
-    loses)."""
+    loses). ``cold_limit``: at most this many passages not yet cached are computed, the best-placed
+    first; the other uncached candidates keep their places as if the model could not read them (the
+    prompt hook's bound: its deadline, not the ranking, decides how much model time a question gets)."""
     if not english(query_text):
         return
     top = [c for c in ranked[: int(params["rr_top"])] if c.features is not None]
     texts = {c.path: passage_text(c, entries.get(c.path), docs) for c in top}
     readable = [c for c in top if (t := texts[c.path]) is not None and latin(t) and reads(entries.get(c.path))]
+    if cold_limit is not None:
+        cold = {c.path for c in [c for c in readable if not cached(model, texts[c.path] or "")][cold_limit:]}
+        readable = [c for c in readable if c.path not in cold]
     if not readable:
         return
     if "rr_qv" not in qcache:

@@ -1,0 +1,133 @@
+"""The prompt hook's answer: a context pack for one prompt, from the prompt and what it refers to.
+
+Both the server's ``prompt`` op (``daemon/sockets.py``) and the hook's in-process fallback
+(``agents/hooks.py``) end in :func:`prompt_pack`, so the two answer alike. Only the standard library is
+imported at load time: the hook process imports this module; the ranking, the stemmer, the pack
+builder, the transcript reader and the usage log load where they are used.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+CONTEXT_CHARS = 1500  # words of the previous assistant reply that join the query
+PROMPT_CHARS = 4000  # a pasted log after the question adds nothing but noise
+RESULT_LIMIT = 6
+HOOK_POOL = 60  # candidates per ranking on the prompt path (recall's default is 120): see recall.search
+LONG_PROMPT_WORDS = 8
+USAGE_LOCK_WAIT_S = 0.05  # the longest the prompt hook waits to log what it injected
+
+
+def mode_header(mode: str) -> str:
+    if mode == "hybrid":
+        return "[hive-brain: hybrid recall (BM25 + vectors) from the running server]"
+    why = "server not running" if mode == "lexical" else "server answered without vectors"
+    return f"[hive-brain: lexical recall only ({why}); semantic matches may be missing]"
+
+
+def transcript_context(transcript_path: str | None) -> str:
+    """The end of the last assistant reply in an agent's transcript ("" without one)."""
+    if not transcript_path:
+        return ""
+    from ..memory.conversations import last_assistant_text
+
+    return last_assistant_text(transcript_path, max_chars=CONTEXT_CHARS)
+
+
+def prompt_pack(recall: Any, prompt: str, context: str = "", *, budget: int, state: Any, agent: str | None,
+                deadline: float | None = None, full_text: Any = None, local: bool = False) -> dict:
+    """The prompt hook's answer from ``recall`` (in-process, or the server's own search): the
+    :func:`contextual_answer` pack under its mode header, cut to ``budget``, its memories logged as
+    ``retrieved`` usage. The server's ``prompt`` op and the in-process fallback both end here.
+
+    ``local``: the lexical in-process view (whole conversations can be read); else the server's hybrid
+    ranking (``lexical-server`` when it answered without vectors)."""
+    pack = contextual_answer(recall, prompt, context, budget=budget, full_text=full_text)
+    mode = "lexical" if local else "hybrid" if (pack.get("recall") or {}).get("semantic") else "lexical-server"
+    pack["mode"] = mode
+    if not pack.get("abstained") and pack.get("context"):
+        from .answer import fit
+
+        pack["context"] = fit(mode_header(mode) + "\n" + pack["context"], budget)  # keeps the frame closed
+        pack["chars"] = len(pack["context"])
+        _log_usage(state, pack, agent, time.monotonic() + 1.0 if deadline is None else deadline)
+    return pack
+
+
+def _log_usage(state: Any, pack: dict, agent: str | None, deadline: float) -> None:
+    """The memories injected, as ``retrieved`` usage: one line appended to the per-device usage log,
+    waiting for its lock at most USAGE_LOCK_WAIT_S and never past the deadline (a busy log loses this
+    signal, never the answer). Written where the pack is made: only there is it known which hits were kept."""
+    wait = min(USAGE_LOCK_WAIT_S, deadline - time.monotonic() - 0.01)
+    if wait <= 0:
+        return
+    from ..memory.operations import log_retrieved
+
+    log_retrieved(state, pack.get("items") or [], agent=agent, timeout=wait)
+
+
+def _topic_present(hit: dict, q_terms: set[str]) -> bool:
+    """A hit found through the conversation context must have its topic (title words) in that context."""
+    from ..index.textproc import content_words
+
+    title_terms = set(content_words(str(hit.get("title") or "")))
+    if not title_terms:
+        return False
+    matched = len(title_terms & q_terms)
+    return matched >= min(2, len(title_terms)) and matched / len(title_terms) >= 0.5
+
+
+def contextual_answer(
+    recall: Any,
+    prompt: str,
+    context: str = "",
+    *,
+    budget: int,
+    full_text: Any = None,
+    limit: int = RESULT_LIMIT,
+) -> dict:
+    """Answer a prompt, using the previous assistant reply to resolve what it refers to ("do all 3").
+
+    ``recall(query, **opts)`` returns a ``recall.search`` result (in-process or from the server).
+    The prompt alone is asked first (its words weigh most); hits found only through the context
+    join when their topic appears in prompt + context. A plain coverage gate over the joined text
+    would abstain on everything, since no note covers a whole reply.
+    """
+    from ..index.textproc import content_words
+    from .answer import build
+
+    r1 = None
+    hits: list[dict] = []
+    words = content_words(prompt)
+    # "do all 3" alone would match any note with a 3 in it: numbers only count next to words.
+    if any(not t.isdigit() for t in words):
+        r1 = recall(prompt, limit=limit, pool=HOOK_POOL)
+        if not r1.get("abstained"):
+            # Core Memory is injected at session start; repeating it on every prompt wastes the budget.
+            hits = [h for h in r1["hits"] if h.get("kind") != "core"]
+    base = r1
+    # A prompt that says what it wants in many words refers to nothing earlier; skip the second search.
+    if context.strip() and len(hits) < limit and (len(words) < LONG_PROMPT_WORDS or not hits):
+        q2 = prompt + "\n" + context
+        r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL)
+        q_terms = set(content_words(q2))
+        have = {h["path"] for h in hits}
+        for h in r2["hits"]:
+            if len(hits) >= limit:
+                break
+            if h["path"] not in have and h.get("kind") != "core" and _topic_present(h, q_terms):
+                hits.append(h)
+                have.add(h["path"])
+        base = base or r2
+    if base is None:
+        base = {"abstained": True, "reason": "the prompt has no searchable words", "hits": []}
+    result = {
+        **base,
+        "hits": hits,
+        "abstained": not hits,
+        "reason": None if hits else (base.get("reason") or "nothing relevant"),
+    }
+    pack = build(result, budget=budget, full_text=full_text)
+    pack["query"] = prompt
+    return pack

@@ -1,0 +1,138 @@
+"""The prompt hook with the server up: one ``prompt`` request, answered warm from the first prompt.
+
+Real servers (in-process :class:`~hive_brain.daemon.server.Server` or a detached process), real model
+where the test says ``with_model``, real hook processes. No timing is asserted (benchmarks/scale.py
+measures the hook); these check what makes it fast: what the hook process loads, what crosses the
+socket, and that nothing is left cold for the first prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from hive_brain.agents import hooks
+from hive_brain.config import resolve
+from hive_brain.memory.operations import usage_counts
+from hive_brain.rpc import client
+
+from .helpers import remember
+
+READY_WITHIN = 90.0
+
+
+def _wait(pred, timeout: float) -> None:
+    t_end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < t_end, "timed out"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def live(vault_path, with_model):
+    """A ready in-process server over a vault holding two memories, every passage embedded."""
+    from hive_brain.daemon.server import Server
+
+    pkg = remember("Package manager", "Use pnpm for JavaScript projects, never npm.", "preference")
+    remember("Hosting", "The web app is deployed on Fly.io in the Amsterdam region.", "decision")
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(READY_WITHIN)
+        _wait(lambda: client.call(srv.state, "status", timeout=5)["semantic"]["pendingPassages"] == 0, READY_WITHIN)
+        yield srv, pkg
+
+
+def test_the_server_is_warm_before_it_says_ready(vault_path, with_model):
+    """Before the fix the vectors' in-memory copy was loaded by the first search, inside the first
+    prompt's request: right after a start that prompt timed out (1.5 s) with nothing injected."""
+    from hive_brain.daemon.server import Server
+    from hive_brain.engine import Engine
+
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.", "preference")
+    Engine.open().rebuild()  # the vectors exist before the server starts
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(READY_WITHIN)
+        snap = srv.indexing.snap
+        assert snap.vectors is not None and snap.vectors._mem is not None
+        # The read path ran once before ready: its modules are loaded, not imported by a request.
+        assert "hive_brain.search.answer" in sys.modules and "hive_brain.index.textproc" in sys.modules
+
+
+def test_a_vector_write_reloads_the_search_copy_on_the_indexing_thread(live):
+    srv, _ = live
+    vectors = srv.indexing.snap.vectors
+    before = vectors._mem[0]
+    remember("Editor", "Indent with four spaces; tabs are never used.", "preference")
+    client.call(srv.state, "catch_up", timeout=30)
+    _wait(lambda: client.call(srv.state, "status", timeout=5)["semantic"]["pendingPassages"] == 0, READY_WITHIN)
+    # Reloaded by the server after its write, at the table's new version: no request pays for it.
+    _wait(lambda: vectors._mem[0] != before, 10)
+    assert vectors._mem[0] == vectors._table(create=False).version
+
+
+def test_the_prompt_op_answers_the_whole_hook_and_logs_what_it_injected(live):
+    srv, pkg = live
+    res = client.call(srv.state, "prompt", {"prompt": "which node dependency tool should I use?", "budget": 4000,
+                                            "agent": "claude-code"}, timeout=30)
+    assert res["mode"] == "hybrid" and not res["abstained"]
+    assert res["context"].startswith("[hive-brain: hybrid recall") and "pnpm" in res["context"]
+    assert res["context"].rstrip().endswith("</hive-brain-recall>") and res["chars"] == len(res["context"])
+    assert res["items"][0] == {"path": pkg["path"], "id": pkg["id"], "kind": "memory"}
+    assert "recall" not in res and "hits" not in res  # the hook needs the context, not every hit's details
+    assert usage_counts(srv.state).get(pkg["id"], {}).get("retrieved") == 1
+    off = client.call(srv.state, "prompt", {"prompt": "how does photosynthesis work in plants?", "budget": 4000},
+                      timeout=30)
+    assert off["abstained"] and not off["context"] and off["items"] == []
+    for bad, word in (({"budget": 4000}, "prompt"), ({"prompt": "x", "budget": "big"}, "budget"),
+                      ({"prompt": "x", "budget": 4000, "pool": 3}, "pool")):
+        with pytest.raises(Exception, match=word):
+            client.call(srv.state, "prompt", bad, timeout=10)
+
+
+def test_the_prompt_op_reads_the_transcript_for_what_the_prompt_refers_to(live, tmp_path):
+    srv, pkg = live
+    tp = tmp_path / "t.jsonl"
+    lines = [{"type": "user", "message": {"role": "user", "content": "what should I set up first?"}},
+             {"type": "assistant", "message": {"role": "assistant", "content": [
+                 {"type": "text", "text": "First choose the package manager for the JavaScript project."}]}}]
+    tp.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    res = client.call(srv.state, "prompt", {"prompt": "ok do that", "budget": 4000, "transcript_path": str(tp)},
+                      timeout=30)
+    assert [it["id"] for it in res["items"]] == [pkg["id"]]
+
+
+def test_the_hook_process_asks_once_and_loads_no_ranking_code(live):
+    srv, pkg = live
+    code = textwrap.dedent("""
+        import json, sys, time
+        from hive_brain.agents import hooks
+        s = hooks._settings({}, [])
+        pack = hooks.answer_for_hook(s, "which node dependency tool should I use?", budget=4000,
+                                     deadline=time.monotonic() + 30)
+        loaded = [m for m in ("snowballstemmer", "hive_brain.index.textproc", "hive_brain.search.answer",
+                              "hive_brain.memory.conversations", "hive_brain.memory.operations",
+                              "hive_brain.search.recall", "numpy") if m in sys.modules]
+        print(json.dumps({"mode": pack["mode"], "ctx": pack["context"], "loaded": loaded}))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, HIVE_AGENT_ID="claude-code"))
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["mode"] == "hybrid" and "pnpm" in got["ctx"]
+    assert got["loaded"] == []
+
+
+def test_an_older_server_without_the_prompt_op_still_answers_hybrid(live, monkeypatch):
+    srv, _ = live
+    sock = srv.sockets
+    real = sock._ops
+    monkeypatch.setattr(sock, "_ops", lambda: {k: v for k, v in real().items() if k != "prompt"})
+    s = resolve(agent_id="claude-code")
+    pack = hooks.answer_for_hook(s, "which node dependency tool should I use?", budget=4000,
+                                 deadline=time.monotonic() + 30)
+    assert pack["mode"] == "hybrid" and "pnpm" in pack["context"] and not pack.get("serverError")
