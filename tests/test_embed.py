@@ -207,3 +207,17 @@ def test_loading_the_model_writes_nothing_outside_hive_brains_own_dirs(tmp_path,
     assert p.returncode == 0, p.stderr
     written = sorted(str(f.relative_to(home)) for f in home.rglob("*") if f.is_file())
     assert not [f for f in written if not f.startswith(".cache/hive-brain/")], written
+
+
+def test_a_single_threaded_session_for_one_text_gives_the_same_vectors(pack_dir: Path) -> None:
+    shared = Embedder.load(pack_dir)
+    single = Embedder.load(pack_dir)
+    single.enable_single_session()
+    assert single._single is not None and shared._single is None
+    q = "which node dependency tool should I use?"
+    assert np.allclose(single.embed_queries([q]), shared.embed_queries([q]), atol=1e-5)
+    v1, t1 = single.embed_query_tokens(q)
+    v2, t2 = shared.embed_query_tokens(q)
+    assert np.allclose(v1, v2, atol=1e-5) and np.allclose(t1, t2, atol=1e-4)
+    texts = ["Use pnpm, never npm.", "The web app is deployed on Fly.io."]  # a batch: the shared session
+    assert np.allclose(single.embed_passages(texts), shared.embed_passages(texts), atol=1e-5)
