@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,34 +41,80 @@ def user_cache_dir() -> Path:
     return Path(base) / APP
 
 
-@dataclass
 class Settings:
-    vault: Path | None = None
-    state_dir: Path = field(default_factory=_user_data_dir)
-    model_dir: Path = field(default_factory=lambda: user_cache_dir() / "models")
-    agent_id: str | None = None
-    lock_timeout: float = 30.0
-    hook_deadline: float = 1.5
-    hook_budget_chars: int = 8000
-    scoped_permissions: bool = False
-    semantic: bool = True
-    use_server: bool = True
+    """Every setting, resolved by :func:`resolve`. A plain class, not a dataclass: the prompt hook
+    resolves settings in every process, and ``dataclasses`` (with ``inspect``, ``ast``, ``dis`` and
+    ``tokenize`` behind it) was the largest import of the hook's process. ``_FIELDS`` lists the
+    settings in order with their kind and default."""
+
+    vault: Path | None
+    state_dir: Path
+    model_dir: Path
+    agent_id: str | None
+    lock_timeout: float
+    hook_deadline: float
+    hook_budget_chars: int
+    scoped_permissions: bool
+    semantic: bool
+    use_server: bool
     # Start the vault's server in the background when a session starts, hooks are installed, or a
     # recall had to work in-process: the warm server is what makes recall hybrid and fast.
-    autostart: bool = True
-    max_note_bytes: int = 5 * 1024 * 1024
+    autostart: bool
+    max_note_bytes: int
     # Memory types a write accepts besides the built-in ones (memory/model.py), comma-separated.
-    memory_types: str = ""
+    memory_types: str
     # How often the server runs the promotion pass (Brain Review proposals only; 0 = never).
-    promotion_every_s: float = 86400.0
+    promotion_every_s: float
     # Proofs of identity (enforcement mode; store/identity.py): file paths, from the environment or a
     # flag only, never the config file (which every process, agents included, reads).
-    agent_credential: Path | None = None
-    owner_key: Path | None = None
+    agent_credential: Path | None
+    owner_key: Path | None
     # Derived by store.identity.establish, never set by the user:
-    owner_verified: bool = False
-    auth: dict[str, str] = field(default_factory=dict)  # what a server request carries
-    sources: dict[str, str] = field(default_factory=dict)
+    owner_verified: bool
+    auth: dict[str, str]  # what a server request carries
+    sources: dict[str, str]
+
+    def __init__(self, **values: Any) -> None:
+        unknown = set(values) - set(_FIELDS)
+        if unknown:
+            raise TypeError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        for name, (_kind, default) in _FIELDS.items():
+            setattr(self, name, values[name] if name in values else default())
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` (as ``dataclasses.replace`` did)."""
+        return Settings(**{**self.__dict__, **changes})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dataclass it was
+
+    def __repr__(self) -> str:
+        return "Settings(" + ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items()) + ")"
+
+
+_FIELDS: dict[str, tuple[str, Callable[[], Any]]] = {
+    "vault": ("path", lambda: None),
+    "state_dir": ("path", _user_data_dir),
+    "model_dir": ("path", lambda: user_cache_dir() / "models"),
+    "agent_id": ("str", lambda: None),
+    "lock_timeout": ("float", lambda: 30.0),
+    "hook_deadline": ("float", lambda: 1.5),
+    "hook_budget_chars": ("int", lambda: 8000),
+    "scoped_permissions": ("bool", lambda: False),
+    "semantic": ("bool", lambda: True),
+    "use_server": ("bool", lambda: True),
+    "autostart": ("bool", lambda: True),
+    "max_note_bytes": ("int", lambda: 5 * 1024 * 1024),
+    "memory_types": ("str", lambda: ""),
+    "promotion_every_s": ("float", lambda: 86400.0),
+    "agent_credential": ("path", lambda: None),
+    "owner_key": ("path", lambda: None),
+    "owner_verified": ("bool", lambda: False),
+    "auth": ("dict", dict),
+    "sources": ("dict", dict),
+}
 
 
 # Not settable from the config file: proofs of identity and what is derived from them.
@@ -101,18 +147,17 @@ def config_file() -> Path:
 
 
 def _coerce(name: str, value: Any) -> Any:
-    default = Settings.__dataclass_fields__[name]
-    kind = default.type
+    kind = _FIELDS[name][0]
     try:
-        if name in ("vault", "state_dir", "model_dir", "agent_credential", "owner_key"):
+        if kind == "path":
             return Path(os.path.expanduser(str(value))) if value not in (None, "") else None
-        if "bool" in str(kind):
+        if kind == "bool":
             if isinstance(value, bool):
                 return value
             return str(value).strip().lower() in ("1", "true", "yes", "on")
-        if "float" in str(kind):
+        if kind == "float":
             return float(value)
-        if "int" in str(kind):
+        if kind == "int":
             return int(value)
     except (TypeError, ValueError) as e:
         raise UsageError(f"setting {name!r} has an invalid value {value!r}", hint="fix the env var or config file") from e
@@ -132,7 +177,7 @@ def resolve(**flags: Any) -> Settings:
             raise UsageError(f"config file {path} is not valid TOML: {e}", hint="fix or remove it") from e
         for k, v in data.items():
             k = k.replace("-", "_")
-            if k in Settings.__dataclass_fields__ and k not in _NOT_FROM_CONFIG:
+            if k in _FIELDS and k not in _NOT_FROM_CONFIG:
                 setattr(s, k, _coerce(k, v))
                 s.sources[k] = f"config:{path}"
     for k, env in _ENV.items():
@@ -155,7 +200,7 @@ def resolve(**flags: Any) -> Settings:
 # ---------------------------------------------------------------------------------------------- the file
 def settable() -> list[str]:
     """The settings ``hive-brain config set`` accepts (proofs of identity never live in the file)."""
-    return [k for k in Settings.__dataclass_fields__ if k not in _NOT_FROM_CONFIG]
+    return [k for k in _FIELDS if k not in _NOT_FROM_CONFIG]
 
 
 def check_key(key: str) -> str:

@@ -116,7 +116,7 @@ def test_the_hook_process_asks_once_and_loads_no_ranking_code(live):
                                      deadline=time.monotonic() + 30)
         loaded = [m for m in ("snowballstemmer", "hive_brain.index.textproc", "hive_brain.search.answer",
                               "hive_brain.memory.conversations", "hive_brain.memory.operations",
-                              "hive_brain.search.recall", "numpy") if m in sys.modules]
+                              "hive_brain.search.recall", "numpy", "dataclasses", "inspect") if m in sys.modules]
         print(json.dumps({"mode": pack["mode"], "ctx": pack["context"], "loaded": loaded}))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

@@ -11,7 +11,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 from ..config import Settings
@@ -360,7 +360,7 @@ class MemoryStore:
             return self
         store = self._agent_stores.get((agent, owner_verified))
         if store is None:
-            store = MemoryStore(self.vault, replace(self.settings, agent_id=agent, owner_verified=owner_verified),
+            store = MemoryStore(self.vault, self.settings.replace(agent_id=agent, owner_verified=owner_verified),
                                 publish=self.publish)
             self._agent_stores[(agent, owner_verified)] = store
         store.refresh_catalog = self.refresh_catalog

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
@@ -31,11 +30,34 @@ def template_dir() -> Path:
     raise VaultError("vault template is missing from the installation", hint="reinstall hive-brain")
 
 
-@dataclass(frozen=True)
 class Vault:
+    """An opened vault: its root, id and per-device state dir. Immutable. A plain class, not a
+    dataclass: the prompt hook opens one, and ``dataclasses`` (with ``inspect``, ``ast`` and ``dis``
+    behind it) was the largest import of the hook's process."""
+
+    __slots__ = ("root", "state", "vault_id")
     root: Path
     vault_id: str
     state: Path  # per-device state dir for this vault
+
+    def __init__(self, root: Path, vault_id: str, state: Path) -> None:
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "vault_id", vault_id)
+        object.__setattr__(self, "state", state)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Vault is immutable (cannot set {name})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Vault):
+            return NotImplemented
+        return (self.root, self.vault_id, self.state) == (other.root, other.vault_id, other.state)
+
+    def __hash__(self) -> int:
+        return hash((self.root, self.vault_id, self.state))
+
+    def __repr__(self) -> str:
+        return f"Vault(root={self.root!r}, vault_id={self.vault_id!r}, state={self.state!r})"
 
     def rel(self, path: Path) -> str:
         return path.resolve().relative_to(self.root).as_posix()
