@@ -27,6 +27,12 @@ PARAMS: dict[str, float] = {
     # tune half, checked on the fixture set of benchmarks/scale.py (docs/benchmarks.md).
     "w_rr": 0.4,
     "rr_top": 30,
+    # ... in an index of at most `rr_small_docs` passages: 1/(rr_k_small + first-pass rank) + w_rr x its
+    # cosine + w_rr_e5_small x e5's cosine (the first pass's word matches mislead most in a small vault;
+    # chosen on the smallvault tune half at 29 and 81 notes; at 1,000 notes it lost on the fixture set).
+    "rr_small_docs": 200,
+    "rr_k_small": 30.0,
+    "w_rr_e5_small": 1.0,
     "lex_sum": 0.0,  # note lexical score = best passage + lex_sum * other matching passages
     "sem_second": 0.0,  # note semantic score = best passage + sem_second * second best
     # Score-based fusion added to the rank fusion

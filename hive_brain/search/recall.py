@@ -122,7 +122,7 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
     if semantic and info.get("semantic") and (model := rerank.model_for(view.embedder)) is not None:
         t0 = time.perf_counter()
         rerank.rerank(ranked, q.text, model, entries, docs, qcache, cold_limit=rerank_cold)
-        ranked = rerank.fuse(ranked)
+        ranked = rerank.fuse(ranked, docs=view.lexical.doc_count())
         info["rerankMs"] = round((time.perf_counter() - t0) * 1000, 2)
     return _Ranking(ranked, info, docs, entries)
 

@@ -191,11 +191,18 @@ def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping
         c.features.rr_gap = sims[c.path] - qcache["rr_floor"]
 
 
-def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS) -> list[Cand]:
+def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS, *, docs: int | None = None) -> list[Cand]:
     """The final order over the top ``rr_top``: 1/(``rrf_k`` + first-pass rank) + ``w_rr`` x the second
     model's cosine. Only the notes the model read (``rr_sim`` set) move, among the places they hold;
     the others, and the notes after the top, keep theirs. The k-th place takes the first pass's k-th
-    score, so ``score`` and ``drop_ratio`` read the final order as they read the first."""
+    score, so ``score`` and ``drop_ratio`` read the final order as they read the first.
+
+    In a small index (``docs`` passages, at most ``rr_small_docs``) the first-pass rank counts less
+    (``rr_k_small`` instead of ``rrf_k``) and e5's own cosine joins the second model's
+    (``w_rr_e5_small``): there the first pass's word matches mislead most (e5 alone found 1.00 of the
+    tune paraphrases first at 29 notes on benchmarks/smallvault.py, the fused first pass 0.75), and
+    there are few near-duplicates for the flatter fusion to promote (at 1,000 notes, the synthetic
+    fixture set of benchmarks/scale.py lost R@1 0.595 -> 0.545 with it; docs/benchmarks.md, stop 22)."""
     n = int(params["rr_top"])
     top = ranked[:n]
     slots = [i for i, c in enumerate(top) if c.features is not None and c.features.rr_sim is not None]
@@ -204,8 +211,15 @@ def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS) -> list[Cand]
     # The first pass by rank, the second model by its cosine: a rank alone made a 0.01 lead of the
     # second model worth as much as a 0.3 one, and on the synthetic fixture set of benchmarks/scale.py
     # (filler text around one fact) near-ties moved the wrong notes up (R@1 0.690 -> 0.620).
-    k, w = params["rrf_k"], params["w_rr"]
-    fused = {top[i].path: 1.0 / (k + i) + w * top[i].features.rr_sim for i in slots}
+    k, w, w5 = params["rrf_k"], params["w_rr"], 0.0
+    if docs is not None and docs <= params["rr_small_docs"]:
+        k, w5 = params["rr_k_small"], params["w_rr_e5_small"]
+    low = min((f.semantic for c in top if (f := c.features) is not None and f.semantic is not None), default=0.0)
+
+    def e5(c: Cand) -> float:  # a note the vectors did not find is no nearer than the farthest they did
+        return c.features.semantic if c.features.semantic is not None else low
+
+    fused = {top[i].path: 1.0 / (k + i) + w * top[i].features.rr_sim + w5 * e5(top[i]) for i in slots}
     moved = sorted((top[i] for i in slots), key=lambda c: -fused[c.path])
     order = list(top)
     for i, c in zip(slots, moved, strict=True):
