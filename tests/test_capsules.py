@@ -242,13 +242,11 @@ def test_search_ranks_inside_the_capsule_without_importing(vault_path, atlas, tm
 
 
 def test_an_agent_may_not_open_a_locked_capsule(vault_path, tmp_path):
-    from dataclasses import replace
-
     p = tmp_path / "lk.hivebrain"
     p.write_bytes(fmt.lock(fmt.build([], {"encrypted": True}), "pw"))
     assert read_capsule(resolve(), p, passphrase="pw").records == []
     with pytest.raises(PermissionDenied):
-        read_capsule(replace(resolve(), agent_id="codex"), p, passphrase="pw")
+        read_capsule(resolve().replace(agent_id="codex"), p, passphrase="pw")
 
 
 def test_capsule_json_is_camel_case(vault_path, atlas, tmp_path):
