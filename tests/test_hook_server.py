@@ -59,8 +59,8 @@ def test_the_server_is_warm_before_it_says_ready(vault_path, with_model):
         assert srv.wait_ready(READY_WITHIN)
         snap = srv.indexing.snap
         assert snap.vectors is not None and snap.vectors._mem is not None
-        # The read path ran once before ready: its modules are loaded, not imported by a request.
-        assert "hive_brain.search.answer" in sys.modules and "hive_brain.index.textproc" in sys.modules
+        # ... and one whole prompt was answered before ready (its imports and first model runs).
+        assert "read path warmed" in srv.log_path.read_text(encoding="utf-8")
 
 
 def test_a_vector_write_reloads_the_search_copy_on_the_indexing_thread(live):

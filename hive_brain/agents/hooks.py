@@ -282,6 +282,12 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     budget = max(500, budget)
     reader = hook_reader(vault, settings)
 
+    def from_recalls(src: Any, *, local: bool) -> dict:
+        return prompt_pack(lambda q, **o: src.recall(q, semantic=not local, **o), prompt,
+                           context or transcript_context(transcript_path), budget=budget, state=vault.state,
+                           agent=settings.agent_id, deadline=deadline, full_text=src.full_text if local else None,
+                           local=local)
+
     def work(src: Any) -> dict:
         if src.via == "server":
             try:
@@ -291,15 +297,10 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
 
                 if not (isinstance(e, UsageError) and "unknown op" in e.message):
                     raise
-            # A server older than the ``prompt`` op: its recall, with the pack made here.
-            return prompt_pack(lambda q, **o: src.recall(q, semantic=True, **o), prompt,
-                               context or transcript_context(transcript_path), budget=budget,
-                               state=vault.state, agent=settings.agent_id, deadline=deadline)
+            return from_recalls(src, local=False)  # a server older than the ``prompt`` op: its recalls
         if src.view(False) is None:
             return {"mode": "no-index"}
-        return prompt_pack(lambda q, **o: src.recall(q, semantic=False, **o), prompt,
-                           context or transcript_context(transcript_path), budget=budget, state=vault.state,
-                           agent=settings.agent_id, deadline=deadline, full_text=src.full_text, local=True)
+        return from_recalls(src, local=True)
 
     pack = reader.read(work, deadline=deadline)
     server_error = reader.server_error
