@@ -374,6 +374,7 @@ class ProcResult:
     # started with vfork (as subprocess does), so it is only the child's own peak when the spawner is
     # small: use peak_rss() for memory numbers.
     max_rss_kb: int | None
+    cpu_s: float | None = None  # the child's own user + system CPU time (wait4): steadier than wall on a busy machine
 
 
 def run_process(argv: Sequence[str], *, input_text: str = "", env: dict[str, str] | None = None,
@@ -412,7 +413,8 @@ def run_process(argv: Sequence[str], *, input_text: str = "", env: dict[str, str
             if f is not None and not f.closed:
                 f.close()
     return ProcResult(seconds=seconds, returncode=proc.returncode, stdout=out.decode("utf-8", "replace"),
-                      stderr=err.decode("utf-8", "replace"), max_rss_kb=int(usage.ru_maxrss) or None)
+                      stderr=err.decode("utf-8", "replace"), max_rss_kb=int(usage.ru_maxrss) or None,
+                      cpu_s=usage.ru_utime + usage.ru_stime)
 
 
 _RSS_LAUNCHER = """
@@ -546,7 +548,10 @@ def hook_env(vault: Path, agent: str) -> dict[str, str]:
 
 
 def hook_argv() -> list[str]:
-    return [sys.executable, "-m", "hive_brain", "hook", "prompt"]
+    """The prompt hook's command as `hooks install` writes it (``python -S .../hookentry.py hook prompt``)."""
+    from hive_brain.agents.settingsfile import hook_executable
+
+    return [*hook_executable(), "hook", "prompt"]
 
 
 @contextmanager

@@ -9,9 +9,12 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from .errors import InvalidAgentId, UsageError
+
+TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 APP = "hive-brain"
 
@@ -169,12 +172,18 @@ def resolve(**flags: Any) -> Settings:
     s = Settings()
     path = config_file()
     if path.is_file():
-        import tomllib
-
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise UsageError(f"config file {path} is not valid TOML: {e}", hint="fix or remove it") from e
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"config file {path} is not readable: {e}", hint="fix or remove it") from e
+        data = _simple_toml(text)
+        if data is None:
+            import tomllib
+
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as e:
+                raise UsageError(f"config file {path} is not valid TOML: {e}", hint="fix or remove it") from e
         for k, v in data.items():
             k = k.replace("-", "_")
             if k in _FIELDS and k not in _NOT_FROM_CONFIG:
@@ -198,6 +207,47 @@ def resolve(**flags: Any) -> Settings:
 
 
 # ---------------------------------------------------------------------------------------------- the file
+_SIMPLE_LINE: Any = None
+
+
+def _simple_toml(text: str) -> dict[str, Any] | None:
+    """The config file as ``tomllib`` reads it, when it holds only what ``config set`` writes: top-level
+    ``key = value`` lines (a string without escapes, true/false, a plain integer or decimal), comments
+    and blank lines. None for anything else (tables, escapes, dates, a repeated key ...), which
+    ``tomllib`` then reads. Every process resolves settings, the prompt hook's too, and ``tomllib``
+    (with ``typing`` behind it) was the largest import left on that path."""
+    global _SIMPLE_LINE
+    if _SIMPLE_LINE is None:
+        import re
+
+        comment = r"(?:#[^\x00-\x08\x0a-\x1f\x7f]*)?"  # TOML: no control characters but tab
+        _SIMPLE_LINE = re.compile(
+            r'[ \t]*(?:([A-Za-z0-9_-]+)[ \t]*=[ \t]*(?:"([^"\\\x00-\x1f\x7f]*)"|\'([^\'\x00-\x08\x0a-\x1f\x7f]*)\''
+            r"|(true|false)|([+-]?(?:0|[1-9][0-9]*))|([+-]?(?:0|[1-9][0-9]*)\.[0-9]+))[ \t]*)?" + comment
+        )
+    out: dict[str, Any] = {}
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        # CRLF ends a line; a CR anywhere else (the end of the file too) is left to tomllib, which refuses it
+        m = _SIMPLE_LINE.fullmatch(line[:-1] if line.endswith("\r") and i < len(lines) - 1 else line)
+        if m is None:
+            return None
+        key, basic, literal, boolean, integer, decimal = m.groups()
+        if key is None:
+            continue  # blank or a comment
+        if key in out:
+            return None  # tomllib says why
+        if basic is not None or literal is not None:
+            out[key] = basic if basic is not None else literal
+        elif boolean is not None:
+            out[key] = boolean == "true"
+        elif integer is not None:
+            out[key] = int(integer)
+        else:
+            out[key] = float(decimal)
+    return out
+
+
 def settable() -> list[str]:
     """The settings ``hive-brain config set`` accepts (proofs of identity never live in the file)."""
     return [k for k in _FIELDS if k not in _NOT_FROM_CONFIG]

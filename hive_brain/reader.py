@@ -22,11 +22,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+
+# typing only for the type checker (typing.TYPE_CHECKING would import it): the prompt hook imports
+# this module, and ``typing`` was one of the largest imports of its process.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 __all__ = ["LocalSource", "Reader", "ServerSource", "Source"]
 
-T = TypeVar("T")
 RETRY_AFTER_S = 30.0
 # Per process and vault (state dir): until when its server is not asked again after a failure. Shared
 # by every Reader of the process, so the choice is made once however many engines a process opens.

@@ -7,11 +7,15 @@ its import pulls in tempfile/shutil/random on every prompt-hook run).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hive_brain import config
 
@@ -80,3 +84,43 @@ def test_due_allows_an_action_once_per_interval(tmp_path):
     old = marker.stat().st_mtime - 120
     os.utime(marker, (old, old))
     assert due(marker, 60) is True
+
+
+# ---------------------------------------------------------------------------------------------- the file, read fast
+_LINE = st.one_of(
+    st.just(""), st.just("# a comment"), st.just("[table]"), st.just("a.b = 1"), st.just("x = 1e5"),
+    st.tuples(st.sampled_from(["vault", "hook_deadline", "semantic", "k-1", "K_2", "bad key", '"q"']),
+              st.sampled_from([" = ", "=", "\t=  "]),
+              st.one_of(st.text(max_size=12).map(lambda t: '"' + t + '"'), st.text(max_size=12).map(lambda t: "'" + t + "'"),
+                        st.sampled_from(["true", "false", "True", "0", "007", "-3", "+8000", "2.5", "-0.0", "1.", "1_000"])),
+              st.sampled_from(["", "  # note", " #", "\r", " x"])).map("".join),
+)
+
+
+@given(st.lists(_LINE, max_size=6))
+@settings(max_examples=300, deadline=None)
+def test_the_fast_config_reader_agrees_with_tomllib_or_leaves_it_to_tomllib(lines):
+    """Whatever the fast reader accepts, it reads exactly as tomllib; everything else goes to tomllib."""
+    text = "\n".join(lines)
+    got = config._simple_toml(text)
+    if got is None:
+        return
+    assert got == tomllib.loads(text)
+
+
+def test_the_config_file_config_set_writes_is_read_without_tomllib(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIVE_BRAIN_CONFIG", str(tmp_path / "config.toml"))
+    config.set_in_file("vault", str(tmp_path / "my brain"))
+    config.set_in_file("hook_deadline", "2.5")
+    config.set_in_file("use_server", "false")
+    text = (tmp_path / "config.toml").read_text()
+    assert config._simple_toml(text) == tomllib.loads(text)
+    s = config.resolve()
+    assert (s.vault, s.hook_deadline, s.use_server) == (tmp_path / "my brain", 2.5, False)
+    code = "import sys, hive_brain.config as c; c.resolve(); print('tomllib' in sys.modules, 'typing' in sys.modules)"
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(config.__file__).parents[1])})
+    assert out.stdout.split() == ["False", "False"]
+    (tmp_path / "config.toml").write_text('vault = "x"\n[table]\nk = 1\n')  # not the simple form: tomllib reads it
+    assert config._simple_toml((tmp_path / "config.toml").read_text()) is None
+    assert config.resolve().vault == Path("x")

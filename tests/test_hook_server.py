@@ -136,3 +136,38 @@ def test_an_older_server_without_the_prompt_op_still_answers_hybrid(live, monkey
     pack = hooks.answer_for_hook(s, "which node dependency tool should I use?", budget=4000,
                                  deadline=time.monotonic() + 30)
     assert pack["mode"] == "hybrid" and "pnpm" in pack["context"] and not pack.get("serverError")
+
+
+def _installed_prompt_hook(prompt: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The prompt hook exactly as `hooks install` writes it, run by a shell as an agent runs it."""
+    from hive_brain.agents.settingsfile import hook_command
+
+    cmd = hook_command("prompt", "claude-code", os.environ["HIVE_BRAIN_VAULT"])
+    assert " -S " in cmd and cmd.endswith(" hook prompt")
+    if extra:  # e.g. -X importtime, placed before the entry's path
+        cmd = cmd.replace(" -S ", " -S " + " ".join(extra) + " ", 1)
+    payload = json.dumps({"session_id": "t", "hook_event_name": "UserPromptSubmit", "prompt": prompt})
+    return subprocess.run(["/bin/sh", "-c", cmd], input=payload, capture_output=True, text=True, timeout=120)
+
+
+def test_the_installed_hook_runs_without_site_and_answers_from_the_server(live):
+    srv, pkg = live
+    out = _installed_prompt_hook("which node dependency tool should I use?", "-X", "importtime")
+    assert out.returncode == 0, out.stderr
+    ctx = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "hybrid recall" in ctx and "pnpm" in ctx
+    imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
+    assert "hive_brain.agents.hooks" in imported  # the importtime listing is really there
+    # -S: no site (the venv's .pth files); no typing or tomllib; nothing of the ranking or the index
+    assert not imported & {"site", "typing", "tomllib", "dataclasses", "tantivy", "numpy", "hive_brain.search.recall"}
+
+
+def test_the_installed_hook_loads_site_for_the_lexical_answer_when_no_server_runs(vault_path):
+    remember("Release steps", "Tag the commit, then run make release and announce it in #eng.", "procedure")
+    from hive_brain.engine import Engine
+
+    Engine.from_settings(resolve()).rebuild()
+    out = _installed_prompt_hook("what are the release steps after tagging the commit?")
+    assert out.returncode == 0, out.stderr
+    ctx = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "lexical recall only" in ctx and "make release" in ctx

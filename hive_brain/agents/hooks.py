@@ -21,9 +21,13 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from ..search.prompt import PROMPT_CHARS, prompt_pack, transcript_context
+from .hookentry import load_site
+
+TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 EVENTS = {
     "prompt": "UserPromptSubmit",
@@ -81,6 +85,8 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
         rec["session_id"] = str(payload.get("session_id") or "")[:80] or None
         settings = _settings(payload, argv)
         rec["agent"] = settings.agent_id
+        if event != "prompt":
+            load_site()  # these read the index or write memory in-process: the installed packages
         if event == "prompt":
             output = _prompt(settings, payload, rec, t0)
         elif event == "session-start":
@@ -298,6 +304,7 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
                 if not (isinstance(e, UsageError) and "unknown op" in e.message):
                     raise
             return from_recalls(src, local=False)  # a server older than the ``prompt`` op: its recalls
+        load_site()  # the in-process answer reads tantivy: the packages `python -S` left out
         if src.view(False) is None:
             return {"mode": "no-index"}
         return from_recalls(src, local=True)

@@ -83,12 +83,24 @@ def hook_env(agent: str, vault: str | None, credential: str | None = None) -> di
     return env
 
 
+def hook_executable() -> list[str]:
+    """How an installed hook starts: this Python with ``-S`` on the hook entry's file
+    (:mod:`.hookentry` says why), else the ``hive-brain`` command. ``sys.executable`` is kept as it is,
+    not resolved: a venv's ``python`` is a link, and ``site`` finds the venv through that path."""
+    from . import hookentry
+
+    entry = Path(hookentry.__file__)
+    if sys.executable and os.access(sys.executable, os.X_OK) and entry.is_file():
+        return [sys.executable, "-S", str(entry.resolve())]
+    return hive_brain_executable()
+
+
 def hook_command(
     event: str, agent: str, vault: str | None, credential: str | None = None, extra: tuple[str, ...] = ()
 ) -> str:
-    """The shell command line of one hook: ``VAR=... hive-brain hook <event> [extra...]``."""
+    """The shell command line of one hook: ``VAR=... <python> -S <...>/hookentry.py hook <event> [extra...]``."""
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in hook_env(agent, vault, credential).items())
-    exe = " ".join(shlex.quote(x) for x in [*hive_brain_executable(), "hook", event, *extra])
+    exe = " ".join(shlex.quote(x) for x in [*hook_executable(), "hook", event, *extra])
     return f"{env} {exe}"
 
 

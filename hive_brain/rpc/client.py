@@ -23,11 +23,14 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any
 
 from .. import errors
 from ..errors import HiveBrainError
 from ..store.lock import pid_alive
+
+TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 SOCKET_NAME = "server.sock"
 INFO_NAME = "server.json"

@@ -9,7 +9,10 @@ builder, the transcript reader and the usage log load where they are used.
 from __future__ import annotations
 
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 CONTEXT_CHARS = 1500  # words of the previous assistant reply that join the query
 PROMPT_CHARS = 4000  # a pasted log after the question adds nothing but noise

@@ -29,9 +29,12 @@ from _thread import allocate_lock as _allocate_lock
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
 
 from ..errors import LockTimeout
+
+TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 # The C thread-local behind threading.local (always loaded): the prompt hook imports this module
 # (through the server client's pid_alive) and never locks, so it need not import threading.

@@ -6,9 +6,12 @@ Standard library only (the prompt hook cleans its input with it).
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from ..errors import InvalidText
+
+TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 # The one rule for text a caller hands hive-brain to store (titles, content, tags, keys, names):
 # tab, LF and CR are text; every other control character (C0, DEL, C1) and every lone surrogate is
