@@ -58,3 +58,35 @@ def test_a_paraphrase_with_no_shared_word_is_first_in_a_small_vault(small, monke
     monkeypatch.setitem(PARAMS, "rr_small_docs", 0)  # the fusion of every size
     res = eng.recall(q, limit=3, abstain=False)
     assert res["hits"][0]["id"] != ids["Memory leak in worker"], [h["title"] for h in res["hits"]]
+
+
+def test_the_question_model_runs_overlap_the_index_searches_and_answer_alike(small, monkeypatch):
+    """recall.search starts e5's and the second model's runs for the question on other threads
+    (``_vectors_ahead``): the same hits and scores as running them in line, and the runs really are
+    on those threads."""
+    import os
+    import threading
+
+    from hive_brain.embedding.embedder import Embedder
+
+    eng, _ids = small
+    seen: list[str] = []
+    real = Embedder._session_run
+
+    def spy(self, outputs, feed):
+        seen.append(threading.current_thread().name)
+        return real(self, outputs, feed)
+
+    q = "which cloud runs our website?"
+    eng.recall(q, limit=5)  # the process's first recall: background and passage vectors, cached after
+    monkeypatch.setattr(Embedder, "_session_run", spy)
+    ahead = eng.recall(q, limit=5, detail="full")
+    assert sorted(seen) == ["hive-brain-question_0", "hive-brain-question_1"] or (
+        seen == ["hive-brain-question_0"] * 2), seen  # e5's run and the second model's, off the main thread
+    seen.clear()
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    inline = eng.recall(q, limit=5, detail="full")
+    assert seen and not any(n.startswith("hive-brain-question") for n in seen)
+    assert [h["id"] for h in ahead["hits"]] == [h["id"] for h in inline["hits"]]
+    # ONNX Runtime's threads may sum in another order: equal to the model's float noise
+    assert [h["score"] for h in ahead["hits"]] == pytest.approx([h["score"] for h in inline["hits"]], abs=1e-4)

@@ -155,7 +155,9 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
         # Tiered recall searches twice: embed the question (and compare it to background) once.
         qc = qcache if qcache is not None else {}
         if "qv" not in qc:
-            if hasattr(view.embedder, "embed_query_tokens"):
+            if "qv_ahead" in qc:  # started by recall.search while the BM25 searches above ran
+                qc["qv"], qc["qt"] = qc.pop("qv_ahead").result()
+            elif hasattr(view.embedder, "embed_query_tokens"):
                 # The token vectors come out of the same model run: late interaction reads them.
                 qc["qv"], qc["qt"] = view.embedder.embed_query_tokens(query.text)
             else:

@@ -14,6 +14,7 @@ and threshold is in ``PARAMS`` (:mod:`.params`).
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -342,6 +343,8 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     q = analyse(query, now=now, as_of=as_of)
     kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
     qcache: dict[str, Any] = {}  # the question's embedding, shared by both tiers
+    if semantic:
+        _vectors_ahead(view, q.text, qcache)
 
     def rank(kinds: tuple[str, ...]) -> _Ranking:
         return _rank(view, q, kinds, agent=agent, types=types, tags=tags, project=project, semantic=semantic,
@@ -397,6 +400,29 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
         "timing": {**{k: v for k, v in r.info.items() if k.endswith("Ms")},
                    "totalMs": round((time.perf_counter() - t_start) * 1000, 2)},
     }
+
+
+_AHEAD: Any = None  # the threads that run a question's model runs while the index is searched
+
+
+def _vectors_ahead(view: View, text: str, qcache: dict[str, Any]) -> None:
+    """Start the question's model runs (e5's vector and token vectors; the second model's vector where
+    it will read the question) on other threads, so they overlap each other and the BM25 searches
+    instead of following them: ONNX Runtime releases the GIL while it runs. ``candidates.gather`` and
+    ``rerank.rerank`` take the results (``qv_ahead``, ``rr_qv_ahead``). Only with more than one CPU,
+    and only when the text is new to this search (a tier re-uses ``qcache``)."""
+    global _AHEAD
+    if view.embedder is None or view.vectors is None or "qv" in qcache or (os.cpu_count() or 1) < 2:
+        return
+    if _AHEAD is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _AHEAD = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hive-brain-question")
+    emb = view.embedder
+    if hasattr(emb, "embed_query_tokens"):
+        qcache["qv_ahead"] = _AHEAD.submit(emb.embed_query_tokens, text)
+    if rerank.english(text) and (model := rerank.model_for(emb)) is not None:
+        qcache["rr_qv_ahead"] = _AHEAD.submit(lambda: model.embed_queries([text])[0])
 
 
 def _full_text(view: View, path: str) -> str:

@@ -176,7 +176,8 @@ def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping
     if not readable:
         return
     if "rr_qv" not in qcache:
-        qcache["rr_qv"] = model.embed_queries([query_text])[0]
+        ahead = qcache.pop("rr_qv_ahead", None)  # started by recall.search beside e5's run
+        qcache["rr_qv"] = ahead.result() if ahead is not None else model.embed_queries([query_text])[0]
     qv = qcache["rr_qv"]
     if "rr_floor" not in qcache:
         bg = sorted((background(model) @ qv).tolist(), reverse=True)
