@@ -104,3 +104,19 @@ def test_session_start_starts_the_server_and_prompts_keep_their_memory_while_it_
     # The last prompts came from the server (lexically: this test vault has no embedding pack).
     assert "server not running" not in modes[-1] and "server" in modes[-1], modes
     assert took < deadline + 2.0
+
+
+def test_a_prompt_with_no_server_is_answered_lexically_and_starts_one(autostart, vault_path, monkeypatch):
+    """A server that is gone mid-session (a crash, a restart under a resumed session) comes back from
+    the next prompt, not only from the next session start; that prompt still gets its lexical answer."""
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "0")  # the write must not start it
+    remember("Release steps", "Tag the commit, then run make release and announce it in #eng.", "procedure")
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "1")
+    hook = [sys.executable, "-m", "hive_brain", "hook", "prompt"]
+    p = subprocess.run(hook, input=json.dumps({"prompt": "what are the release steps after tagging?"}),
+                       capture_output=True, text=True, timeout=60, env=dict(os.environ, HIVE_BRAIN_HOOK_DEADLINE="4"))
+    assert p.returncode == 0, p.stderr
+    assert "make release" in json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
+    status = json.loads((resolve().state_dir / "hooks" / "status.json").read_text())["last"]["prompt"]
+    assert status["mode"] == "lexical" and status["serverStarted"] is True
+    _wait_ready(autostart)

@@ -263,6 +263,8 @@ def _prompt(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
     rec["items"] = len(pack.get("items") or [])
     if pack.get("serverError"):
         rec["serverError"] = pack["serverError"]
+    if pack.get("serverStarted"):
+        rec["serverStarted"] = True
     if pack.get("abstained") or not pack.get("context"):
         return {"systemMessage": pack["notice"]} if pack.get("notice") else None
     name = str(payload.get("hook_event_name") or "UserPromptSubmit")
@@ -311,6 +313,8 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
 
     pack = reader.read(work, deadline=deadline)
     server_error = reader.server_error
+    if pack.get("mode") == "lexical" and server_error:  # no index: a rebuild is asked for below instead
+        pack["serverStarted"] = _start_server(settings)
     if pack["mode"] == "no-index":
         # Indexing here would take the lock and open a writer: the prompt path never does.
         # It asks a detached process to build the index, so the next prompt has memory.
@@ -329,6 +333,19 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     if server_error:
         pack["serverError"] = server_error
     return pack
+
+
+def _start_server(settings: Any) -> bool:
+    """Warm by default, from any prompt: a server that is gone (it crashed, the machine restarted under
+    a resumed session) is started again in the background once this prompt has its lexical answer, so
+    the next prompts are hybrid. At most once a minute (``client.start_in_background``); off with
+    ``autostart = false``; never fails the prompt."""
+    try:
+        from ..rpc.client import autostart
+
+        return autostart(settings)
+    except Exception:  # noqa: BLE001 - the answer is made; a start that fails shows in server.log
+        return False
 
 
 def hook_reader(vault: Any, settings: Any) -> Any:
