@@ -72,12 +72,15 @@ def measure(vault: Path, state: Path, questions: Sequence[str], *, rounds: int, 
     cpu: dict[str, list[float]] = {k: [] for k in procs}
     injected: dict[str, int] = {k: 0 for k in procs if k.startswith("hook")}
     modes: dict[str, int] = {}
+    stages: dict[str, list[float]] = {}
 
     def op(q: str) -> float:
         t0 = time.perf_counter()
         res = client.call(state, "prompt", {"prompt": q, "budget": 6000, "agent": AGENT}, timeout=10)
         dt = time.perf_counter() - t0
         modes[str(res.get("mode"))] = modes.get(str(res.get("mode")), 0) + 1
+        for k, v in (res.get("timing") or {}).items():
+            stages.setdefault(k, []).append(float(v))
         return dt
 
     def hook(argv: list[str], q: str) -> tuple[Any, bool]:
@@ -109,7 +112,9 @@ def measure(vault: Path, state: Path, questions: Sequence[str], *, rounds: int, 
                      "cpu_ms": round(sorted(cpu[name])[len(cpu[name]) // 2] * 1000, 1) if cpu.get(name) else None,
                      "x_floor": round(float(lat["median_ms"]) / float(floor), 2) if floor else None,
                      **({"injected": injected[name]} if name in injected else {})})
-    return {"rows": rows, "rounds": rounds, "modes": modes}
+    # The server's own stages (its first search's, and the whole op), medians in ms
+    server = {k: round(sorted(v)[len(v) // 2], 2) for k, v in stages.items()}
+    return {"rows": rows, "rounds": rounds, "modes": modes, "server_stages_ms": server}
 
 
 def _questions(args: argparse.Namespace) -> tuple[Path, Path | None, list[str]]:
@@ -178,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
              "–" if r.get("cpu_ms") is None else f"{r['cpu_ms']:.1f}", str(r.get("injected", "–"))] for r in res["rows"]]
     print_table(f"prompt hook latency ({res['rounds']} rounds, load {res['load_start']} → {res['load_end']})",
                 ["system", "p50 ms", "p95 ms", f"× {FLOOR}", "process CPU ms (p50)", "injected"], rows, make_console())
+    print("server stages (median ms): " + ", ".join(f"{k} {v:g}" for k, v in res["server_stages_ms"].items()))
     print(f"wrote {path}")
     return 0
 

@@ -344,6 +344,7 @@ class SocketServer:
         if unknown:
             raise UsageError(f"unknown prompt option(s): {', '.join(sorted(unknown))}")
         agent = self._caller(args)
+        t0 = time.perf_counter()
         view = self.view(True)
         context = context or transcript_context(tp)
         pack = prompt_pack(lambda q, **o: search(view, q, agent=agent, semantic=True, rerank_cold=PROMPT_RERANK_COLD, **o), clean_text(prompt)[:PROMPT_CHARS],
@@ -353,4 +354,8 @@ class SocketServer:
         out = {k: pack.get(k) for k in keep}
         out["items"] = [{k: it.get(k) for k in ("path", "id", "kind")} for it in pack.get("items") or []]
         out["via"] = "server"
+        # The server's share of the hook's time (the first search's stages, and the whole op): hooks
+        # status and benchmarks/hook_latency.py read it.
+        out["timing"] = {**((pack.get("recall") or {}).get("timing") or {}),
+                         "opMs": round((time.perf_counter() - t0) * 1000, 2)}
         return out

@@ -77,7 +77,7 @@ def build(result: dict, *, budget: int, full_text: Any = None) -> dict:
             "context": "",
             "items": [],
             "chars": 0,
-            "recall": {k: result.get(k) for k in ("tier", "semantic", "generation", "warnings")},
+            "recall": {k: result.get(k) for k in ("tier", "semantic", "generation", "warnings", "timing")},
         }
     hits = result["hits"]
     seen_fam: set[str] = set()
@@ -131,7 +131,7 @@ def build(result: dict, *, budget: int, full_text: Any = None) -> dict:
         "context": context,
         "items": items,
         "chars": len(context),
-        "recall": {k: result.get(k) for k in ("tier", "semantic", "generation", "warnings", "time")},
+        "recall": {k: result.get(k) for k in ("tier", "semantic", "generation", "warnings", "time", "timing")},
     }
 
 
