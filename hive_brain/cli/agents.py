@@ -188,7 +188,9 @@ def hooks_status_cmd(state: State, as_json: bool) -> None:
             c.print("No hook has run yet.")
         for ev, r in sorted(last.items()):
             ok = "ok" if r.get("ok") else "[red]error[/]"
-            c.print(f"last {ev:<13} {r.get('time')}  {ok}  {r.get('mode') or ''}  {r.get('durationMs')} ms")
+            server = f" (server {r['serverMs']} ms)" if r.get("serverMs") is not None else ""
+            started = "  started the server" if r.get("serverStarted") else ""
+            c.print(f"last {ev:<13} {r.get('time')}  {ok}  {r.get('mode') or ''}  {r.get('durationMs')} ms{server}{started}")
         rc = res["recent"]
         c.print(
             f"recent: {rc['runs']} runs, {rc['errors']} errors, {rc['timeouts']} timeouts"
