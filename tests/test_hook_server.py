@@ -158,8 +158,8 @@ def test_the_installed_hook_runs_without_site_and_answers_from_the_server(live):
     assert "hybrid recall" in ctx and "pnpm" in ctx
     imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
     assert "hive_brain.agents.hooks" in imported  # the importtime listing is really there
-    # -S: no site (the venv's .pth files); no typing or tomllib; nothing of the ranking or the index
-    assert not imported & {"site", "typing", "tomllib", "dataclasses", "tantivy", "numpy", "hive_brain.search.recall"}
+    # -S: no site (the venv's .pth files); no typing, tomllib or threading; nothing of the ranking or the index
+    assert not imported & {"site", "typing", "tomllib", "threading", "dataclasses", "tantivy", "numpy", "hive_brain.search.recall"}
 
 
 def test_the_installed_hook_loads_site_for_the_lexical_answer_when_no_server_runs(vault_path):
