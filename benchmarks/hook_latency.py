@@ -5,8 +5,9 @@
 
 Each round runs, in turn: ``python -c pass``, ``python -S -c pass`` (the floor of the installed hook's
 interpreter), the hook exactly as ``hooks install`` writes it (``python -S .../hookentry.py hook
-prompt``, hook JSON on stdin), the older ``python -m hive_brain hook prompt`` form (``--legacy``), and
-the server's ``prompt`` op alone (one request from this process: the server's share of the hook).
+prompt``, hook JSON on stdin), the same with a transcript in the payload (Claude Code always sends
+one: the hook then also reads the reply before the prompt, and a short prompt gets a second search),
+the older ``python -m hive_brain hook prompt`` form (``--legacy``), and the server's ``prompt`` op alone (one request from this process: the server's share of the hook).
 Round-robin, so load drift hits every row alike; medians and p95 in ms, each row's median as a
 multiple of ``python -c pass``, and the median CPU time of each process itself (user + system, from
 ``wait4``: the part of a hook's cost a busy machine does not inflate as much as wall time). The vault's server is started when it is not running and stopped
@@ -38,6 +39,7 @@ from .common import (
     run_process,
     running_server,
     state_dir_at,
+    temp_dir,
     wait_server_idle,
     write_result,
 )
@@ -47,8 +49,25 @@ AGENT = "claude-code"
 FLOOR = "python -c pass"
 
 
-def _payload(q: str) -> str:
-    return json.dumps({"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": q, "cwd": "/"})
+# The end of a Claude Code transcript: the reply before the prompt, which the hook reads to resolve
+# what a short prompt refers to (a second search when the first leaves room). Claude Code sends
+# `transcript_path` with every prompt.
+REPLY = ("I updated the settings loader so an unknown key is reported with the file and line, added two "
+         "tests for it, and ran the suite: 212 passed. Next I can either split the command-line parser into "
+         "its own module or look at why the nightly job timed out on the integration stage. Which one first?")
+
+
+def _transcript(folder: Path) -> Path:
+    path = folder / "transcript.jsonl"
+    turns = [{"type": "user", "message": {"role": "user", "content": "make the settings loader report bad keys"}},
+             {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": REPLY}]}}]
+    path.write_text("".join(json.dumps(t) + "\n" for t in turns), encoding="utf-8")
+    return path
+
+
+def _payload(q: str, transcript: Path | None = None) -> str:
+    return json.dumps({"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": q, "cwd": "/",
+                       **({"transcript_path": str(transcript)} if transcript else {})})
 
 
 def _context(stdout: str) -> str:
@@ -58,14 +77,18 @@ def _context(stdout: str) -> str:
     return str((doc.get("hookSpecificOutput") or {}).get("additionalContext") or "")
 
 
-def measure(vault: Path, state: Path, questions: Sequence[str], *, rounds: int, legacy: bool) -> dict[str, Any]:
-    """Interleaved rounds against the running server of ``vault`` (state dir ``state``)."""
+def measure(vault: Path, state: Path, questions: Sequence[str], *, rounds: int, legacy: bool,
+            transcript: Path | None = None) -> dict[str, Any]:
+    """Interleaved rounds against the running server of ``vault`` (state dir ``state``); with
+    ``transcript``, one more hook row whose payload names it, as Claude Code's does."""
     from hive_brain.rpc import client
 
     env = hook_env(vault, AGENT)
     py = sys.executable
     procs: dict[str, list[str]] = {FLOOR: [py, "-c", "pass"], "python -S -c pass": [py, "-S", "-c", "pass"],
                                    "hook, server up (installed form)": hook_argv()}
+    if transcript is not None:
+        procs["hook, server up, with the transcript"] = hook_argv()
     if legacy:
         procs["hook, server up (python -m hive_brain hook prompt)"] = [py, "-m", "hive_brain", "hook", "prompt"]
     times: dict[str, list[float]] = {k: [] for k in [*procs, "server prompt op alone"]}
@@ -83,8 +106,8 @@ def measure(vault: Path, state: Path, questions: Sequence[str], *, rounds: int, 
             stages.setdefault(k, []).append(float(v))
         return dt
 
-    def hook(argv: list[str], q: str) -> tuple[Any, bool]:
-        r = run_process(argv, input_text=_payload(q), env=env, timeout=30)
+    def hook(name: str, argv: list[str], q: str) -> tuple[Any, bool]:
+        r = run_process(argv, input_text=_payload(q, transcript if "transcript" in name else None), env=env, timeout=30)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(argv[-3:])} exited {r.returncode}: {r.stderr.strip()[-300:]}")
         return r, bool(_context(r.stdout))
@@ -97,7 +120,7 @@ def measure(vault: Path, state: Path, questions: Sequence[str], *, rounds: int, 
         q = questions[i % len(questions)]
         for name, argv in procs.items():
             if name.startswith("hook"):
-                r, inj = hook(argv, q)
+                r, inj = hook(name, argv, q)
                 injected[name] += inj
             else:
                 r = run_process(argv, env=env)
@@ -149,7 +172,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             log(f"hook_latency: server pid {srv['pid']}; {args.rounds} rounds")
             t0 = time.perf_counter()
             load0 = load_average()
-            res = measure(v.root, v.state, qs, rounds=args.rounds, legacy=args.legacy)
+            with temp_dir("hive-brain-hook-latency-") as tmp:
+                res = measure(v.root, v.state, qs, rounds=args.rounds, legacy=args.legacy,
+                              transcript=None if args.no_transcript else _transcript(tmp))
     if saved is not None:
         os.environ["HIVE_BRAIN_STATE_DIR"] = saved
     res.update(vault=str(vault), commit=git_commit(), load_start=load0, load_end=load_average(),
@@ -175,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--questions", help="with --vault: a text file, one question a line")
     ap.add_argument("--rounds", type=int, default=40, help="timed rounds (default 40)")
     ap.add_argument("--legacy", action="store_true", help="also time `python -m hive_brain hook prompt`")
+    ap.add_argument("--no-transcript", action="store_true",
+                    help="leave out the row whose payload names a transcript (as Claude Code's always does)")
     args = ap.parse_args(argv)
     enable_bytecode_cache()
     res = run(args)

@@ -106,6 +106,33 @@ def test_the_prompt_op_reads_the_transcript_for_what_the_prompt_refers_to(live, 
     assert [it["id"] for it in res["items"]] == [pkg["id"]]
 
 
+def test_the_search_of_prompt_and_reply_is_lexical_and_the_answer_still_hybrid(live, tmp_path, monkeypatch):
+    """The second search (prompt + the reply before it, for what a short prompt refers to) runs
+    without the models: its hits must have their title words in that text anyway, and the models over
+    a 1,500-character text tripled the hook's time. The frame still says what the server is."""
+    from hive_brain.search import recall
+
+    srv, pkg = live
+    calls: list[tuple[str, bool]] = []
+    real = recall.search
+
+    def spy(view, query, **kw):
+        calls.append((query, kw.get("semantic", True)))
+        return real(view, query, **kw)
+
+    monkeypatch.setattr(recall, "search", spy)
+    tp = tmp_path / "t.jsonl"
+    reply = "Next I would pick the package manager for the JavaScript project, then set up the CI job."
+    lines = [{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": reply}]}}]
+    tp.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    res = client.call(srv.state, "prompt", {"prompt": "go ahead with the first one", "budget": 4000,
+                                            "transcript_path": str(tp)}, timeout=30)
+    assert [it["id"] for it in res["items"]] == [pkg["id"]]
+    assert res["mode"] == "hybrid" and "hybrid recall" in res["context"]
+    assert [sem for q, sem in calls if reply in q] == [False]
+    assert [sem for q, sem in calls if reply not in q] == [True]  # the prompt alone: by meaning too
+
+
 def test_the_hook_process_asks_once_and_loads_no_ranking_code(live):
     srv, pkg = live
     code = textwrap.dedent("""

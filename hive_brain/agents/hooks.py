@@ -297,7 +297,7 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     reader = hook_reader(vault, settings)
 
     def from_recalls(src: Any, *, local: bool) -> dict:
-        return prompt_pack(lambda q, **o: src.recall(q, semantic=not local, **o), prompt,
+        return prompt_pack(lambda q, semantic=True, **o: src.recall(q, semantic=semantic and not local, **o), prompt,
                            context or transcript_context(transcript_path), budget=budget, state=vault.state,
                            agent=settings.agent_id, deadline=deadline, full_text=src.full_text if local else None,
                            local=local)

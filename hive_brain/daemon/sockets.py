@@ -347,8 +347,9 @@ class SocketServer:
         t0 = time.perf_counter()
         view = self.view(True)
         context = context or transcript_context(tp)
-        pack = prompt_pack(lambda q, **o: search(view, q, agent=agent, semantic=True, rerank_cold=PROMPT_RERANK_COLD, **o), clean_text(prompt)[:PROMPT_CHARS],
-                           clean_text(context), budget=max(500, budget), state=self.server.state, agent=agent)
+        pack = prompt_pack(lambda q, semantic=True, **o: search(view, q, agent=agent, semantic=semantic, rerank_cold=PROMPT_RERANK_COLD, **o), clean_text(prompt)[:PROMPT_CHARS],
+                           clean_text(context), budget=max(500, budget), state=self.server.state, agent=agent,
+                           hybrid=view.vectors is not None and view.embedder is not None)
         # What the hook uses: not the recall's hits and score details (a large line to encode and parse).
         keep = ("abstained", "reason", "context", "chars", "mode", "notice")
         out = {k: pack.get(k) for k in keep}

@@ -39,15 +39,20 @@ def transcript_context(transcript_path: str | None) -> str:
 
 
 def prompt_pack(recall: Any, prompt: str, context: str = "", *, budget: int, state: Any, agent: str | None,
-                deadline: float | None = None, full_text: Any = None, local: bool = False) -> dict:
+                deadline: float | None = None, full_text: Any = None, local: bool = False,
+                hybrid: bool | None = None) -> dict:
     """The prompt hook's answer from ``recall`` (in-process, or the server's own search): the
     :func:`contextual_answer` pack under its mode header, cut to ``budget``, its memories logged as
     ``retrieved`` usage. The server's ``prompt`` op and the in-process fallback both end here.
 
     ``local``: the lexical in-process view (whole conversations can be read); else the server's hybrid
-    ranking (``lexical-server`` when it answered without vectors)."""
+    ranking (``lexical-server`` when it answered without vectors). ``hybrid``: whether the server's
+    view searches by meaning (the server knows; None: read it off the first search, which a prompt
+    with no searchable words never makes: the search of prompt + reply is lexical by design)."""
     pack = contextual_answer(recall, prompt, context, budget=budget, full_text=full_text)
-    mode = "lexical" if local else "hybrid" if (pack.get("recall") or {}).get("semantic") else "lexical-server"
+    if hybrid is None:
+        hybrid = bool((pack.get("recall") or {}).get("semantic"))
+    mode = "lexical" if local else "hybrid" if hybrid else "lexical-server"
     pack["mode"] = mode
     if not pack.get("abstained") and pack.get("context"):
         from .answer import fit
@@ -92,7 +97,8 @@ def contextual_answer(
 ) -> dict:
     """Answer a prompt, using the previous assistant reply to resolve what it refers to ("do all 3").
 
-    ``recall(query, **opts)`` returns a ``recall.search`` result (in-process or from the server).
+    ``recall(query, **opts)`` returns a ``recall.search`` result (in-process or from the server); it
+    takes ``semantic=False`` (the second search).
     The prompt alone is asked first (its words weigh most); hits found only through the context
     join when their topic appears in prompt + context. A plain coverage gate over the joined text
     would abstain on everything, since no note covers a whole reply.
@@ -113,7 +119,11 @@ def contextual_answer(
     # A prompt that says what it wants in many words refers to nothing earlier; skip the second search.
     if context.strip() and len(hits) < limit and (len(words) < LONG_PROMPT_WORDS or not hits):
         q2 = prompt + "\n" + context
-        r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL)
+        # Lexical only: a hit of this search joins only when its title words are in prompt + reply
+        # (_topic_present), which BM25 finds by itself; the model runs over a 1,500-character text
+        # (e5 and the second model's cold passages) tripled the hook's time with a transcript
+        # (benchmarks/hook_latency.py) for hits the filter then mostly dropped.
+        r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL, semantic=False)
         q_terms = set(content_words(q2))
         have = {h["path"] for h in hits}
         for h in r2["hits"]:
