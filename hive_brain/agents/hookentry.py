@@ -5,27 +5,12 @@ prompt`` (:func:`~.settingsfile.hook_command`): ``-S`` skips ``site`` (the venv'
 the import hooks they install), which is a fixed cost of every prompt's process, and the path needs
 no console-script wrapper (``re`` and ``importlib.metadata`` lookups). Only the server-up prompt path
 runs without ``site``; anything that needs the installed third-party packages (the in-process
-fallback, session start, stop) loads it first (:func:`load_site`).
+fallback, session start, stop) loads it first (:func:`.hooks.load_site`).
 """
 
 from __future__ import annotations
 
 import sys
-
-_site_loaded = False
-
-
-def load_site() -> None:
-    """Process ``site`` now when the interpreter was started with ``-S`` (the installed hook command):
-    the venv's site-packages (tantivy, numpy, onnxruntime, an editable install's path) join
-    ``sys.path`` exactly as a normal start would have added them. A no-op otherwise."""
-    global _site_loaded
-    if _site_loaded or not sys.flags.no_site:
-        return
-    _site_loaded = True
-    import site
-
-    site.main()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 from ..search.prompt import PROMPT_CHARS, prompt_pack, transcript_context
-from .hookentry import load_site
 
 TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
 if TYPE_CHECKING:
@@ -55,6 +54,22 @@ USAGE = (
 
 class _Timeout(Exception):
     pass
+
+
+_site_loaded = False
+
+
+def load_site() -> None:
+    """Process ``site`` now when the interpreter was started with ``-S`` (the installed hook command,
+    :mod:`.hookentry`): the venv's site-packages (tantivy, numpy, onnxruntime, an editable install's
+    path) join ``sys.path`` exactly as a normal start would have added them. A no-op otherwise."""
+    global _site_loaded
+    if _site_loaded or not sys.flags.no_site:
+        return
+    _site_loaded = True
+    import site
+
+    site.main()
 
 
 # ---------------------------------------------------------------------------------------------- entry
