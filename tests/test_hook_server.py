@@ -63,6 +63,30 @@ def test_the_server_is_warm_before_it_says_ready(vault_path, with_model):
         assert "read path warmed" in srv.log_path.read_text(encoding="utf-8")
 
 
+def test_the_server_analyses_passages_for_coverage_ahead_of_questions(vault_path, with_model):
+    """At 10k notes re-analysing the candidates' passages (coverage's word sets) was a quarter of the
+    prompt op: the server's idle read-ahead does it, so a question finds them analysed."""
+    from hive_brain.daemon.server import Server
+    from hive_brain.search import features
+
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.", "preference")
+    remember("Hosting", "The web app is deployed on Fly.io in the Amsterdam region.", "decision")
+    features._terms_of.cache_clear()
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(READY_WITHIN)
+        _wait(lambda: "passages read ahead" in srv.log_path.read_text(encoding="utf-8"), READY_WITHIN)
+        lex = srv.indexing.snap.lexical
+        from hive_brain.search.rerank import warm_order
+
+        texts = [d["text"] for e in warm_order(srv.sockets._catalog()) for d in lex.get_docs(lex.note_passages(e.path)).values()]
+        assert len(texts) >= 2
+        before = features._terms_of.cache_info()
+        for t in texts:
+            features._terms_of(t)
+        after = features._terms_of.cache_info()
+        assert after.misses == before.misses and after.hits == before.hits + len(texts)
+
+
 def test_a_vector_write_reloads_the_search_copy_on_the_indexing_thread(live):
     srv, _ = live
     vectors = srv.indexing.snap.vectors
