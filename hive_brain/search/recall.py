@@ -120,7 +120,7 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
         c.score, c.details = b.score, features.details(c.features, b)
     _credit_heads(view, cands, entries)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
-    if semantic and info.get("semantic") and (model := rerank.model_for(view.embedder)) is not None:
+    if semantic and info.get("semantic") and (model := _reranker(view, qcache)) is not None:
         t0 = time.perf_counter()
         rerank.rerank(ranked, q.text, model, entries, docs, qcache, cold_limit=rerank_cold)
         ranked = rerank.fuse(ranked, docs=view.lexical.doc_count())
@@ -402,6 +402,14 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     }
 
 
+def _reranker(view: View, qcache: dict[str, Any]) -> Any:
+    """The second model, looked up once per question (each look-up checks its pack on disk: stat
+    calls that cost ~1 ms on a busy machine)."""
+    if "rr_model" not in qcache:
+        qcache["rr_model"] = rerank.model_for(view.embedder)
+    return qcache["rr_model"]
+
+
 _AHEAD: Any = None  # the threads that run a question's model runs while the index is searched
 
 
@@ -421,7 +429,7 @@ def _vectors_ahead(view: View, text: str, qcache: dict[str, Any]) -> None:
     emb = view.embedder
     if hasattr(emb, "embed_query_tokens"):
         qcache["qv_ahead"] = _AHEAD.submit(emb.embed_query_tokens, text)
-    if rerank.english(text) and (model := rerank.model_for(emb)) is not None:
+    if rerank.english(text) and (model := _reranker(view, qcache)) is not None:
         qcache["rr_qv_ahead"] = _AHEAD.submit(lambda: model.embed_queries([text])[0])
 
 
