@@ -33,14 +33,6 @@ PARAMS: dict[str, float] = {
     "rr_small_docs": 200,
     "rr_k_small": 30.0,
     "w_rr_e5_small": 1.0,
-    # The second model over the whole vault, where its passage vectors were read ahead (search/rerank.py,
-    # `add_vault`): its `rr_vault` nearest notes (from its `rr_vault_passages` nearest passages) join the
-    # second pass even when the first pass ranked them below `rr_top`, counted there as ranked at most
-    # `rr_vault_rank`. 0 = off: on smallvault it changed no hit@1/hit@3 at any size (the model itself
-    # ranks those gold notes low) and refused one off-topic prompt fewer at 511 notes (docs/benchmarks.md, stop 23).
-    "rr_vault": 0.0,
-    "rr_vault_passages": 100,
-    "rr_vault_rank": 30.0,
     "lex_sum": 0.0,  # note lexical score = best passage + lex_sum * other matching passages
     "sem_second": 0.0,  # note semantic score = best passage + sem_second * second best
     # Score-based fusion added to the rank fusion

@@ -93,9 +93,6 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
     cands, info = candidates.gather(view, q, where, semantic=semantic, qcache=qcache, pool=pool)
     if q.window is not None:
         candidates.add_window(view, cands, where, q.window)
-    model = rerank.model_for(view.embedder) if semantic and info.get("semantic") else None
-    if model is not None:
-        rerank.add_vault(view, cands, where, q.text, model, qcache)
     pids = [p for c in cands.values() for p in c.pids]
     docs = view.lexical.get_docs(pids) if pids else {}
     entries = view.catalog.by_paths(list(cands))
@@ -122,7 +119,7 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
         c.score, c.details = b.score, features.details(c.features, b)
     _credit_heads(view, cands, entries)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
-    if model is not None:
+    if semantic and info.get("semantic") and (model := rerank.model_for(view.embedder)) is not None:
         t0 = time.perf_counter()
         rerank.rerank(ranked, q.text, model, entries, docs, qcache, cold_limit=rerank_cold)
         ranked = rerank.fuse(ranked, docs=view.lexical.doc_count())

@@ -20,8 +20,7 @@ passage; the question costs one short run (~2 ms).
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,122 +124,16 @@ def warm(model: Any, lexical: Any, entries: Sequence[Any], store: Any = None) ->
     many passages were new to this process. ``store``: the vault's embedding cache
     (``index/embcache.py``), read first and written with what the model computed, so a restarted
     server reads ahead from disk: at 10k notes the model took over ten minutes for it, and every
-    prompt in that time paid for its own candidates (2-3 s on a loaded machine: past the deadline).
-
-    The vectors also go into the index's vault-wide matrix (:func:`vault_for`), which
-    :func:`add_vault` searches for candidates the first pass did not rank high enough."""
+    prompt in that time paid for its own candidates (2-3 s on a loaded machine: past the deadline)."""
     background(model)
-    rows: list[tuple[str, str, str]] = []  # (note path, passage id, text)
-    paths: list[str] = []
+    texts: list[str] = []
     for e in entries:
-        paths.append(e.path)
         pids = lexical.note_passages(e.path)
         docs = lexical.get_docs(pids)
-        rows.extend((e.path, p, t) for p in pids if p in docs and latin(t := compose(e, docs[p])))
-    new = sum(1 for t in dict.fromkeys(r[2] for r in rows) if not cached(model, t))
-    vecs = vectors(model, [r[2] for r in rows], store) if rows else []
-    by_note: dict[str, list[tuple[str, Any]]] = {p: [] for p in paths}
-    for (path, pid, _t), v in zip(rows, vecs, strict=True):
-        by_note[path].append((pid, v))
-    vault_for(model, lexical).put(by_note)
-    return new
-
-
-class VaultVectors:
-    """The second model's vectors of every passage read ahead in one index (:func:`warm`), as one
-    float32 matrix: a question's nearest notes over the whole vault are one matrix product (13k
-    passages x 384 at 10k notes: a few ms). Notes are replaced as :func:`warm` reads them again;
-    the matrix is rebuilt on the first question after a change. Stale rows (a note deleted since)
-    cost nothing: :func:`add_vault` keeps only notes the index still holds under the question's
-    boundaries."""
-
-    def __init__(self) -> None:
-        self._notes: dict[str, list[tuple[str, Any]]] = {}  # path -> [(passage id, float16 vector)]
-        self._matrix: Any = None
-        self._rows: list[tuple[str, str]] = []  # (path, passage id) of each matrix row
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._notes)
-
-    def put(self, by_note: Mapping[str, list[tuple[str, Any]]]) -> None:
-        with self._lock:
-            for path, rows in by_note.items():
-                if rows:
-                    self._notes[path] = [(pid, v.astype("float16")) for pid, v in rows]
-                else:
-                    self._notes.pop(path, None)
-            self._matrix = None
-
-    def nearest(self, qv: Any, n: int) -> list[tuple[str, str, float]]:
-        """The ``n`` passages nearest to ``qv``, best first: (note path, passage id, cosine)."""
-        import numpy as np
-
-        with self._lock:
-            if self._matrix is None:
-                self._rows = [(path, pid) for path, rows in self._notes.items() for pid, _v in rows]
-                vs = [v for rows in self._notes.values() for _pid, v in rows]
-                self._matrix = np.stack(vs).astype("float32") if vs else np.zeros((0, 1), "float32")
-            matrix, rows = self._matrix, self._rows
-        if not rows:
-            return []
-        sims = matrix @ np.asarray(qv, dtype="float32")
-        n = min(n, len(rows))
-        top = np.argpartition(-sims, n - 1)[:n]
-        return [(rows[i][0], rows[i][1], float(sims[i])) for i in sorted(top, key=lambda i: -sims[i])]
-
-
-_VAULTS: dict[tuple[str, str], VaultVectors] = {}
-_VAULTS_LOCK = threading.Lock()
-
-
-def vault_for(model: Any, lexical: Any) -> VaultVectors:
-    """The vault-wide matrix of this model over this index (by its folder: the server's writer and its
-    readers open the same one)."""
-    key = (_pack_key(model), str(getattr(lexical, "directory", id(lexical))))
-    with _VAULTS_LOCK:
-        return _VAULTS.setdefault(key, VaultVectors())
-
-
-def add_vault(view: Any, cands: dict[str, Cand], where: Any, query_text: str, model: Any, qcache: dict[str, Any],
-              params: Mapping[str, float] = PARAMS) -> None:
-    """Add the second model's ``rr_vault`` nearest notes over the whole vault (what :func:`warm` read
-    ahead) to the candidates, and mark them (``qcache["rr_vault"]``) for the second pass, which sees
-    them besides the first pass's top ``rr_top`` (:func:`rerank`). At 511-2,011 notes on
-    benchmarks/smallvault.py the gold note of 8 of the 41 held paraphrases was not in the first
-    pass's top 30, though this model alone ranks it higher than e5 does. Only notes it reads (no
-    conversations: never read ahead), only English questions, and only notes inside the question's
-    boundaries (``where``, checked on the index itself)."""
-    qcache["rr_vault"] = set()
-    n = int(params["rr_vault"])
-    if n <= 0 or not english(query_text):
-        return
-    vault = vault_for(model, view.lexical)
-    if not len(vault):
-        return
-    if "rr_qv" not in qcache:
-        qcache["rr_qv"] = model.embed_queries([query_text])[0]
-    best: dict[str, str] = {}  # note -> its nearest passage
-    for path, pid, _sim in vault.nearest(qcache["rr_qv"], int(params["rr_vault_passages"])):
-        best.setdefault(path, pid)
-        if len(best) >= 2 * n:
-            break
-    if not best:
-        return
-    from ..index.predicates import And, In
-
-    inside = And((where, In("unit", ("passage", "whole")), In("note_path", tuple(best))))
-    passages: dict[str, list[str]] = {}
-    for h in view.lexical.matching(inside, limit=50 * len(best)):
-        passages.setdefault(h.note_path, []).append(h.passage_id)
-    chosen = [p for p in best if p in passages][:n]
-    for path in chosen:
-        if path not in cands:
-            c = cands[path] = Cand(path)
-            # Its passages; the one this model found nearest is the one shown and read (the largest).
-            c.pids = {pid: 0.0 for pid in passages[path]}
-            c.pids[best[path]] = 1e-9
-    qcache["rr_vault"] = set(chosen)
+        texts.extend(t for p in pids if p in docs and latin(t := compose(e, docs[p])) and not cached(model, t))
+    if texts:
+        vectors(model, texts, store)
+    return len(texts)
 
 
 def vectors(model: Any, texts: Sequence[str], store: Any = None) -> list[Any]:
@@ -261,13 +154,6 @@ def _pack_key(model: Any) -> str:
     return getattr(model, "pack_key", str(id(model)))
 
 
-def pool(ranked: Sequence[Cand], extra: Collection[str], params: Mapping[str, float] = PARAMS) -> list[Cand]:
-    """What the second pass orders: the first pass's top ``rr_top``, then the notes :func:`add_vault`
-    brought that the first pass ranked lower (in their first-pass order)."""
-    n = int(params["rr_top"])
-    return list(ranked[:n]) + [c for c in ranked[n:] if c.path in extra]
-
-
 def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping[str, Any],
            docs: Mapping[str, dict], qcache: dict[str, Any], params: Mapping[str, float] = PARAMS,
            cold_limit: int | None = None) -> None:
@@ -281,7 +167,7 @@ def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping
     prompt hook's bound: its deadline, not the ranking, decides how much model time a question gets)."""
     if not english(query_text):
         return
-    top = [c for c in pool(ranked, qcache.get("rr_vault", ()), params) if c.features is not None]
+    top = [c for c in ranked[: int(params["rr_top"])] if c.features is not None]
     texts = {c.path: passage_text(c, entries.get(c.path), docs) for c in top}
     readable = [c for c in top if (t := texts[c.path]) is not None and latin(t) and reads(entries.get(c.path))]
     if cold_limit is not None:
@@ -318,12 +204,7 @@ def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS, *, docs: int 
     there are few near-duplicates for the flatter fusion to promote (at 1,000 notes, the synthetic
     fixture set of benchmarks/scale.py lost R@1 0.595 -> 0.545 with it; docs/benchmarks.md, stop 22)."""
     n = int(params["rr_top"])
-    read = [c.features is not None and c.features.rr_sim is not None and (i < n or params.get("rr_vault", 0) > 0)
-            for i, c in enumerate(ranked)]
-    # The notes add_vault brought from below the top join it, after it, in their first-pass order.
-    top = list(ranked[:n]) + [c for c, r in zip(ranked[n:], read[n:], strict=True) if r]
-    rest = [c for c, r in zip(ranked[n:], read[n:], strict=True) if not r]
-    first = {c.path: i for i, c in enumerate(ranked)}
+    top = ranked[:n]
     slots = [i for i, c in enumerate(top) if c.features is not None and c.features.rr_sim is not None]
     if len(slots) < 2:
         return ranked
@@ -338,10 +219,7 @@ def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS, *, docs: int 
     def e5(c: Cand) -> float:  # a note the vectors did not find is no nearer than the farthest they did
         return c.features.semantic if c.features.semantic is not None else low
 
-    def rank(i: int) -> float:  # a note from below the top counts as ranked at most `rr_vault_rank`
-        return float(i) if i < n else min(float(first[top[i].path]), params["rr_vault_rank"])
-
-    fused = {top[i].path: 1.0 / (k + rank(i)) + w * top[i].features.rr_sim + w5 * e5(top[i]) for i in slots}
+    fused = {top[i].path: 1.0 / (k + i) + w * top[i].features.rr_sim + w5 * e5(top[i]) for i in slots}
     moved = sorted((top[i] for i in slots), key=lambda c: -fused[c.path])
     order = list(top)
     for i, c in zip(slots, moved, strict=True):
@@ -350,7 +228,7 @@ def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS, *, docs: int 
     for i, c in enumerate(order):
         f = c.features
         if c.path in fused:
-            c.details.update(firstPassRank=first[c.path], firstPassScore=round(c.score, 6), rerankRank=f.rr_rank,
+            c.details.update(firstPassRank=top.index(c), firstPassScore=round(c.score, 6), rerankRank=f.rr_rank,
                              rerankSim=round(f.rr_sim, 4), rerankGap=round(f.rr_gap, 4) if f.rr_gap is not None else None)
         c.score = scores[i]
-    return order + rest
+    return order + ranked[n:]
