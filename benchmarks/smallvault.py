@@ -125,6 +125,20 @@ def _resolve(eng: Any, view: Any, paths: list[str]) -> list[str]:
     return out
 
 
+def read_ahead(eng: Any, view: Any) -> int:
+    """What the warm server does once it is ready (daemon/indexing.py): the second model reads every
+    non-conversation note's passages ahead of questions (``search/rerank.py``, ``warm``), from and into
+    the vault's embedding cache. Returns how many passages the model computed."""
+    from hive_brain.index.embcache import EmbeddingCache
+    from hive_brain.search import rerank
+
+    model = rerank.model_for(view.embedder) if view.embedder is not None else None
+    if model is None:
+        return 0
+    with EmbeddingCache(eng.vault.state / "embcache.sqlite") as store:
+        return rerank.warm(model, view.lexical, rerank.warm_order(view.catalog), store=store)
+
+
 def evaluate(eng: Any, view: Any, qs: list[dict[str, Any]], offtopic: list[dict[str, Any]]) -> dict[str, Any]:
     from hive_brain.search.prompt import contextual_answer
 
@@ -245,6 +259,7 @@ def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, keep: Path | Non
         with _vault_dir(keep, size) as work:
             eng, head, first, info = _open_or_build(work, size, memories, data["evolve"])
             view = eng.view()
+            read_ahead(eng, view)
             qs = questions_for(data, set(first), head, first)
             log(f"smallvault: {info['notes']} notes ({info['memories']} memories) built in {info['build_s']} s; "
                 f"{len(qs)} answerable and {len(offtopic)} off-topic prompts; semantic {view.embedder is not None}")

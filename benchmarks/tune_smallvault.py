@@ -42,7 +42,11 @@ def main() -> None:
     for size in sizes:
         with state_dir_at(args.work / str(size) / "state"):
             eng, head, first, _info = S._open_or_build(args.work / str(size), size, memories, data["evolve"])
-            opened[size] = (eng, eng.view(), S.questions_for(data, set(first), head, first))
+            view = eng.view()
+            t0 = time.perf_counter()
+            computed = S.read_ahead(eng, view)
+            print(f"  {size}: read ahead ({computed} passages new to this process) in {time.perf_counter() - t0:.1f} s", flush=True)
+            opened[size] = (eng, view, S.questions_for(data, set(first), head, first))
 
     cache: dict[tuple, Any] = {}
     original = candidates.gather
