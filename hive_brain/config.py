@@ -1,19 +1,21 @@
 """Settings, resolved in one place: flags > ``HIVE_BRAIN_*`` env > config file > defaults.
 
-Kept import-light: the prompt hook imports this module.
+Kept import-light: the prompt hook imports this module, and its fast path (:mod:`.agents.quick`) reads
+settings through :func:`values` without ``pathlib``, ``re`` or ``tomllib`` being imported (each is a
+few ms of a process that should cost the interpreter and the server's answer).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Collection
 
 from .errors import InvalidAgentId, UsageError
 
 TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 APP = "hive-brain"
@@ -23,25 +25,34 @@ APP = "hive-brain"
 # every prompt-hook process when measured.  tests/test_config_paths.py pins the Linux layout.
 
 
-def _user_data_dir() -> Path:
+def _home_dir(xdg: str, default: str, mac: str) -> str:
+    home = os.path.expanduser("~")
     if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / APP
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / APP
+        return os.path.join(home, "Library", mac, APP)
+    return os.path.join(os.environ.get(xdg) or os.path.join(home, default), APP)
+
+
+def data_dir() -> str:
+    """Where per-vault state lives by default (``HIVE_BRAIN_STATE_DIR`` moves it)."""
+    return _home_dir("XDG_DATA_HOME", os.path.join(".local", "share"), "Application Support")
+
+
+def _user_data_dir() -> Path:
+    from pathlib import Path
+
+    return Path(data_dir())
 
 
 def _user_config_dir() -> Path:
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / APP
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / APP
+    from pathlib import Path
+
+    return Path(_home_dir("XDG_CONFIG_HOME", ".config", "Application Support"))
 
 
 def user_cache_dir() -> Path:
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / APP
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / APP
+    from pathlib import Path
+
+    return Path(_home_dir("XDG_CACHE_HOME", ".cache", "Caches"))
 
 
 class Settings:
@@ -144,16 +155,30 @@ _ENV = {
 }
 
 
+def config_path() -> str:
+    return os.environ.get("HIVE_BRAIN_CONFIG") or os.path.join(
+        _home_dir("XDG_CONFIG_HOME", ".config", "Application Support"), "config.toml")
+
+
 def config_file() -> Path:
-    explicit = os.environ.get("HIVE_BRAIN_CONFIG")
-    return Path(explicit) if explicit else _user_config_dir() / "config.toml"
+    from pathlib import Path
+
+    return Path(config_path())
 
 
-def _coerce(name: str, value: Any) -> Any:
+def _coerce(name: str, value: Any, *, paths: bool = True) -> Any:
+    """``value`` as setting ``name`` holds it; a path as a ``Path``, or (``paths=False``) the expanded
+    string :func:`values` returns."""
     kind = _FIELDS[name][0]
     try:
         if kind == "path":
-            return Path(os.path.expanduser(str(value))) if value not in (None, "") else None
+            if value in (None, ""):
+                return None
+            if not paths:
+                return os.path.expanduser(str(value))
+            from pathlib import Path
+
+            return Path(os.path.expanduser(str(value)))
         if kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -167,13 +192,19 @@ def _coerce(name: str, value: Any) -> Any:
     return value
 
 
-def resolve(**flags: Any) -> Settings:
-    """Build settings from flags (None = not given), env, the config file and defaults."""
-    s = Settings()
-    path = config_file()
-    if path.is_file():
+def values(names: Collection[str] | None = None, **flags: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings given by flags (None = not given), env or the config file, in that order, coerced
+    (paths as expanded strings), and where each came from; defaults are not applied. ``names``: only
+    these (all by default). :func:`resolve` builds ``Settings`` on this; the prompt hook's fast path
+    reads the few it needs without building them."""
+    want = set(_FIELDS) if names is None else set(names)
+    out: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    path = config_path()
+    if os.path.isfile(path):
         try:
-            text = path.read_text(encoding="utf-8")
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
         except (OSError, UnicodeDecodeError) as e:
             raise UsageError(f"config file {path} is not readable: {e}", hint="fix or remove it") from e
         data = _simple_toml(text)
@@ -186,17 +217,29 @@ def resolve(**flags: Any) -> Settings:
                 raise UsageError(f"config file {path} is not valid TOML: {e}", hint="fix or remove it") from e
         for k, v in data.items():
             k = k.replace("-", "_")
-            if k in _FIELDS and k not in _NOT_FROM_CONFIG:
-                setattr(s, k, _coerce(k, v))
-                s.sources[k] = f"config:{path}"
+            if k in want and k in _FIELDS and k not in _NOT_FROM_CONFIG:
+                out[k] = _coerce(k, v, paths=False)
+                sources[k] = f"config:{path}"
     for k, env in _ENV.items():
-        if env in os.environ:
-            setattr(s, k, _coerce(k, os.environ[env]))
-            s.sources[k] = f"env:{env}"
+        if k in want and env in os.environ:
+            out[k] = _coerce(k, os.environ[env], paths=False)
+            sources[k] = f"env:{env}"
     for k, v in flags.items():
-        if v is not None:
-            setattr(s, k, _coerce(k, v))
-            s.sources[k] = "flag"
+        if v is not None and k in want:
+            out[k] = _coerce(k, v, paths=False)
+            sources[k] = "flag"
+    return out, sources
+
+
+def resolve(**flags: Any) -> Settings:
+    """Build settings from flags (None = not given), env, the config file and defaults."""
+    from pathlib import Path
+
+    s = Settings()
+    got, sources = values(None, **flags)
+    for k, v in got.items():
+        setattr(s, k, Path(v) if _FIELDS[k][0] == "path" and v is not None else v)
+    s.sources.update(sources)
     if s.state_dir is None:
         s.state_dir = _user_data_dir()
     if s.model_dir is None:
@@ -207,7 +250,47 @@ def resolve(**flags: Any) -> Settings:
 
 
 # ---------------------------------------------------------------------------------------------- the file
-_SIMPLE_LINE: Any = None
+_BARE_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_DIGITS = frozenset("0123456789")
+
+
+def _control(text: str, *, tab: bool) -> bool:
+    """TOML allows no control characters in strings and comments (a tab only where ``tab``)."""
+    return any((c < " " and not (tab and c == "\t")) or c == "\x7f" for c in text)
+
+
+def _number(text: str) -> int | float | None:
+    """A plain TOML integer or decimal (``-3``, ``+8000``, ``2.5``), or None for any other form."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    whole, dot, frac = body.partition(".")
+    if not whole or not set(whole) <= _DIGITS or (len(whole) > 1 and whole[0] == "0"):
+        return None
+    if dot:
+        return float(text) if frac and set(frac) <= _DIGITS else None
+    return int(text)
+
+
+def _simple_value(raw: str) -> tuple[bool, Any]:
+    """(True, value) for the value part of a line ``config set`` could have written (a comment may
+    follow), (False, None) for anything else."""
+    v = raw.strip(" \t")
+    if v[:1] in ('"', "'"):
+        end = v.find(v[0], 1)
+        body, rest = v[1:end], v[end + 1:].strip(" \t")
+        if end < 0 or (v[0] == '"' and ("\\" in body or _control(body, tab=False))) or _control(body, tab=True):
+            return False, None
+        value: Any = body
+    else:
+        cut = v.find("#")
+        value_text = (v if cut < 0 else v[:cut]).rstrip(" \t")
+        rest = "" if cut < 0 else v[cut:]
+        if value_text in ("true", "false"):
+            value = value_text == "true"
+        elif (value := _number(value_text)) is None:
+            return False, None
+    if rest and not (rest[0] == "#" and not _control(rest, tab=True)):
+        return False, None
+    return True, value
 
 
 def _simple_toml(text: str) -> dict[str, Any] | None:
@@ -215,36 +298,29 @@ def _simple_toml(text: str) -> dict[str, Any] | None:
     ``key = value`` lines (a string without escapes, true/false, a plain integer or decimal), comments
     and blank lines. None for anything else (tables, escapes, dates, a repeated key ...), which
     ``tomllib`` then reads. Every process resolves settings, the prompt hook's too, and ``tomllib``
-    (with ``typing`` behind it) was the largest import left on that path."""
-    global _SIMPLE_LINE
-    if _SIMPLE_LINE is None:
-        import re
-
-        comment = r"(?:#[^\x00-\x08\x0a-\x1f\x7f]*)?"  # TOML: no control characters but tab
-        _SIMPLE_LINE = re.compile(
-            r'[ \t]*(?:([A-Za-z0-9_-]+)[ \t]*=[ \t]*(?:"([^"\\\x00-\x1f\x7f]*)"|\'([^\'\x00-\x08\x0a-\x1f\x7f]*)\''
-            r"|(true|false)|([+-]?(?:0|[1-9][0-9]*))|([+-]?(?:0|[1-9][0-9]*)\.[0-9]+))[ \t]*)?" + comment
-        )
+    (with ``typing`` behind it) was the largest import left on that path; written without ``re`` for
+    the same reason (tests/test_config_paths.py checks it against tomllib)."""
     out: dict[str, Any] = {}
     lines = text.split("\n")
     for i, line in enumerate(lines):
         # CRLF ends a line; a CR anywhere else (the end of the file too) is left to tomllib, which refuses it
-        m = _SIMPLE_LINE.fullmatch(line[:-1] if line.endswith("\r") and i < len(lines) - 1 else line)
-        if m is None:
+        if line.endswith("\r") and i < len(lines) - 1:
+            line = line[:-1]
+        stripped = line.strip(" \t")
+        if not stripped:
+            continue
+        if stripped[0] == "#":
+            if _control(stripped, tab=True):
+                return None
+            continue
+        key, eq, raw = line.partition("=")
+        key = key.strip(" \t")
+        if not eq or not key or not set(key) <= _BARE_KEY or key in out:
+            return None  # not a simple line, or a repeated key: tomllib says why
+        ok, value = _simple_value(raw)
+        if not ok:
             return None
-        key, basic, literal, boolean, integer, decimal = m.groups()
-        if key is None:
-            continue  # blank or a comment
-        if key in out:
-            return None  # tomllib says why
-        if basic is not None or literal is not None:
-            out[key] = basic if basic is not None else literal
-        elif boolean is not None:
-            out[key] = boolean == "true"
-        elif integer is not None:
-            out[key] = int(integer)
-        else:
-            out[key] = float(decimal)
+        out[key] = value
     return out
 
 
@@ -262,6 +338,7 @@ def check_key(key: str) -> str:
 
 def _toml_value(k: str, value: Any) -> str:
     import json
+    from pathlib import Path
 
     v = _coerce(k, value)
     if isinstance(v, bool):
@@ -305,15 +382,17 @@ def set_in_file(key: str, value: Any | None) -> Path:
 
 def validate_agent_id(agent_id: str | None) -> str:
     """An agent id that was given must be real: empty or odd ids never mean "everyone"."""
-    import re
-
     if agent_id is None or not str(agent_id).strip():
         raise InvalidAgentId(
             "agent id is empty", hint="set HIVE_AGENT_ID to a name like 'claude-code', or unset it"
         )
     a = str(agent_id).strip()
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", a) or ".." in a:
+    # [A-Za-z0-9][A-Za-z0-9._-]{0,63}, checked by hand: the prompt hook's process does not import re
+    if not (a.isascii() and a[0].isalnum() and len(a) <= 64 and set(a) <= _AGENT_CHARS) or ".." in a:
         raise InvalidAgentId(
             f"agent id {a!r} is malformed", hint="use letters, digits, '.', '_' or '-' (at most 64 characters)"
         )
     return a
+
+
+_AGENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
