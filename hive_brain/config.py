@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Collection
 
 from .errors import InvalidAgentId, UsageError
 
 TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
 if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
     from pathlib import Path
     from typing import Any
 
@@ -229,6 +229,11 @@ def values(names: Collection[str] | None = None, **flags: Any) -> tuple[dict[str
             out[k] = _coerce(k, v, paths=False)
             sources[k] = "flag"
     return out, sources
+
+
+def default(name: str) -> Any:
+    """Setting ``name``'s default (the prompt hook's fast path reads a few without building Settings)."""
+    return _FIELDS[name][1]()
 
 
 def resolve(**flags: Any) -> Settings:

@@ -16,6 +16,8 @@ import textwrap
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hive_brain.agents import hooks
 from hive_brain.config import resolve
@@ -208,9 +210,11 @@ def test_the_installed_hook_runs_without_site_and_answers_from_the_server(live):
     ctx = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "hybrid recall" in ctx and "pnpm" in ctx
     imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if line.startswith("import time:")}
-    assert "hive_brain.agents.hooks" in imported  # the importtime listing is really there
-    # -S: no site (the venv's .pth files); no typing, tomllib or threading; nothing of the ranking or the index
-    assert not imported & {"site", "typing", "tomllib", "threading", "dataclasses", "tantivy", "numpy", "hive_brain.search.recall"}
+    assert "hive_brain.agents.quick" in imported  # the importtime listing is really there
+    # -S: no site (the venv's .pth files); the fast path (agents/quick.py) loads neither json nor socket
+    # (nor re, enum, pathlib behind them), typing, tomllib or threading, nor the full hook path
+    assert not imported & {"site", "json", "socket", "re", "enum", "pathlib", "typing", "tomllib", "threading",
+                           "dataclasses", "tantivy", "numpy", "hive_brain.agents.hooks", "hive_brain.search.recall"}
 
 
 def test_the_installed_hook_loads_site_for_the_lexical_answer_when_no_server_runs(vault_path):
@@ -222,3 +226,93 @@ def test_the_installed_hook_loads_site_for_the_lexical_answer_when_no_server_run
     assert out.returncode == 0, out.stderr
     ctx = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "lexical recall only" in ctx and "make release" in ctx
+
+
+def test_the_fast_path_answers_as_the_full_path_and_records_its_status(live, capsys):
+    from hive_brain.agents import quick
+
+    srv, pkg = live
+    payload = json.dumps({"session_id": "s1", "prompt": "which node dependency tool should I use?"})
+    os.environ["HIVE_AGENT_ID"] = "claude-code"
+    try:
+        assert quick.answer([], payload, time.monotonic()) == 0
+        fast = json.loads(capsys.readouterr().out)
+        assert hooks.dispatch("prompt", [], stdin=payload, hard_exit=False) == 0
+        full = json.loads(capsys.readouterr().out)
+    finally:
+        del os.environ["HIVE_AGENT_ID"]
+    assert fast == full and "pnpm" in fast["hookSpecificOutput"]["additionalContext"]
+    runs = hooks.read_status(resolve().state_dir)["runs"]
+    assert [(r["mode"], r["agent"], r["session_id"], r["items"]) for r in runs[-2:]] == [("hybrid", "claude-code", "s1", 1)] * 2
+    assert runs[-2]["serverMs"] > 0 and runs[-2]["durationMs"] >= runs[-2]["serverMs"]
+
+
+def test_the_fast_path_reads_the_vault_and_socket_the_full_path_reads(vault_path):
+    from hive_brain.agents import quick
+    from hive_brain.store.vault import open_vault
+
+    v = open_vault(resolve())
+    assert quick._vault_state(str(vault_path), os.environ["HIVE_BRAIN_STATE_DIR"]) == str(v.state)
+    client.fallback_socket_dir().mkdir(mode=0o700, exist_ok=True)
+    for state in ("/tmp/s", str(v.state), "/tmp/" + "long/" * 30):  # short, pytest's, past a socket address
+        assert quick.socket_path(state) == str(client.socket_path(state))
+    assert (quick.READY_NAME, quick.SOCKET_NAME) == (client.READY_NAME, client.SOCKET_NAME)
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+                    max_leaves=12))
+@settings(max_examples=200, deadline=None)
+def test_the_fast_paths_json_is_json(obj):
+    from hive_brain.agents import quick
+
+    text = quick.dumps(obj)
+    assert text == json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    assert quick.loads(text) == obj and quick.loads(" " + json.dumps(obj, indent=1) + "\n") == obj
+
+
+def test_the_fast_paths_json_refuses_what_json_refuses():
+    from hive_brain.agents import quick
+
+    for bad in ("", "{", '{"a": 1} x', "[1,]", "{'a': 1}", "nul"):
+        with pytest.raises(ValueError):
+            quick.loads(bad)
+    assert quick.loads("[NaN]")[0] != quick.loads("[NaN]")[0]  # as json reads it
+
+
+def test_a_server_that_hangs_costs_the_prompt_one_wait_not_two(vault_path, tmp_path):
+    """The fast path gives up on a silent server at the deadline less the lexical reserve; the full
+    path is told and answers in-process without asking the server again."""
+    import socket as socket_mod
+    import threading
+
+    from hive_brain.engine import Engine
+    from hive_brain.store.vault import open_vault
+
+    remember("Release steps", "Tag the commit, then run make release and announce it in #eng.", "procedure")
+    Engine.from_settings(resolve()).rebuild()
+    state = open_vault(resolve()).state
+    listener = socket_mod.socket(socket_mod.AF_UNIX, socket_mod.SOCK_STREAM)
+    listener.bind(str(client.socket_path(state)))
+    listener.listen(8)
+    (state / client.READY_NAME).touch()
+    accepted: list[object] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)  # and never answer
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        out = _installed_prompt_hook("what are the release steps after tagging the commit?")
+    finally:
+        listener.close()
+    assert out.returncode == 0, out.stderr
+    assert "make release" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    last = hooks.read_status(resolve().state_dir)["last"]["prompt"]
+    assert last["mode"] == "lexical" and "no answer in time" in last["serverError"]
+    assert len(accepted) == 1

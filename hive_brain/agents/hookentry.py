@@ -20,9 +20,35 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:
         print("usage: hive-brain-hook prompt|session-start|stop < hook.json", file=sys.stderr)
         return 2
+    if argv[0] == "prompt" and len(argv) == 1:
+        return _prompt()
     from . import hooks
 
     return hooks.dispatch(argv[0], argv[1:])
+
+
+def _prompt() -> int:
+    """The prompt hook: the fast path (:mod:`.quick`) with a ready server, else the full one, which is
+    told when the server already failed so it goes straight to its in-process answer."""
+    import os
+    import time
+
+    from . import quick
+
+    t0 = time.monotonic()
+    stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
+    server_error = None
+    try:
+        code = quick.answer([], stdin, t0)
+    except quick.Fallback as e:
+        server_error = e.server_error
+    except Exception:  # noqa: BLE001 - a fast-path bug must cost only the fast path: the full one answers
+        pass
+    else:
+        os._exit(code)  # as the full path does: nothing to clean up, and teardown costs tens of ms
+    from . import hooks
+
+    return hooks.dispatch("prompt", [], stdin=stdin, server_error=server_error)
 
 
 if __name__ == "__main__":

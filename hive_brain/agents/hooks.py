@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from ..search.prompt import PROMPT_CHARS, prompt_pack, transcript_context
+from . import quick
 
 TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
 if TYPE_CHECKING:
@@ -40,9 +41,9 @@ EVENTS = {
 # {"cancel", "contextModification"}, its prompt under userPromptSubmit
 # (https://docs.cline.bot/features/hooks/hook-reference).
 FORMATS = ("claude", "cursor", "cline")
-STATUS_FILE = "status.json"
-STATUS_KEEP = 30
-HOOK_LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when the server does not answer
+STATUS_FILE = quick.STATUS_FILE
+STATUS_KEEP = quick.STATUS_KEEP
+HOOK_LOCAL_RESERVE_S = quick.LOCAL_RESERVE_S  # of the deadline, kept for the lexical answer when the server does not answer
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
 USAGE = (
@@ -73,8 +74,11 @@ def load_site() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- entry
-def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit: bool = True) -> int:
-    """Run one hook. Returns the exit code; with ``hard_exit`` a timed-out run ends the process at once."""
+def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit: bool = True,
+             server_error: str | None = None) -> int:
+    """Run one hook. Returns the exit code; with ``hard_exit`` a timed-out run ends the process at once.
+    ``server_error``: the fast path (:mod:`.quick`) asked the server and it failed: answer in-process
+    at once instead of waiting for it a second time."""
     t0 = time.monotonic()
     if event in ("-h", "--help", "help") or "-h" in argv or "--help" in argv:
         print(USAGE)
@@ -99,6 +103,9 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
             payload = _from_cline(payload)
         rec["session_id"] = str(payload.get("session_id") or "")[:80] or None
         settings = _settings(payload, argv)
+        if server_error:
+            settings.use_server = False
+            rec["serverError"] = server_error
         rec["agent"] = settings.agent_id
         if event != "prompt":
             load_site()  # these read the index or write memory in-process: the installed packages
@@ -509,8 +516,7 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- status
-def _now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+_now_iso = quick.now_iso
 
 
 def _one_line(e: BaseException) -> str:
@@ -534,59 +540,12 @@ def status_path(state_dir: Path) -> Path:
     return Path(state_dir) / "hooks" / STATUS_FILE
 
 
-# Keys a status file written before the camelCase rename (docs/json.md) may still hold.
-_OLD_STATUS_KEYS = {"duration_ms": "durationMs", "server_error": "serverError", "last_error": "lastError"}
-
-
-def _upgrade_status(data: dict) -> dict:
-    """Rename the snake_case keys of an older status file, so an upgrade keeps the last status."""
-
-    def fix(d: Any) -> Any:
-        if not isinstance(d, dict):
-            return d
-        # An old key is renamed; dropped if the file somehow holds both (the new one wins).
-        return {_OLD_STATUS_KEYS.get(k, k): v for k, v in d.items() if not (k in _OLD_STATUS_KEYS and _OLD_STATUS_KEYS[k] in d)}
-
-    data = fix(data)
-    if isinstance(data.get("runs"), list):
-        data["runs"] = [fix(r) for r in data["runs"]]
-    if isinstance(data.get("last"), dict):
-        data["last"] = {k: fix(r) for k, r in data["last"].items()}
-    if isinstance(data.get("lastError"), dict):
-        data["lastError"] = fix(data["lastError"])
-    return data
-
-
-def _load_status(path: Path) -> dict:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return _upgrade_status(data) if isinstance(data, dict) else {}
-
-
 def read_status(state_dir: Path) -> dict:
     try:
-        return _load_status(status_path(state_dir))
+        return quick.load_status(str(status_path(state_dir)))
     except (OSError, ValueError):
         return {}
 
 
 def _record(folder: Path, rec: dict) -> None:
-    """Keep the last runs in a small state file (atomic rename; not memory, so no fsync on the hot path)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / STATUS_FILE
-        try:
-            data = _load_status(path)
-        except (OSError, ValueError):
-            data = {}
-        rec = {k: v for k, v in rec.items() if v is not None}
-        runs = [r for r in data.get("runs", []) if isinstance(r, dict)][-(STATUS_KEEP - 1) :] + [rec]
-        data["runs"] = runs
-        data.setdefault("last", {})[rec["event"]] = rec
-        if not rec.get("ok"):
-            data["lastError"] = rec
-        tmp = folder / f".{STATUS_FILE}.{os.getpid()}.tmp"
-        # Compact: json's C encoder (an indent selects the pure-Python one, ~1 ms of every prompt)
-        tmp.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-        os.replace(tmp, path)
-    except (OSError, ValueError):
-        pass  # status is a convenience; failing to record must not fail the hook
+    quick.record(str(folder), rec)

@@ -1,0 +1,302 @@
+"""The prompt hook's fast path: one request to a ready server, from a process that imports almost nothing.
+
+Measured on the 10k-note vault (benchmarks/hook_latency.py, quiet machine): of the hook process's own
+~35 ms CPU, ``python -S`` itself is ~9 ms and ``import json, socket`` alone ~14 ms (``re``, ``enum``,
+``selectors`` behind them), then ``pathlib``, ``threading`` and our modules. Here the same answer is
+had with C modules only (``_json``'s scanner and encoder, ``_socket``) and :func:`.config.values`,
+which reads settings without ``pathlib``, ``re`` or ``tomllib``.
+
+It answers only the common case: a prompt event in Claude Code's envelope, a vault named by env or
+config, no enforcement mode, a ready server that answers in time. Anything else (no server, a server
+error, an odd payload, another format, ``--agent``/``--vault`` flags) returns None before anything is
+printed, and :func:`.hooks.dispatch` does the whole work as before, told when the server already
+failed so it does not wait for it twice. The server-side work is the same ``prompt`` op either way.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+TYPE_CHECKING = False  # typing for the type checker only
+if TYPE_CHECKING:
+    from typing import Any
+
+STATUS_FILE = "status.json"
+STATUS_KEEP = 30
+SOCKET_NAME = "server.sock"  # rpc/client.py's names: tests/test_hook_server.py checks they agree
+READY_NAME = "server.ready"
+LOCAL_RESERVE_S = 0.5  # hooks.HOOK_LOCAL_RESERVE_S: the lexical answer's share when the server fails
+SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
+# Keys a status file written before the camelCase rename (docs/json.md) may still hold.
+OLD_STATUS_KEYS = {"duration_ms": "durationMs", "server_error": "serverError", "last_error": "lastError"}
+
+
+class Fallback(Exception):
+    """The fast path does not answer this prompt; ``server_error`` is set when the server was asked and
+    failed (the full path then goes straight to its in-process answer)."""
+
+    def __init__(self, why: str, server_error: str | None = None) -> None:
+        super().__init__(why)
+        self.server_error = server_error
+
+
+# ---------------------------------------------------------------------------------------------- JSON
+class _Ctx:
+    """What ``_json.make_scanner`` reads off ``json.JSONDecoder``: the defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    memo: dict[str, str] = {}
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+
+_scan: Any = None
+_encode: Any = None
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` for one document, on ``_json``'s C scanner (ValueError on anything invalid)."""
+    global _scan
+    if _scan is None:
+        import _json
+
+        _scan = _json.make_scanner(_Ctx)  # type: ignore[arg-type]  # duck-typed: it reads these attributes
+    ws = " \t\n\r"
+    i, n = 0, len(text)
+    while i < n and text[i] in ws:
+        i += 1
+    try:
+        obj, end = _scan(text, i)
+    except StopIteration as e:
+        raise ValueError(f"not JSON at {e.value}") from None
+    finally:
+        _Ctx.memo.clear()
+    while end < n and text[end] in ws:
+        end += 1
+    if end != n:
+        raise ValueError(f"extra data at {end}")
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    """``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))`` on ``_json``'s C encoder."""
+    global _encode
+    if _encode is None:
+        import _json
+
+        def default(o: Any) -> Any:
+            raise TypeError(f"{type(o).__name__} is not JSON serialisable")
+
+        _encode = _json.make_encoder({}, default, _json.encode_basestring, None, ":", ",", False, False, True)
+    return "".join(_encode(obj, 0))
+
+
+# ---------------------------------------------------------------------------------------------- the status file
+def upgrade_status(data: dict) -> dict:
+    """Rename the snake_case keys of an older status file, so an upgrade keeps the last status."""
+
+    def fix(d: Any) -> Any:
+        if not isinstance(d, dict):
+            return d
+        # An old key is renamed; dropped if the file somehow holds both (the new one wins).
+        return {OLD_STATUS_KEYS.get(k, k): v for k, v in d.items() if not (k in OLD_STATUS_KEYS and OLD_STATUS_KEYS[k] in d)}
+
+    data = fix(data)
+    if isinstance(data.get("runs"), list):
+        data["runs"] = [fix(r) for r in data["runs"]]
+    if isinstance(data.get("last"), dict):
+        data["last"] = {k: fix(r) for k, r in data["last"].items()}
+    if isinstance(data.get("lastError"), dict):
+        data["lastError"] = fix(data["lastError"])
+    return data
+
+
+def load_status(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
+        data = loads(f.read())
+    return upgrade_status(data) if isinstance(data, dict) else {}
+
+
+def record(folder: str, rec: dict) -> None:
+    """Keep the last runs in a small state file (atomic rename; not memory, so no fsync on the hot path)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        path = os.path.join(folder, STATUS_FILE)
+        try:
+            data = load_status(path)
+        except (OSError, ValueError):
+            data = {}
+        rec = {k: v for k, v in rec.items() if v is not None}
+        runs = [r for r in data.get("runs", []) if isinstance(r, dict)][-(STATUS_KEEP - 1):] + [rec]
+        data["runs"] = runs
+        data.setdefault("last", {})[rec["event"]] = rec
+        if not rec.get("ok"):
+            data["lastError"] = rec
+        tmp = os.path.join(folder, f".{STATUS_FILE}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(dumps(data))
+        os.replace(tmp, path)
+    except (OSError, ValueError, TypeError):
+        pass  # status is a convenience; failing to record must not fail the hook
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+# ---------------------------------------------------------------------------------------------- the prompt
+def _clean(text: str) -> bool:
+    """No NUL and no lone surrogate (the full path's ``clean_json`` would change such a payload)."""
+    return "\x00" not in text and not any("\ud800" <= c <= "\udfff" for c in text)
+
+
+def _vault_state(vault: str, state_dir: str) -> str:
+    """The vault's per-device state dir, as ``store.vault.open_vault`` derives it."""
+    root = os.path.realpath(os.path.expanduser(vault))
+    try:
+        with open(os.path.join(root, ".hive-brain", "vault.json"), encoding="utf-8") as f:
+            vid = loads(f.read())["vault_id"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise Fallback("no readable vault marker") from None
+    if not isinstance(vid, str) or not vid.replace("-", "").isalnum():
+        raise Fallback("invalid vault id")
+    return os.path.join(os.path.realpath(os.path.expanduser(state_dir)), vid)
+
+
+def socket_path(state: str) -> str:
+    """Where the vault's server listens, as ``rpc.client.socket_path`` says (a test checks they agree):
+    ``<state>/server.sock``, or, when that is too long for a socket address, a name derived from the
+    state dir in ``/tmp/hive-brain-<uid>``, used only if that folder is ours alone."""
+    real = os.path.realpath(state)
+    path = os.path.join(real, SOCKET_NAME)
+    if len(os.fsencode(path)) <= SUN_PATH_MAX:
+        return path
+    try:
+        from _sha1 import sha1  # the C module behind hashlib.sha1, without hashlib's OpenSSL load
+    except ImportError:
+        from hashlib import sha1
+    folder = f"/tmp/hive-brain-{os.getuid()}"
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        raise Fallback("no socket folder") from None
+    if not (st.st_mode & 0o170000 == 0o040000 and st.st_uid == os.getuid() and not st.st_mode & 0o077):
+        raise Fallback("a socket folder that is not ours alone")
+    return os.path.join(folder, sha1(os.fsencode(real)).hexdigest()[:16] + ".sock")
+
+
+def _ask(state: str, request: bytes, deadline: float) -> dict:
+    """One request to the vault's server over ``_socket``; the ``prompt`` op's result."""
+    import _socket
+
+    if not os.path.exists(os.path.join(state, READY_NAME)):
+        raise Fallback("the server is not ready")
+    path = socket_path(state)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    chunks: list[bytes] = []
+    try:
+        try:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sock.connect(path)
+        except OSError:
+            raise Fallback("no server listening") from None
+        try:
+            sock.sendall(request)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                sock.settimeout(left)
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise ConnectionResetError("the server closed the connection")
+                chunks.append(chunk)
+                if b"\n" in chunk:
+                    break
+        except OSError as e:  # TimeoutError too
+            why = "no answer in time" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+            raise Fallback(why, server_error=f"ServerUnavailable: {why}") from None
+    finally:
+        sock.close()
+    try:
+        reply = loads(b"".join(chunks).split(b"\n", 1)[0].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise Fallback("unreadable answer", server_error="ServerError: the server's prompt answer is malformed") from None
+    if not isinstance(reply, dict) or not reply.get("ok") or not isinstance(reply.get("result"), dict):
+        err = reply.get("error") if isinstance(reply, dict) else None
+        msg = err.get("message") if isinstance(err, dict) else None
+        # An older server without the op: the full path asks it for recalls instead.
+        raise Fallback(f"the server refused: {msg}", server_error=None if msg and "unknown op" in str(msg) else
+                       f"ServerError: {msg}")
+    res = reply["result"]
+    if not isinstance(res.get("mode"), str):
+        raise Fallback("malformed answer", server_error="ServerError: the server's prompt answer is malformed")
+    return res
+
+
+def answer(argv: list[str], stdin: str, t0: float) -> int:
+    """Answer the prompt hook from the server (prints the hook's JSON, records its status); raises
+    :class:`Fallback` when the full path must do it."""
+    from .. import config
+
+    if argv:
+        raise Fallback("flags")
+    try:
+        payload = loads(stdin) if stdin.strip() else {}
+    except ValueError:
+        raise Fallback("not JSON") from None
+    if not isinstance(payload, dict):
+        raise Fallback("not an object")
+    prompt = payload.get("prompt") or payload.get("user_prompt") or ""
+    tp = payload.get("transcript_path")
+    sid = payload.get("session_id")
+    name = payload.get("hook_event_name") or "UserPromptSubmit"
+    if not isinstance(prompt, str) or not isinstance(tp, str | None) or not isinstance(name, str):
+        raise Fallback("odd payload")
+    prompt = prompt.strip()
+    if not prompt or prompt.startswith("/") or not _clean(prompt + (tp or "") + name + str(sid or "")):
+        raise Fallback("a prompt the full path skips or cleans")
+    got, _src = config.values(("vault", "state_dir", "agent_id", "use_server", "hook_deadline", "hook_budget_chars",
+                               "scoped_permissions"))
+    if not got.get("vault") or not got.get("use_server", True) or got.get("scoped_permissions"):
+        raise Fallback("settings")
+    agent = got.get("agent_id")
+    if agent is None:
+        raise Fallback("no agent id")  # the full path derives it from the payload
+    agent = config.validate_agent_id(agent)
+    deadline = t0 + float(got.get("hook_deadline", config.default("hook_deadline")))
+    budget = max(500, int(got.get("hook_budget_chars", config.default("hook_budget_chars"))))
+    state_dir = got.get("state_dir") or config.data_dir()
+    os.umask(0o077)  # state is the owner's alone (store.vault.secure_state): the status file below
+    state = _vault_state(got["vault"], state_dir)
+    request = dumps({"op": "prompt", "args": {"prompt": prompt[:4000], "context": None, "transcript_path": tp,
+                                              "budget": budget, "agent": agent}}).encode("utf-8") + b"\n"
+    res = _ask(state, request, deadline - LOCAL_RESERVE_S)
+    rec: dict[str, Any] = {"time": now_iso(), "event": "prompt", "ok": True, "mode": res["mode"],
+                           "session_id": str(sid or "")[:80] or None, "agent": agent,
+                           "items": len(res.get("items") or [])}
+    timing = res.get("timing")
+    if isinstance(timing, dict) and "opMs" in timing:
+        rec["serverMs"] = timing["opMs"]
+    out: dict | None
+    if res.get("abstained") or not res.get("context"):
+        out = {"systemMessage": res["notice"]} if res.get("notice") else None
+    else:
+        out = {"hookSpecificOutput": {"hookEventName": name, "additionalContext": res["context"]}}
+    rec["durationMs"] = round((time.monotonic() - t0) * 1000, 1)
+    record(os.path.join(os.path.expanduser(state_dir), "hooks"), rec)
+    if out:
+        try:
+            sys.stdout.write(dumps(out) + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # the agent closed the pipe; nothing to tell it anymore
+    return 0
