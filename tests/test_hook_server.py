@@ -256,7 +256,7 @@ def test_the_fast_path_reads_the_vault_and_socket_the_full_path_reads(vault_path
     client.fallback_socket_dir().mkdir(mode=0o700, exist_ok=True)
     for state in ("/tmp/s", str(v.state), "/tmp/" + "long/" * 30):  # short, pytest's, past a socket address
         assert quick.socket_path(state) == str(client.socket_path(state))
-    assert (quick.READY_NAME, quick.SOCKET_NAME) == (client.READY_NAME, client.SOCKET_NAME)
+    assert (quick.READY_NAME, quick.SOCKET_NAME, quick.MAX_LINE) == (client.READY_NAME, client.SOCKET_NAME, client.MAX_LINE)
 
 
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),

@@ -29,6 +29,7 @@ SOCKET_NAME = "server.sock"  # rpc/client.py's names: tests/test_hook_server.py 
 READY_NAME = "server.ready"
 LOCAL_RESERVE_S = 0.5  # hooks.HOOK_LOCAL_RESERVE_S: the lexical answer's share when the server fails
 SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
+MAX_LINE = 64 * 1024 * 1024  # rpc.client.MAX_LINE
 # Keys a status file written before the camelCase rename (docs/json.md) may still hold.
 OLD_STATUS_KEYS = {"duration_ms": "durationMs", "server_error": "serverError", "last_error": "lastError"}
 
@@ -195,39 +196,19 @@ def socket_path(state: str) -> str:
 
 def _ask(state: str, request: bytes, deadline: float) -> dict:
     """One request to the vault's server over ``_socket``; the ``prompt`` op's result."""
-    import _socket
+    from ..rpc.wire import NotSent, exchange
 
     if not os.path.exists(os.path.join(state, READY_NAME)):
         raise Fallback("the server is not ready")
-    path = socket_path(state)
-    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-    chunks: list[bytes] = []
     try:
-        try:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            sock.connect(path)
-        except OSError:
-            raise Fallback("no server listening") from None
-        try:
-            sock.sendall(request)
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError
-                sock.settimeout(left)
-                chunk = sock.recv(65536)
-                if not chunk:
-                    raise ConnectionResetError("the server closed the connection")
-                chunks.append(chunk)
-                if b"\n" in chunk:
-                    break
-        except OSError as e:  # TimeoutError too
-            why = "no answer in time" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
-            raise Fallback(why, server_error=f"ServerUnavailable: {why}") from None
-    finally:
-        sock.close()
+        line = exchange(socket_path(state), request, deadline, max_line=MAX_LINE)
+    except NotSent:
+        raise Fallback("no server listening") from None
+    except OSError as e:  # TimeoutError too
+        why = "no answer in time" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
+        raise Fallback(why, server_error=f"ServerUnavailable: {why}") from None
     try:
-        reply = loads(b"".join(chunks).split(b"\n", 1)[0].decode("utf-8"))
+        reply = loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise Fallback("unreadable answer", server_error="ServerError: the server's prompt answer is malformed") from None
     if not isinstance(reply, dict) or not reply.get("ok") or not isinstance(reply.get("result"), dict):

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from pathlib import Path
 
 from .. import errors
 from ..errors import HiveBrainError
 from ..store.lock import pid_alive
+from .wire import NotSent, exchange
 
 TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
 if TYPE_CHECKING:
@@ -154,43 +154,19 @@ def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, 
     if len(request) > MAX_REQUEST:
         raise ServerUnavailable(f"the request is over {MAX_REQUEST:,} bytes, more than the server takes",
                                 hint="done in-process instead")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sent = False
     try:
-        chunks: list[bytes] = []
-        try:
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            sock.connect(os.fspath(path))
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            sent = True  # from here on the server may have the request, even if sendall fails part-way
-            sock.sendall(request)
-            size = 0
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError
-                sock.settimeout(left)
-                chunk = sock.recv(65536)
-                if not chunk:
-                    raise ConnectionResetError("the server closed the connection")
-                chunks.append(chunk)
-                size += len(chunk)
-                if b"\n" in chunk:
-                    break
-                if size > MAX_LINE:
-                    raise ConnectionResetError("response too large")
-        except TimeoutError:
-            err = ServerUnavailable(f"the hive-brain server did not answer {op!r} within {timeout:g}s",
-                                    hint="it may be busy or hung; `hive-brain serve --stop` and start it again")
-            err.sent = sent
-            raise err from None
-        except OSError as e:  # no socket file, nobody listening, connection reset
-            err = ServerUnavailable(hint=f"{type(e).__name__}: start it with `hive-brain serve --detach`")
-            err.sent = sent
-            raise err from None
-    finally:
-        sock.close()
-    line = b"".join(chunks).split(b"\n", 1)[0]
+        line = exchange(os.fspath(path), request, deadline, max_line=MAX_LINE)
+    except NotSent as e:  # no socket file, nobody listening
+        raise ServerUnavailable(hint=f"{e}: start it with `hive-brain serve --detach`") from None
+    except TimeoutError:
+        err = ServerUnavailable(f"the hive-brain server did not answer {op!r} within {timeout:g}s",
+                                hint="it may be busy or hung; `hive-brain serve --stop` and start it again")
+        err.sent = True  # the server may have the request, even if sendall failed part-way
+        raise err from None
+    except OSError as e:  # connection reset
+        err = ServerUnavailable(hint=f"{type(e).__name__}: start it with `hive-brain serve --detach`")
+        err.sent = True
+        raise err from None
     try:
         resp = json.loads(line)
     except ValueError:
