@@ -18,11 +18,11 @@ after. Writes
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,9 +159,7 @@ def _questions(args: argparse.Namespace) -> tuple[Path, Path | None, list[str]]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     vault, state_root, qs = _questions(args)
-    saved = os.environ.get("HIVE_BRAIN_STATE_DIR")
-    ctx: Callable[[], Any] = (lambda: state_dir_at(state_root)) if state_root else (lambda: _NullCtx())
-    with ctx():
+    with state_dir_at(state_root) if state_root else contextlib.nullcontext():
         from hive_brain.config import resolve
         from hive_brain.store.vault import open_vault
 
@@ -175,19 +173,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             with temp_dir("hive-brain-hook-latency-") as tmp:
                 res = measure(v.root, v.state, qs, rounds=args.rounds, legacy=args.legacy,
                               transcript=None if args.no_transcript else _transcript(tmp))
-    if saved is not None:
-        os.environ["HIVE_BRAIN_STATE_DIR"] = saved
     res.update(vault=str(vault), commit=git_commit(), load_start=load0, load_end=load_average(),
                seconds=round(time.perf_counter() - t0, 1))
     return res
-
-
-class _NullCtx:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,7 +39,7 @@ def _prompt() -> int:
     stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read()
     server_error = None
     try:
-        code = quick.answer([], stdin, t0)
+        code = quick.answer(stdin, t0)
     except quick.Fallback as e:
         server_error = e.server_error
     except Exception:  # noqa: BLE001 - a fast-path bug must cost only the fast path: the full one answers

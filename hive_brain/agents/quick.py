@@ -8,8 +8,8 @@ which reads settings without ``pathlib``, ``re`` or ``tomllib``.
 
 It answers only the common case: a prompt event in Claude Code's envelope, a vault named by env or
 config, no enforcement mode, a ready server that answers in time. Anything else (no server, a server
-error, an odd payload, another format, ``--agent``/``--vault`` flags) returns None before anything is
-printed, and :func:`.hooks.dispatch` does the whole work as before, told when the server already
+error, an odd payload, another format, ``--agent``/``--vault`` flags) raises :class:`Fallback` before
+anything is printed, and :func:`.hooks.dispatch` does the whole work as before, told when the server already
 failed so it does not wait for it twice. The server-side work is the same ``prompt`` op either way.
 """
 
@@ -25,11 +25,7 @@ if TYPE_CHECKING:
 
 STATUS_FILE = "status.json"
 STATUS_KEEP = 30
-SOCKET_NAME = "server.sock"  # rpc/client.py's names: tests/test_hook_server.py checks they agree
-READY_NAME = "server.ready"
-LOCAL_RESERVE_S = 0.5  # hooks.HOOK_LOCAL_RESERVE_S: the lexical answer's share when the server fails
-SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
-MAX_LINE = 64 * 1024 * 1024  # rpc.client.MAX_LINE
+LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when the server fails (hooks reads it too)
 # Keys a status file written before the camelCase rename (docs/json.md) may still hold.
 OLD_STATUS_KEYS = {"duration_ms": "durationMs", "server_error": "serverError", "last_error": "lastError"}
 
@@ -155,8 +151,13 @@ def now_iso() -> str:
 
 # ---------------------------------------------------------------------------------------------- the prompt
 def _clean(text: str) -> bool:
-    """No NUL and no lone surrogate (the full path's ``clean_json`` would change such a payload)."""
-    return "\x00" not in text and not any("\ud800" <= c <= "\udfff" for c in text)
+    """No NUL and no lone surrogate (the full path's ``clean_json`` would change such a payload).
+    ``encode`` finds a surrogate in C: a pasted 100 KB log is a prompt too."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
 
 
 def _vault_state(vault: str, state_dir: str) -> str:
@@ -172,37 +173,18 @@ def _vault_state(vault: str, state_dir: str) -> str:
     return os.path.join(os.path.realpath(os.path.expanduser(state_dir)), vid)
 
 
-def socket_path(state: str) -> str:
-    """Where the vault's server listens, as ``rpc.client.socket_path`` says (a test checks they agree):
-    ``<state>/server.sock``, or, when that is too long for a socket address, a name derived from the
-    state dir in ``/tmp/hive-brain-<uid>``, used only if that folder is ours alone."""
-    real = os.path.realpath(state)
-    path = os.path.join(real, SOCKET_NAME)
-    if len(os.fsencode(path)) <= SUN_PATH_MAX:
-        return path
-    try:
-        from _sha1 import sha1  # the C module behind hashlib.sha1, without hashlib's OpenSSL load
-    except ImportError:
-        from hashlib import sha1
-    folder = f"/tmp/hive-brain-{os.getuid()}"
-    try:
-        st = os.lstat(folder)
-    except OSError:
-        raise Fallback("no socket folder") from None
-    if not (st.st_mode & 0o170000 == 0o040000 and st.st_uid == os.getuid() and not st.st_mode & 0o077):
-        raise Fallback("a socket folder that is not ours alone")
-    return os.path.join(folder, sha1(os.fsencode(real)).hexdigest()[:16] + ".sock")
-
-
 def _ask(state: str, request: bytes, deadline: float) -> dict:
-    """One request to the vault's server over ``_socket``; the ``prompt`` op's result."""
-    from ..rpc.wire import NotSent, exchange
+    """One request to the vault's server (:mod:`..rpc.wire`, as ``rpc.client.call``); the ``prompt`` op's result."""
+    from ..rpc import wire
 
-    if not os.path.exists(os.path.join(state, READY_NAME)):
+    if not os.path.exists(os.path.join(state, wire.READY_NAME)):
         raise Fallback("the server is not ready")
+    path = wire.socket_path(state)
+    if not wire.usable(path):
+        raise Fallback("a socket folder that is not ours alone")
     try:
-        line = exchange(socket_path(state), request, deadline, max_line=MAX_LINE)
-    except NotSent:
+        line = wire.exchange(path, request, deadline, max_line=wire.MAX_LINE)
+    except wire.NotSent:
         raise Fallback("no server listening") from None
     except OSError as e:  # TimeoutError too
         why = "no answer in time" if isinstance(e, TimeoutError) else f"{type(e).__name__}: {e}"
@@ -223,13 +205,12 @@ def _ask(state: str, request: bytes, deadline: float) -> dict:
     return res
 
 
-def answer(argv: list[str], stdin: str, t0: float) -> int:
+def answer(stdin: str, t0: float) -> int:
     """Answer the prompt hook from the server (prints the hook's JSON, records its status); raises
     :class:`Fallback` when the full path must do it."""
     from .. import config
+    from ..search.prompt import PROMPT_CHARS
 
-    if argv:
-        raise Fallback("flags")
     try:
         payload = loads(stdin) if stdin.strip() else {}
     except ValueError:
@@ -258,7 +239,7 @@ def answer(argv: list[str], stdin: str, t0: float) -> int:
     state_dir = got.get("state_dir") or config.data_dir()
     os.umask(0o077)  # state is the owner's alone (store.vault.secure_state): the status file below
     state = _vault_state(got["vault"], state_dir)
-    request = dumps({"op": "prompt", "args": {"prompt": prompt[:4000], "context": None, "transcript_path": tp,
+    request = dumps({"op": "prompt", "args": {"prompt": prompt[:PROMPT_CHARS], "context": None, "transcript_path": tp,
                                               "budget": budget, "agent": agent}}).encode("utf-8") + b"\n"
     res = _ask(state, request, deadline - LOCAL_RESERVE_S)
     rec: dict[str, Any] = {"time": now_iso(), "event": "prompt", "ok": True, "mode": res["mode"],

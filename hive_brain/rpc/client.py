@@ -26,20 +26,16 @@ from pathlib import Path
 from .. import errors
 from ..errors import HiveBrainError
 from ..store.lock import pid_alive
-from .wire import NotSent, exchange
+from .wire import MAX_LINE, READY_NAME, NotSent, exchange, usable  # noqa: F401 - READY_NAME: the server and tests read it here
+from .wire import socket_path as _socket_path
 
 TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
 if TYPE_CHECKING:
     from typing import Any
 
-SOCKET_NAME = "server.sock"
 INFO_NAME = "server.json"
-# Exists while a server is ready to answer: a starting server can hold the GIL for seconds (loading
-# the model), so a reader that connected then would wait out its whole deadline for nothing.
-READY_NAME = "server.ready"
 LOCK_NAME = "server.lock"
 LOG_NAME = "server.log"
-MAX_LINE = 64 * 1024 * 1024  # a recall with --detail full can be large; anything bigger is a broken peer
 # Requests are questions and single memory writes; the server refuses a longer request line (and
 # closes that connection), so a caller with more does that work in-process instead.
 MAX_REQUEST = 8 * 1024 * 1024
@@ -81,42 +77,16 @@ def encode_line(obj: Any) -> bytes:
         return json.dumps(obj, ensure_ascii=True, default=str).encode("ascii") + b"\n"
 
 
-def _sun_path_max() -> int:
-    import sys
-
-    # sun_path is 108 bytes on Linux and 104 on the BSDs/macOS, both including the final NUL.
-    return 107 if sys.platform.startswith("linux") else 103
-
-
 def fallback_socket_dir() -> Path:
-    return Path(f"/tmp/hive-brain-{os.getuid()}")
+    from .wire import fallback_socket_dir as folder
+
+    return Path(folder())
 
 
 def socket_path(state_dir: Path | str) -> Path:
-    """Where the server of the vault whose per-device state dir is `state_dir` listens.
-
-    ``<state_dir>/server.sock`` when it fits in a Unix socket address, else a path derived only from
-    `state_dir` (so a client never has to read a file to find it).
-    """
-    state = os.path.realpath(os.fspath(state_dir))
-    p = os.path.join(state, SOCKET_NAME)
-    if len(os.fsencode(p)) <= _sun_path_max():
-        return Path(p)
-    import hashlib
-
-    digest = hashlib.sha1(os.fsencode(state)).hexdigest()[:16]
-    return fallback_socket_dir() / f"{digest}.sock"
-
-
-def _safe_fallback_dir(d: Path) -> bool:
-    """A shared /tmp folder we did not create could hold someone else's socket: refuse to talk to it."""
-    try:
-        st = os.lstat(d)
-    except OSError:
-        return False
-    import stat
-
-    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not (st.st_mode & 0o077)
+    """Where the server of the vault whose per-device state dir is `state_dir` listens
+    (:func:`.wire.socket_path`)."""
+    return Path(_socket_path(os.fspath(state_dir)))
 
 
 def _error_from(payload: Any) -> HiveBrainError:
@@ -145,7 +115,7 @@ def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, 
     """Send one request and return its result; the whole exchange finishes within `timeout` seconds."""
     deadline = time.monotonic() + max(0.0, timeout)
     path = socket_path(state_dir)
-    if path.name != SOCKET_NAME and not _safe_fallback_dir(path.parent):
+    if not usable(os.fspath(path)):
         raise ServerUnavailable()
     try:
         request = encode_line({"op": op, "args": args or {}})

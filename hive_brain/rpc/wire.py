@@ -8,7 +8,48 @@ make (``rpc.client.call`` and the prompt hook's fast path, ``agents/quick.py``).
 from __future__ import annotations
 
 import os
+import sys
 import time
+
+SOCKET_NAME = "server.sock"
+# Exists while a server is ready to answer: a starting server can hold the GIL for seconds (loading
+# the model), so a reader that connected then would wait out its whole deadline for nothing.
+READY_NAME = "server.ready"
+MAX_LINE = 64 * 1024 * 1024  # a recall with --detail full can be large; anything bigger is a broken peer
+# sun_path is 108 bytes on Linux and 104 on the BSDs/macOS, both including the final NUL.
+SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
+
+
+def fallback_socket_dir() -> str:
+    return f"/tmp/hive-brain-{os.getuid()}"
+
+
+def socket_path(state_dir: str) -> str:
+    """Where the server of the vault whose per-device state dir is ``state_dir`` listens:
+    ``<state_dir>/server.sock`` when it fits in a Unix socket address, else a name derived only from
+    ``state_dir`` in :func:`fallback_socket_dir` (so a client never has to read a file to find it)."""
+    state = os.path.realpath(state_dir)
+    path = os.path.join(state, SOCKET_NAME)
+    if len(os.fsencode(path)) <= SUN_PATH_MAX:
+        return path
+    try:
+        from _sha1 import sha1  # the C module behind hashlib.sha1, without hashlib's OpenSSL load
+    except ImportError:
+        from hashlib import sha1
+    return os.path.join(fallback_socket_dir(), sha1(os.fsencode(state)).hexdigest()[:16] + ".sock")
+
+
+def usable(path: str) -> bool:
+    """A socket in the shared ``/tmp`` fallback folder counts only when that folder is ours alone: one
+    we did not create could hold someone else's socket."""
+    folder = os.path.dirname(path)
+    if os.path.basename(path) == SOCKET_NAME:
+        return True
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return st.st_mode & 0o170000 == 0o040000 and st.st_uid == os.getuid() and not st.st_mode & 0o077
 
 
 class NotSent(OSError):
