@@ -36,21 +36,76 @@
 
 ``*``: defined beside the code that raises it (the module named), still part of this one tree.
 The CLI maps every subclass to exit code 1 (``UsageError``: 2) and prints ``str(e)``.
+
+**Errors carry their data across every boundary** (as httpx's exceptions carry their request): what
+an error knows beyond its message goes into the constructor as keyword data (``path``/``problem`` of
+a ``NoteError``, ``records`` of a refused batch, ``pending`` of a write kept for later), lives in
+``e.details``, and ``e.to_dict()`` is the one shape every surface shows::
+
+    {"error": "NoteError", "message": "...", "hint": "...", "path": "...", "problem": "..."}
+
+:meth:`HiveBrainError.from_dict` rebuilds the same class with the same data from that shape, for any
+subclass defined anywhere in the package (each registers itself by name when its module is imported).
+The server's socket sends ``to_dict()``, the client rebuilds it, and ``--json`` and MCP print it: an
+error says the same type and details whether it crossed a process or not.
 """
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
+# Keys of the shape itself: no error's data may use them.
+_RESERVED = frozenset({"ok", "error", "type", "message", "hint"})
+
 
 class HiveBrainError(Exception):
     exit_code = 1
+    # Every subclass by its class name (the ``error`` of :meth:`to_dict`), filled as classes are defined.
+    registry: ClassVar[dict[str, type[HiveBrainError]]] = {}
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        HiveBrainError.registry.setdefault(cls.__name__, cls)
+
+    def __init__(self, message: str, *, hint: str | None = None, **details: Any) -> None:
         self.message = message
         self.hint = hint
+        clash = _RESERVED & set(details)
+        if clash:
+            raise TypeError(f"error data may not be named {sorted(clash)}")
+        # Data is also readable as attributes (``e.path``, ``e.records``): what the code raising it set.
+        self.details = {k: v for k, v in details.items() if v is not None}
+        for k, v in self.details.items():
+            setattr(self, k, v)
         super().__init__(message if not hint else f"{message} ({hint})")
 
-    def to_dict(self) -> dict:
-        return {"error": type(self).__name__, "message": self.message, "hint": self.hint}
+    @property
+    def kind(self) -> str:
+        """The error's type name; a rebuilt error of a class this process does not know keeps its name."""
+        return self.__dict__.get("_kind") or type(self).__name__
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.kind, "message": self.message, "hint": self.hint, **self.details}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HiveBrainError:
+        """The error ``to_dict`` described, as the same class with the same data. A name this process
+        has no class for comes back as a ``HiveBrainError`` that keeps the name (``kind``)."""
+        if not isinstance(data, dict):
+            raise TypeError(f"an error is a JSON object, not {type(data).__name__}")
+        name = str(data.get("error") or data.get("type") or "HiveBrainError")
+        klass = HiveBrainError.registry.get(name) or (HiveBrainError if name == "HiveBrainError" else None)
+        message = str(data.get("message") or "hive-brain reported an error")
+        hint = data.get("hint")
+        hint = str(hint) if hint is not None else None
+        details = {str(k): v for k, v in data.items() if k not in _RESERVED}
+        err = (klass or HiveBrainError).__new__(klass or HiveBrainError)
+        # The base constructor, not the subclass's: a NoteError's own (path, problem) made the message
+        # the dict already holds; its data comes back as the same attributes.
+        HiveBrainError.__init__(err, message, hint=hint, **details)
+        if klass is None:
+            err.__dict__["_kind"] = name
+        return err
 
 
 class UsageError(HiveBrainError):
@@ -74,10 +129,11 @@ class VaultNotFound(VaultError):
 
 
 class NoteError(VaultError):
+    path: str
+    problem: str
+
     def __init__(self, path: str, problem: str, *, hint: str | None = None) -> None:
-        self.path = path
-        self.problem = problem
-        super().__init__(f"{path}: {problem}", hint=hint)
+        super().__init__(f"{path}: {problem}", hint=hint, path=path, problem=problem)
 
 
 class Refused(HiveBrainError):
@@ -111,12 +167,10 @@ class NotConfirmed(Refused):
 class CapsuleRefused(Refused):
     """A capsule (store/capsule.py) was refused; ``check`` names the check it failed."""
 
-    def __init__(self, check: str, message: str, *, hint: str | None = None) -> None:
-        self.check = check
-        super().__init__(f"capsule refused ({check} check): {message}", hint=hint)
+    check: str
 
-    def to_dict(self) -> dict:
-        return {**super().to_dict(), "check": self.check}
+    def __init__(self, check: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"capsule refused ({check} check): {message}", hint=hint, check=check)
 
 
 class NotFound(HiveBrainError):

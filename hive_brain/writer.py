@@ -54,7 +54,8 @@ def _via_server(settings: Settings, op: str, args: dict[str, Any]) -> dict | Non
     if not client.server_ready(state):
         return None
     try:
-        return client.call(state, "write", {"op": op, "args": args, "agent": settings.agent_id},
+        return client.call(state, "write", {"op": op, "args": args, "agent": settings.agent_id,
+                                            "lock_timeout": settings.lock_timeout},
                            timeout=settings.lock_timeout + 10.0)
     except client.ServerUnavailable as e:
         if not e.sent:

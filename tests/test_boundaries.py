@@ -120,6 +120,6 @@ def test_the_prompt_hook_and_mcp_answer_keep_recalled_text_framed(vault_path, tm
     code, out, err, _took = hook("prompt", payload, cwd=tmp_path)
     assert code == 0, err
     _assert_framed(context_of(out))
-    res = json.loads(Tools(Engine.open().settings).answer(QUESTION, 6000))
+    res = json.loads(Tools(Engine.open().settings).call("answer", {"query": QUESTION, "budget": 6000}))
     assert not res["abstained"]
     _assert_framed(res["context"])

@@ -218,3 +218,115 @@ def test_every_mcp_tool_once_shaped_as_the_cli(vault_path):
     assert is_error and "confirm" in msg
     assert out["delete"]["id"] == out["doomed"]
     assert out["review_show"][0] is True and "Traceback" not in out["review_show"][1]
+
+
+# -- the tools as well made as the CLI (issue 28) ---------------------------------------------------
+def _error(res) -> dict:
+    """A tool error: the `--json` error shape, as the result's text."""
+    assert res.is_error, _text(res)
+    data = json.loads(_text(res))
+    assert data["ok"] is False and "Traceback" not in _text(res)
+    return data
+
+
+def test_tools_are_declared_once_with_described_bounded_parameters(vault_path):
+    from hive_brain.agents import mcp as mcp_module
+    from hive_brain.agents.mcptools import REGISTRY
+
+    out: dict = {}
+
+    async def body(s: ClientSession) -> None:
+        out["tools"] = {t.name: t for t in (await s.list_tools()).tools}
+        out["neg"] = await s.call_tool("recall", {"query": "deploy", "limit": -5})
+        out["big"] = await s.call_tool("recall", {"query": "deploy", "limit": 500})
+        out["extra"] = await s.call_tool("recall", {"query": "deploy", "agent": "other"})
+        out["type"] = await s.call_tool("get", {"memory_id": 7})
+        out["missing"] = await s.call_tool("evolve", {"memory_id": "mem-x"})
+        out["question"] = await s.call_tool("answer", {"question": "how do we deploy?"})
+        out["query"] = await s.call_tool("answer", {"query": "how do we deploy?"})
+        out["both"] = await s.call_tool("answer", {"query": "a", "question": "b"})
+        out["confirm"] = await s.call_tool("delete", {"memory_id": "mem-nope"})
+        out["nothing"] = await s.call_tool("update", {"memory_id": "mem-nope"})
+
+    asyncio.run(asyncio.wait_for(_session_run(dict(os.environ), body), 60))
+    tools = out["tools"]
+    # The registry is the one declaration: every tool the client sees, nothing declared in the glue.
+    assert set(tools) == set(REGISTRY) == set(ANNOTATIONS)
+    from pathlib import Path
+
+    assert "@server.tool" not in Path(mcp_module.__file__).read_text()
+    for t in tools.values():
+        schema = t.input_schema
+        assert schema.get("additionalProperties") is False, t.name
+        for name, prop in (schema.get("properties") or {}).items():
+            assert prop.get("description"), (t.name, name)
+    assert tools["recall"].input_schema["properties"]["limit"]["minimum"] == 1
+    assert tools["recall"].input_schema["properties"]["limit"]["maximum"] == 50
+    # One name for the question: recall and answer both take `query` (answer's old `question` still works).
+    assert "query" in tools["answer"].input_schema["required"] and "question" not in tools["answer"].input_schema["properties"]
+    for key, field in (("neg", "limit"), ("big", "limit"), ("extra", "agent"), ("type", "memory_id"),
+                       ("missing", "content")):
+        err = _error(out[key])
+        assert err["error"] == "UsageError" and err["field"] == field and "\n" not in err["message"], err
+    assert "unknown argument 'agent'" in _error(out["extra"])["message"]
+    assert not out["question"].is_error and not out["query"].is_error
+    assert json.loads(_text(out["question"])) == json.loads(_text(out["query"]))
+    assert _error(out["both"])["error"] == "UsageError"
+    # Errors name the tools' fields, never the CLI's flags.
+    confirm = _error(out["confirm"])
+    assert confirm["error"] == "NotConfirmed" and "confirm=true" in confirm["hint"] and "--" not in _text(out["confirm"])
+    nothing = _error(out["nothing"])
+    assert "--" not in nothing["hint"] and "title" in nothing["hint"] and "status" in nothing["hint"]
+
+
+def test_a_lone_surrogate_in_a_request_still_gets_an_answer(vault_path):
+    """JSON may escape a lone surrogate ("\\ud800"); the SDK's parser refuses such a message and, with no
+    id to answer, used to drop it: the agent waited forever. Raw JSON-RPC over stdio, as a client sends it."""
+    import subprocess
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-m", "hive_brain", "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=dict(os.environ))
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(line: str) -> None:
+        proc.stdin.write(line.encode("ascii") + b"\n")
+        proc.stdin.flush()
+
+    answers: dict[int, dict] = {}
+    try:
+        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}))
+        send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        calls = {2: ("recall", {"query": "deploy \ud800 now"}),
+                 3: ("remember", {"type": "fact", "title": "T\ud800", "content": "c"}),
+                 4: ("batch", {"records": [{"type": "fact", "title": "A", "content": "x\udc00"}]}),
+                 5: ("recall", {"query": "pair \ud83d\ude00 kept"})}
+        for i, (name, args) in calls.items():
+            send(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": args}}))
+        # Blocking reads (select would miss lines already in the reader's buffer), bounded by a timer.
+        timer = threading.Timer(60, proc.kill)
+        timer.start()
+        try:
+            while len(answers) < 5:
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                msg = json.loads(line)
+                answers[msg["id"]] = msg
+        finally:
+            timer.cancel()
+    finally:
+        proc.stdin.close()
+        proc.terminate()
+        proc.wait(10)
+    assert set(answers) == {1, 2, 3, 4, 5}, answers
+    texts = {i: answers[i]["result"]["content"][0]["text"] for i in calls}
+    assert not answers[2]["result"]["isError"] and json.loads(texts[2])["abstained"] is True
+    # A write refuses it as the CLI does, naming the field; nothing is stored.
+    err = json.loads(texts[3])
+    assert err["error"] == "InvalidText" and "title" in err["message"] and "surrogate" in err["message"]
+    refused = json.loads(texts[4])
+    assert refused["error"] == "Refused" and refused["records"][0]["error"] == "InvalidText"
+    assert not answers[5]["result"]["isError"]
+    assert not list((vault_path / "Memory").rglob("t-*.md"))

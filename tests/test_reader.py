@@ -116,8 +116,8 @@ def _front_ends(monkeypatch) -> tuple[list[str], dict]:
         "engine answer": lambda: Engine.open(agent_id="claude-code").answer("flaky upload test", semantic=False),
         "hook": lambda: hooks.answer_for_hook(settings, "why was the flaky upload test fixed?", budget=2000,
                                               deadline=__import__("time").monotonic() + 30),
-        "mcp recall": lambda: tools.recall("flaky upload test", 5, "tiered", None, None, None),
-        "mcp answer": lambda: tools.answer("flaky upload test", 2000),
+        "mcp recall": lambda: tools.call("recall", {"query": "flaky upload test", "limit": 5}),
+        "mcp answer": lambda: tools.call("answer", {"query": "flaky upload test", "budget": 2000}),
     }
     return seen, calls
 

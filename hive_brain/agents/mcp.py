@@ -1,80 +1,234 @@
 """``hive-brain mcp``: the memory tools over MCP (stdio), for agents without hooks (Codex) and besides them.
 
+The tools are declared once, in :mod:`.mcptools` (name, description, hints, parameters with their
+types, bounds and descriptions, body). This module makes the SDK serve them:
+
+- **One check of the arguments**, ours: the schema an agent sees is built from the declaration
+  (``additionalProperties: false``), and a call is checked against the same model, so an unknown
+  argument, ``limit: -5`` or a wrong type is refused with one line naming the MCP field (the SDK's
+  own check would answer a multi-line pydantic report, and would silently drop unknown arguments).
+- **Errors in the one shape** of ``--json``: ``{"ok": false, "error": "NoteError", "message", "hint",
+  ...data}`` (:meth:`hive_brain.errors.HiveBrainError.to_dict`), as the tool result's text with
+  ``isError``; a refused ``batch`` carries its ``records`` (which record, and why). Hints written for
+  the CLI (``--confirm``, ``hive-brain evolve --memory-id X``) are reworded into tool terms.
+- **Text that cannot be UTF-8** (a lone surrogate in a request) never stops an answer: a question is
+  cleaned, a write refuses it (``InvalidText``), and every result is encodable.
+
 Identity is the server's: the agent id it was started with (``--agent`` / ``HIVE_AGENT_ID``), never a
-tool argument, so a model cannot read or write as another agent by asking. Tool definitions stay
-small (they are sent with every request); results are compact JSON or plain text.
+tool argument, so a model cannot read or write as another agent by asking.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import re
+import typing
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..engine import Engine
     from ..reader import Reader
+    from .mcptools import ToolSpec
 
 INSTRUCTIONS = (
     "Long-term memory of the user's hive-brain vault. Call `core` at the start of a session. Use `answer` or "
     "`recall` before work that past decisions, preferences or lessons may affect. Store durable facts with "
     "`remember`; when one changed, `evolve` it (never store secrets)."
 )
-RECALL_TEXT_CHARS = 600
 SERVER_TIMEOUT = 5.0
-# Module level: the SDK evaluates the tools' (string) annotations in this module's namespace.
-Scope = Literal["tiered", "agent-memory", "full-vault"]
-MemoryScope = Literal["private", "hive"]
 
 
-def _annotations(read_only: bool, destructive: bool = False, idempotent: bool = False) -> Any:
-    from mcp.types import ToolAnnotations
-
-    return ToolAnnotations.model_validate(
-        {
-            "readOnlyHint": read_only,
-            "destructiveHint": destructive,
-            "idempotentHint": idempotent,
-            "openWorldHint": False,
-        }
-    )
-
-
-def _server_classes() -> tuple[Any, type[Exception]]:
+def dump(data: Any) -> str:
+    """Compact JSON that can always be sent: a lone surrogate (which no UTF-8 stream can carry) goes
+    as its JSON escape instead of failing the whole answer."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     try:
-        from mcp.server.mcpserver import MCPServer
-        from mcp.server.mcpserver.exceptions import ToolError
-    except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef,attr-defined]
-        from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
-    return MCPServer, ToolError
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, ensure_ascii=True, separators=(",", ":"), default=str)
+    return text
 
 
-def _dump(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+# ---------------------------------------------------------------------------------------------- stdin
+# A "\ud800" escape with no partner is valid JSON that no UTF-8 text holds: the SDK's parser refuses the
+# whole message and, with no id to answer, drops it (the agent waits forever). Each lone one is passed
+# on as a Unicode noncharacter (U+FDD0 high, U+FDD1 low: "not for interchange", never in an agent's
+# text), turned back into a lone surrogate inside the tool (:func:`_unmark`), where the core does what
+# it does for the CLI: a question is cleaned and answered, a write refused with ``InvalidText``.
+_ESCAPES = re.compile(rb"\\\\|\\u([dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_MARKS = {"\ufdd0": "\ud800", "\ufdd1": "\udc00"}
 
 
-def _slim_hit(h: dict) -> dict:
-    text = (h.get("passage") or {}).get("text") or ""
-    out = {
-        "id": h.get("id"),
-        "title": h.get("title"),
-        "type": h.get("type") or h.get("kind"),
-        "path": h.get("path"),
-        "score": round(float(h.get("score") or 0), 4),
-        "text": text[:RECALL_TEXT_CHARS],
-    }
-    if h.get("status") not in (None, "active"):
-        out["status"] = h["status"]
-    if h.get("evolutionChain"):
-        out["supersedes"] = [c["id"] for c in h["evolutionChain"]]
-    return {k: v for k, v in out.items() if v not in (None, "")}
+def mark_lone_surrogates(line: bytes) -> bytes:
+    if b"\\u" not in line:
+        return line
+
+    def one(m: re.Match) -> bytes:
+        text = m.group(0)
+        if text == b"\\\\" or m.group(2):  # an escaped backslash, or a surrogate pair: valid
+            return text
+        return b"\\ufdd0" if m.group(1) else b"\\ufdd1"
+
+    return _ESCAPES.sub(one, line)
 
 
+def _unmark(value: Any) -> Any:
+    if isinstance(value, str):
+        if "\ufdd0" in value or "\ufdd1" in value:
+            return value.replace("\ufdd0", _MARKS["\ufdd0"]).replace("\ufdd1", _MARKS["\ufdd1"])
+        return value
+    if isinstance(value, list):
+        return [_unmark(v) for v in value]
+    if isinstance(value, dict):
+        return {_unmark(k): _unmark(v) for k, v in value.items()}
+    return value
+
+
+def _filter_stdin() -> None:
+    """Put a pipe on fd 0 fed with the real stdin's lines through :func:`mark_lone_surrogates` (below the
+    SDK, which then reads fd 0 as ever); EOF passes through."""
+    import os
+    import threading
+
+    real = os.dup(0)
+    r, w = os.pipe()
+    os.dup2(r, 0)
+    os.close(r)
+
+    def pump() -> None:
+        with os.fdopen(real, "rb", buffering=0) as src, os.fdopen(w, "wb", buffering=0) as dst:
+            for line in iter(src.readline, b""):
+                try:
+                    dst.write(mark_lone_surrogates(line))
+                except OSError:  # the server closed its end: it is exiting
+                    return
+
+    threading.Thread(target=pump, name="hive-brain-mcp-stdin", daemon=True).start()
+
+
+# ---------------------------------------------------------------------------------------------- wording
+_CLI_CALL = re.compile(r"`?hive-brain ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)?)")
+_FLAG = re.compile(r"--([a-z][a-z-]*)(?:[ =](?!--|or\b|and\b|to\b)([^\s`,;)]+))?")
+_SWITCHES = frozenset({"confirm", "force", "json", "lexical"})
+
+
+def mcp_words(text: str | None) -> str | None:
+    """A message or hint written for the CLI, in the tools' terms: ``--memory-id X`` -> ``memory_id=X``,
+    ``--confirm`` -> ``confirm=true``, ``hive-brain evolve`` -> the ``evolve`` tool."""
+    if not text:
+        return text
+    text = text.replace(" --json", "").replace("`recall ... `", "`recall`")
+
+    def flag(m: re.Match) -> str:
+        name, value = m.group(1), m.group(2)
+        arg = name.replace("-", "_")
+        if name == "memory-scope":
+            arg = "scope"
+        if name in _SWITCHES:
+            return f"{arg}=true" + (f" {value}" if value else "")
+        return f"{arg}={value}" if value else arg
+
+    text = _FLAG.sub(flag, text)
+    return _CLI_CALL.sub(lambda m: "`" + m.group(1).replace(" ", "_").replace("-", "_"), text)
+
+
+def error_result(err: Any) -> Any:
+    """A tool's failure as MCP's ``isError`` result holding the ``--json`` error shape."""
+    from mcp.types import CallToolResult, TextContent
+
+    data = {"ok": False, **err.to_dict()}
+    data["message"], data["hint"] = mcp_words(data.get("message")), mcp_words(data.get("hint"))
+    return CallToolResult(content=[TextContent(type="text", text=dump(data))], is_error=True)
+
+
+# ---------------------------------------------------------------------------------------------- arguments
+class Checker:
+    """The arguments of one tool: a pydantic model built from its declaration (unknown arguments
+    refused), the JSON schema it publishes, and one-line errors naming the MCP field."""
+
+    def __init__(self, spec: ToolSpec) -> None:
+        from pydantic import ConfigDict, create_model
+
+        self.spec = spec
+        hints = typing.get_type_hints(spec.fn, include_extras=True, localns={"Tools": object})
+        params = list(inspect.signature(spec.fn).parameters.values())[1:]  # the first is the session
+        fields: dict[str, Any] = {}
+        for p in params:
+            fields[p.name] = (hints[p.name], ... if p.default is inspect.Parameter.empty else p.default)
+        self.names = [p.name for p in params]
+        self.model = create_model(f"{spec.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+        self.schema = self._schema()
+
+    def _schema(self) -> dict[str, Any]:
+        schema = self.model.model_json_schema()
+        schema.pop("title", None)
+        for prop in (schema.get("properties") or {}).values():
+            prop.pop("title", None)  # sent with every request: the name is already the key
+        schema["additionalProperties"] = False
+        return schema
+
+    def check(self, raw: dict[str, Any]) -> dict[str, Any]:
+        from pydantic import ValidationError
+
+        from ..errors import UsageError
+
+        args = dict(raw)
+        for old, new in self.spec.aliases.items():
+            if old in args:
+                if new in args:
+                    raise UsageError(f"{self.spec.name}: give {new!r} or {old!r} (the old name), not both")
+                args[new] = args.pop(old)
+        for name, value in list(args.items()):
+            # As the SDK does: some clients send a list or an object as its JSON text.
+            if isinstance(value, str) and value[:1] in "[{" and name in self.names:
+                try:
+                    parsed = json.loads(value)
+                except ValueError:
+                    continue
+                if not isinstance(parsed, str):
+                    args[name] = parsed
+        try:
+            model = self.model.model_validate(args)
+        except ValidationError as e:
+            raise self._usage(e) from None
+        # Checked with the marks (pydantic refuses a lone surrogate); the tool gets the text as sent.
+        return {n: _unmark(getattr(model, n)) for n in self.names}
+
+    def _usage(self, e: Any) -> Exception:
+        from ..errors import UsageError
+
+        first = e.errors()[0]
+        loc = first.get("loc") or ()
+        name = _unmark(".".join(str(x) for x in loc) or "arguments")
+        params = ", ".join(self.names) or "none"
+        if first.get("type") == "extra_forbidden":
+            return UsageError(f"{self.spec.name}: unknown argument {name!r}", hint=f"its arguments: {params}",
+                              field=name)
+        if first.get("type") == "missing":
+            return UsageError(f"{self.spec.name}: argument {name!r} is required", hint=f"its arguments: {params}",
+                              field=name)
+        msg = str(first.get("msg") or "is not valid")
+        msg = msg[0].lower() + msg[1:] if msg else msg
+        return UsageError(f"{self.spec.name}: argument {name!r}: {msg}", field=name)
+
+
+_CHECKERS: dict[str, Checker] = {}
+
+
+def checker(spec: ToolSpec) -> Checker:
+    if spec.name not in _CHECKERS:
+        _CHECKERS[spec.name] = Checker(spec)
+    return _CHECKERS[spec.name]
+
+
+# ---------------------------------------------------------------------------------------------- session
 class Tools:
-    """The tool bodies, run on one worker thread (the engine's sqlite handles belong to one thread)."""
+    """The session the tool bodies run in: settings, engine, reader, one worker thread (the engine's
+    sqlite handles belong to one thread)."""
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
@@ -112,378 +266,91 @@ class Tools:
             )
         return self._reader
 
-    def recall(
-        self,
-        query: str,
-        limit: int,
-        scope: str,
-        types: list[str] | None,
-        project: str | None,
-        as_of: str | None,
-    ) -> str:
-        opts: dict[str, Any] = {"limit": limit, "scope": scope, "types": types or None, "project": project, "as_of": as_of}
-        res = self.reader.recall(query, **opts)
-        self._log_usage(res.get("hits") or [])
-        return self._recall_out(res)
+    def call(self, name: str, arguments: dict[str, Any]) -> str:
+        """Tool ``name`` with raw ``arguments``, checked as over MCP, in this thread: its result text;
+        a refusal raises its ``HiveBrainError``."""
+        from .mcptools import REGISTRY
 
-    def _log_usage(self, items: list[dict]) -> None:
+        args = checker(REGISTRY[name]).check(arguments)
+        res = REGISTRY[name].fn(self, **args)
+        return res if isinstance(res, str) else dump(res)
+
+    def write(self, op: str, args: dict[str, Any]) -> dict:
+        """A memory write by the CLI's policy (:mod:`hive_brain.writer`): the same checks, the server
+        when it runs, a pending write when the vault is busy."""
+        from ..writer import write
+
+        return write(self.settings, op, args, local=lambda: self.engine.memory)
+
+    def log_usage(self, items: list[dict]) -> None:
         """The memories a tool returned, as ``retrieved`` usage (per device; never fails the call)."""
         from ..memory.operations import log_retrieved
 
         log_retrieved(self.engine.vault.state, items, agent=self.settings.agent_id)
 
-    @staticmethod
-    def _recall_out(res: dict) -> str:
-        # The CLI's `recall --json` shape, hits slimmed (tool results go into the model's context).
-        out: dict[str, Any] = {"hits": [_slim_hit(h) for h in res["hits"]], "semantic": res.get("semantic"),
-                               "abstained": bool(res.get("abstained"))}
-        if res.get("abstained"):
-            out["reason"] = res.get("reason")
-        if res.get("warnings"):
-            out["warnings"] = res["warnings"]
-        return _dump(out)
 
-    def answer(self, question: str, budget: int) -> str:
-        res = self.reader.answer(question, budget=budget)
-        self._log_usage(res.get("items") or [])
-        out = {"abstained": bool(res.get("abstained")), "context": res.get("context") or ""}
-        if res.get("abstained"):
-            out["reason"] = res.get("reason")
-        return _dump(out)
+def _annotations(spec: ToolSpec) -> Any:
+    from mcp.types import ToolAnnotations
 
-    def remember(
-        self,
-        type_: str,
-        title: str,
-        content: str,
-        tags: list[str] | None,
-        project: str | None,
-        scope: str | None,
-        confidence: float | None,
-    ) -> str:
-        from ..memory.store import MemoryInput
+    return ToolAnnotations.model_validate({"readOnlyHint": spec.read_only, "destructiveHint": spec.destructive,
+                                           "idempotentHint": spec.idempotent, "openWorldHint": False})
 
-        inp = MemoryInput(
-            type=type_,
-            title=title,
-            content=content,
-            tags=list(tags or []),
-            project=project,
-            scope=scope,
-            confidence=confidence,
-        )
-        return _dump(self.engine.memory.remember(inp))
 
-    def evolve(self, memory_id: str, content: str, title: str | None) -> str:
-        return _dump(self.engine.memory.evolve(memory_id, content, title))
+def _sdk_tool(spec: ToolSpec, tools: Tools) -> Any:
+    """The SDK's tool for ``spec``: it hands us the raw arguments (we check them), publishes our schema."""
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+    from pydantic import ConfigDict
 
-    def update(self, memory_id: str, **changes: Any) -> str:
-        return _dump(self.engine.memory.update(memory_id, **changes))
+    from ..errors import HiveBrainError
 
-    def delete(self, memory_id: str, confirm: bool) -> str:
-        return _dump(self.engine.memory.delete(memory_id, confirm=confirm))
+    check = checker(spec)
 
-    def batch(self, records: list[dict[str, Any]]) -> str:
-        return _dump(self.engine.memory.batch(records))
+    class Raw(ArgModelBase):
+        model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
 
-    def browse(self, folder: str, detail: str) -> str:
-        from ..search.browse import summarize
+        def model_dump_one_level(self) -> dict[str, Any]:
+            return {"arguments": dict(self.__pydantic_extra__ or {})}
 
-        return _dump(summarize(self.engine, folder, detail))
+    async def body(arguments: dict) -> Any:
+        try:
+            args = check.check(arguments)
+            res = await tools.run(lambda: spec.fn(tools, **args))
+        except HiveBrainError as e:
+            return error_result(e)
+        except Exception as e:  # noqa: BLE001 - the model gets the one error shape, not a traceback
+            internal = HiveBrainError(" ".join(f"{type(e).__name__}: {e}".split())[:500],
+                                      hint="a bug in hive-brain; the server's stderr has no more")
+            internal.__dict__["_kind"] = "InternalError"
+            return error_result(internal)
+        return res if isinstance(res, str) else dump(res)
 
-    def generations(self) -> str:
-        return _dump(self.engine.generations())
-
-    def replay(self, query: str, generation: int, limit: int) -> str:
-        return self._recall_out(self.engine.replay(query, generation, limit=limit))
-
-    def compare(self, query: str, a: int, b: int | None, limit: int) -> str:
-        return _dump(self.engine.compare(query, a, b, limit=limit))
-
-    def review_list(self, status: str | None) -> str:
-        from ..memory.review import BrainReview
-
-        return _dump(BrainReview(self.engine.memory).list(status))
-
-    def review_show(self, review_id: str) -> str:
-        from ..memory.review import BrainReview
-
-        return _dump(BrainReview(self.engine.memory).show(review_id))
-
-    def record_operation(self, title: str, content: str, operation_key: str, outcome: str, task_id: str,
-                         failure_key: str | None) -> str:
-        from ..memory.operations import record_operation
-
-        return _dump(record_operation(self.engine.vault.state, title=title, content=content,
-                                      operation_key=operation_key, outcome=outcome, task_id=task_id,
-                                      failure_key=failure_key, agent=self.settings.agent_id))
-
-    def mine_patterns(self, since: str | None, enqueue: bool) -> str:
-        # The CLI's `mine-patterns [--enqueue] --json`: the events this identity may read, and the
-        # owner-only queueing (patterns quote every agent's events) refused for an agent as there.
-        from ..memory.operations import visible_events
-        from ..memory.patterns import enqueue as enqueue_patterns
-        from ..memory.patterns import mine, parse_since
-
-        eng = self.engine
-        report = mine(visible_events(eng.vault.state, self.settings.agent_id), since=parse_since(since))
-        report["dryRun"] = not enqueue
-        if enqueue:
-            report.update(enqueue_patterns(eng.memory, report))
-        return _dump(report)
-
-    def record_usage(self, memory_ids: list[str], kind: str, query: str | None) -> str:
-        from ..memory.operations import record_usage
-
-        return _dump(record_usage(self.engine.vault.state, list(memory_ids), kind, agent=self.settings.agent_id,
-                                  query=query))
-
-    def get(self, memory_id: str) -> str:
-        res = self.engine.memory.get(memory_id)
-        meta = {
-            k: v
-            for k, v in res["meta"].items()
-            if k
-            in (
-                "type",
-                "title",
-                "status",
-                "layer",
-                "agent",
-                "project",
-                "tags",
-                "updated",
-                "supersedes",
-                "superseded_by",
-            )
-        }
-        return _dump(
-            {
-                "id": res["id"],
-                "path": res["path"],
-                **meta,
-                "status": res["status"],  # derived from the chain: a note restored by a sync says "active"
-                "syncConflicts": res["syncConflicts"] or None,
-                "content": res["content"],
-                "chain": [c["id"] for c in res["chain"]] if len(res["chain"]) > 1 else None,
-            }
-        )
-
-    def core(self, budget: int) -> str:
-        from ..memory.core import core_text
-
-        return (
-            core_text(self.engine, self.settings.agent_id, budget=budget)
-            or "The vault holds no core memory yet."
-        )
+    t = Tool.from_function(body, name=spec.name, description=spec.description, annotations=_annotations(spec),
+                           structured_output=False)
+    t.fn_metadata = FuncMetadata(arg_model=Raw)
+    t.parameters = check.schema
+    return t
 
 
 def build_server(settings: Any) -> Any:
     """The MCP server for ``settings`` (its ``agent_id`` is the identity of every call)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from ..errors import HiveBrainError
+    from mcp.server.mcpserver import MCPServer
 
-    MCPServer, ToolError = _server_classes()
+    from .mcptools import REGISTRY
+
     tools = Tools(settings)
     try:
         ours = version("hive-brain")
     except PackageNotFoundError:  # running from a source tree that was never installed
         ours = "0+unknown"
-    server = MCPServer("hive-brain", instructions=INSTRUCTIONS, log_level="WARNING", version=ours)
-
-    async def call(fn: Callable[[], Any]) -> Any:
-        try:
-            return await tools.run(fn)
-        except HiveBrainError as e:
-            raise ToolError(" ".join(str(e).split())) from None
-        except Exception as e:  # noqa: BLE001 - the model gets one line, not a traceback
-            raise ToolError(f"{type(e).__name__}: {' '.join(str(e).split())}"[:500]) from None
-
-    @server.tool(
-        description="Search memory and notes; ranked hits with ids and text.",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def recall(
-        query: str,
-        limit: int = 8,
-        scope: Scope = "tiered",
-        types: list[str] | None = None,
-        project: str | None = None,
-        as_of: str | None = None,
-    ) -> str:
-        return await call(lambda: tools.recall(query, max(1, min(limit, 50)), scope, types, project, as_of))
-
-    @server.tool(
-        description="Grounded context pack for a question, or an abstention.",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def answer(question: str, budget: int = 8000) -> str:
-        return await call(lambda: tools.answer(question, max(500, min(budget, 60_000))))
-
-    @server.tool(
-        description="Store a new typed memory (type: preference, instruction, decision, lesson, "
-        "procedure, fact, ...; an unknown one is refused with the list). No secrets.",
-        annotations=_annotations(False),
-        structured_output=False,
-    )
-    async def remember(
-        type: str,
-        title: str,
-        content: str,
-        tags: list[str] | None = None,  # noqa: A002
-        project: str | None = None,
-        scope: MemoryScope | None = None,
-        confidence: float | None = None,
-    ) -> str:
-        return await call(lambda: tools.remember(type, title, content, tags, project, scope, confidence))
-
-    @server.tool(
-        description="Replace what a memory says; the old version is kept as superseded.",
-        annotations=_annotations(False),
-        structured_output=False,
-    )
-    async def evolve(memory_id: str, content: str, title: str | None = None) -> str:
-        return await call(lambda: tools.evolve(memory_id, content, title))
-
-    @server.tool(
-        description="One memory by id, with its evolution chain.",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def get(memory_id: str) -> str:
-        return await call(lambda: tools.get(memory_id))
-
-    @server.tool(
-        description="Fix a memory in place (wording, tags, project, confidence). Truth changes: use evolve.",
-        annotations=_annotations(False, destructive=True, idempotent=True),
-        structured_output=False,
-    )
-    async def update(memory_id: str, title: str | None = None, content: str | None = None,
-                     tags: list[str] | None = None, project: str | None = None,
-                     confidence: float | None = None) -> str:
-        return await call(lambda: tools.update(memory_id, title=title, content=content, tags=tags, project=project,
-                                               confidence=confidence))
-
-    @server.tool(
-        description="Archive a memory that no longer applies (kept as history; reversible with update).",
-        annotations=_annotations(False, idempotent=True),
-        structured_output=False,
-    )
-    async def archive(memory_id: str) -> str:
-        return await call(lambda: tools.update(memory_id, status="archived"))
-
-    @server.tool(
-        description="Delete a memory note for good. Needs confirm=true; prefer archive.",
-        annotations=_annotations(False, destructive=True, idempotent=True),
-        structured_output=False,
-    )
-    async def delete(memory_id: str, confirm: bool = False) -> str:
-        return await call(lambda: tools.delete(memory_id, confirm))
-
-    @server.tool(
-        description="Remember up to 25 memories at once ({type, title, content, tags?, ...}); all or nothing.",
-        annotations=_annotations(False),
-        structured_output=False,
-    )
-    async def batch(records: list[dict[str, Any]]) -> str:
-        return await call(lambda: tools.batch(records))
-
-    @server.tool(
-        description="What a vault folder holds (e.g. Projects; empty: the whole vault).",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def browse(folder: str = "", detail: Literal["abstract", "overview"] = "abstract") -> str:
-        return await call(lambda: tools.browse(folder, detail))
-
-    @server.tool(
-        description="The index's generations (versions of memory), newest last.",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def generations() -> str:
-        return await call(tools.generations)
-
-    @server.tool(
-        description="Recall as memory stood at generation G.",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def replay(query: str, generation: int, limit: int = 8) -> str:
-        return await call(lambda: tools.replay(query, generation, max(1, min(limit, 50))))
-
-    @server.tool(
-        description="How a question's answer changed between generations a and b (b: now).",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def compare(query: str, a: int, b: int | None = None, limit: int = 8) -> str:
-        return await call(lambda: tools.compare(query, a, b, max(1, min(limit, 50))))
-
-    @server.tool(
-        description="Brain Review proposals (status: pending, approved, rejected, applied).",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def review_list(status: str | None = None) -> str:
-        return await call(lambda: tools.review_list(status))
-
-    @server.tool(
-        description="One Brain Review proposal with its content.",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def review_show(review_id: str) -> str:
-        return await call(lambda: tools.review_show(review_id))
-
-    @server.tool(
-        description="Log a routine completion, handoff or retry (outcome: success|failure); not memory.",
-        annotations=_annotations(False),
-        structured_output=False,
-    )
-    async def record_operation(title: str, operation_key: str, outcome: Literal["success", "failure"], task_id: str,
-                               content: str = "", failure_key: str | None = None) -> str:
-        return await call(lambda: tools.record_operation(title, content, operation_key, outcome, task_id, failure_key))
-
-    @server.tool(
-        description="Suggest recurring failures, workflows and routines from logged operations (dry run).",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def mine_patterns(since: str | None = None) -> str:
-        return await call(lambda: tools.mine_patterns(since, enqueue=False))
-
-    @server.tool(
-        description="Queue mine_patterns' new suggestions as Brain Review proposals (the vault owner only).",
-        annotations=_annotations(False, idempotent=True),
-        structured_output=False,
-    )
-    async def mine_patterns_enqueue(since: str | None = None) -> str:
-        return await call(lambda: tools.mine_patterns(since, enqueue=True))
-
-    @server.tool(
-        description="Log which memories a recall retrieved or an answer used (kind: retrieved|final-answer).",
-        annotations=_annotations(False),
-        structured_output=False,
-    )
-    async def record_usage(memory_ids: list[str], kind: Literal["retrieved", "final-answer"],
-                           query: str | None = None) -> str:
-        return await call(lambda: tools.record_usage(memory_ids, kind, query))
-
-    @server.tool(
-        description="Core memory: the user's standing rules and context. Call at session start.",
-        annotations=_annotations(True, idempotent=True),
-        structured_output=False,
-    )
-    async def core(budget: int = 6000) -> str:
-        return await call(lambda: tools.core(max(500, min(budget, 30_000))))
-
-    return server
+    return MCPServer("hive-brain", instructions=INSTRUCTIONS, log_level="WARNING", version=ours,
+                     tools=[_sdk_tool(spec, tools) for spec in REGISTRY.values()])
 
 
 def run(settings: Any) -> None:
     """Serve on stdio until the client closes the pipe."""
-    build_server(settings).run("stdio")
+    server = build_server(settings)
+    _filter_stdin()
+    server.run("stdio")

@@ -76,16 +76,12 @@ def _dump(data: Any) -> str:
 
 def fail(err: HiveBrainError, as_json: bool) -> None:
     if as_json:
-        payload = {"ok": False, **err.to_dict()}
-        report = getattr(err, "report", None)
-        if report is not None:
-            payload["records"] = report
-        click.echo(_dump(payload))
+        # The error's own shape (errors.py), the same whether it was raised here or crossed the socket.
+        click.echo(_dump({"ok": False, **err.to_dict()}))
     else:
         click.echo(f"error: {err}", err=True)
-        report = getattr(err, "report", None)
-        for r in report or []:
-            if r.get("status") != "ok":
+        for r in err.details.get("records") or []:
+            if isinstance(r, dict) and r.get("status") not in ("ok", "proposed"):
                 # Counted from 1, as a person counts the records in their file (JSON keeps `index`).
                 click.echo(f"  record {r['index'] + 1}: {r.get('message')}", err=True)
     sys.exit(err.exit_code)

@@ -194,7 +194,9 @@ class SocketServer:
             return op, {"ok": True, "result": fn(args)}
         except HiveBrainError as e:
             self.stats["errors"] += 1
-            return op, {"ok": False, "error": {"type": type(e).__name__, "message": e.message, "hint": e.hint}}
+            # The error's whole data (errors.py): the client rebuilds the same class with it. "type" is
+            # the name clients before to_dict read.
+            return op, {"ok": False, "error": {"type": e.kind, **e.to_dict()}}
         except Exception as e:  # noqa: BLE001 - a bug in one request must never take the server down
             self.stats["errors"] += 1
             self.server.log.exception("op %r failed", op)
@@ -253,10 +255,18 @@ class SocketServer:
         op, call = args.get("op"), args.get("args")
         if not isinstance(op, str) or not isinstance(call, dict):
             raise UsageError("a write needs args.op (a string) and args.args (an object)")
+        wait = args.get("lock_timeout", settings.lock_timeout)
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait <= 3600:
+            raise UsageError(f"args.lock_timeout must be a number of seconds (0-3600), not {wait!r}")
+        # The caller's wait for the lock, never longer than ours: the caller hears back within the time it
+        # gives itself (lock wait + 10 s), so a busy vault ends as the same pending write as in-process
+        # instead of an answer that came too late ("did not confirm").
+        wait = min(float(wait), settings.lock_timeout)
         agent = _agent_arg(args)
         # Outside enforcement mode (the only mode that gets here) no id means the owner, as in-process.
-        res = self.loop.submit_write(lambda eng: eng.memory.for_agent(agent, owner_verified=not agent).call(op, call),
-                                     timeout=settings.lock_timeout + 5.0)
+        res = self.loop.submit_write(
+            lambda eng: eng.memory.for_agent(agent, owner_verified=not agent, lock_timeout=wait).call(op, call),
+            timeout=wait + 5.0)
         return {**res, "via": "server"}
 
     # -- read ops --------------------------------------------------------------------------------

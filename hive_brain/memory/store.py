@@ -82,12 +82,7 @@ def _deferrable(op: str) -> Callable[[Callable[..., dict]], Callable[..., dict]]
                 bound.apply_defaults()
                 call = {k: (asdict(v) if isinstance(v, MemoryInput) else v)
                         for k, v in bound.arguments.items() if k != "self"}
-                rec = pending_writes.add(self.vault.state, op, call, agent=self.agent, reason=e.message)
-                res = {"status": "pending", "id": rec["id"], "op": op,
-                       "message": f"{e.message}; kept as pending write {rec['id']}, applied by the next write"}
-                if "memory_id" in call:
-                    res["memoryId"] = call["memory_id"]
-                return res
+                return self.keep_pending(op, call, e.message)
 
         return wrapper
 
@@ -141,7 +136,7 @@ class MemoryStore:
         self.catalog = Catalog(vault, max_note_bytes=settings.max_note_bytes)
         self.publish_error: str | None = None
         self._replaying = False
-        self._agent_stores: dict[tuple[str | None, bool], MemoryStore] = {}
+        self._agent_stores: dict[tuple[str | None, bool, float], MemoryStore] = {}
         # How a unit of work brings the catalog up to date under the lock: by default a stat walk of the
         # whole vault (someone may have edited any note); the server, whose file watcher knows what
         # changed, passes one that re-reads only that (at 10k notes the walk was most of a write).
@@ -353,16 +348,30 @@ class MemoryStore:
                 self._replaying = False
                 store._replaying = False
 
-    def for_agent(self, agent: str | None, *, owner_verified: bool = False) -> MemoryStore:
+    def keep_pending(self, op: str, call: dict[str, Any], reason: str) -> dict:
+        """Keep the write ``op(**call)`` (arguments as data) as a durable pending write, applied by the
+        next writer as this store's agent; the result every surface reports for it."""
+        rec = pending_writes.add(self.vault.state, op, call, agent=self.agent, reason=reason)
+        res = {"status": "pending", "id": rec["id"], "op": op,
+               "message": f"{reason}; kept as pending write {rec['id']}, applied by the next write"}
+        if "memory_id" in call:
+            res["memoryId"] = call["memory_id"]
+        return res
+
+    def for_agent(self, agent: str | None, *, owner_verified: bool = False,
+                  lock_timeout: float | None = None) -> MemoryStore:
         """This store acting for ``agent`` (kept, so a server writing for several agents reuses each).
         ``owner_verified`` only for a caller that proved it is the owner (see store.identity)."""
-        if agent == self.agent and owner_verified == self.settings.owner_verified:
+        wait = self.settings.lock_timeout if lock_timeout is None else lock_timeout
+        if agent == self.agent and owner_verified == self.settings.owner_verified and wait == self.settings.lock_timeout:
             return self
-        store = self._agent_stores.get((agent, owner_verified))
+        store = self._agent_stores.get((agent, owner_verified, wait))
         if store is None:
-            store = MemoryStore(self.vault, self.settings.replace(agent_id=agent, owner_verified=owner_verified),
-                                publish=self.publish)
-            self._agent_stores[(agent, owner_verified)] = store
+            if len(self._agent_stores) >= 256:  # callers choose agent ids and waits: keep the cache bounded
+                self._agent_stores.clear()
+            store = MemoryStore(self.vault, self.settings.replace(agent_id=agent, owner_verified=owner_verified,
+                                                                  lock_timeout=wait), publish=self.publish)
+            self._agent_stores[(agent, owner_verified, wait)] = store
         store.refresh_catalog = self.refresh_catalog
         return store
 
@@ -627,10 +636,10 @@ class MemoryStore:
                 report.append({"index": i, "status": "ok", "id": meta["id"], "path": path})
             if any(r["status"] not in ("ok", "proposed") for r in report):
                 bad = sum(r["status"] not in ("ok", "proposed") for r in report)
-                refused = Refused(f"{bad} of {len(records)} records refused; nothing was written",
-                                  hint="fix them and run again")
-                refused.report = report  # type: ignore[attr-defined]
-                raise refused  # inside the unit of work: nothing staged is written
+                # Inside the unit of work: nothing staged is written. The report travels with the error
+                # (its ``records``), so every surface names which record was refused and why.
+                raise Refused(f"{bad} of {len(records)} records refused; nothing was written",
+                              hint="fix them and run again", records=report)
         proposed = sum(r["status"] == "proposed" for r in report)
         return self._result({"status": "created", "count": len(report) - proposed, "proposed": proposed, "records": report})
 

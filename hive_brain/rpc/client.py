@@ -90,25 +90,17 @@ def socket_path(state_dir: Path | str) -> Path:
 
 
 def _error_from(payload: Any) -> HiveBrainError:
+    """The server's error as the class it raised, with its data (``HiveBrainError.from_dict``)."""
     if not isinstance(payload, dict):
         return ServerError(f"the server sent a malformed error: {payload!r}"[:300])
-    kind = str(payload.get("type") or "")
-    message = str(payload.get("message") or "the server reported an error")
-    hint = payload.get("hint")
-    if kind in ("ServerNotReady", "WritesRefused"):
-        # Refused before any work was done: in-process work is safe.
-        return (ServerNotReady if kind == "ServerNotReady" else WritesRefused)(message, hint=hint)
-    cls = getattr(errors, kind, None)
-    if isinstance(cls, type) and issubclass(cls, HiveBrainError):
-        try:
-            return cls(message, hint=hint)
-        except TypeError:  # a subclass with its own constructor (NoteError): keep the message, lose the type
-            pass
-    if kind and not (isinstance(cls, type) and issubclass(cls, HiveBrainError)):
-        err = ServerError(f"server error ({kind}): {message}", hint=hint)
-        err.sent = True  # it failed while doing the work
+    kind = str(payload.get("error") or payload.get("type") or "")
+    if kind and kind not in HiveBrainError.registry and kind != "HiveBrainError":
+        # Not one of ours (InternalError: a bug in the server): it failed while doing the work.
+        err = ServerError(f"server error ({kind}): {payload.get('message') or 'the server reported an error'}",
+                          hint=payload.get("hint"))
+        err.sent = True
         return err
-    return HiveBrainError(message, hint=hint)
+    return HiveBrainError.from_dict({**payload, "error": kind or "HiveBrainError"})
 
 
 def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, timeout: float) -> Any:
