@@ -111,8 +111,8 @@ def _filter_stdin() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- wording
-_CLI_CALL = re.compile(r"`?hive-brain ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)?)")
-_FLAG = re.compile(r"--([a-z][a-z-]*)(?:[ =](?!--|or\b|and\b|to\b)([^\s`,;)]+))?")
+_CLI_CALL = re.compile(r"`hive-brain ((?:[a-z][a-z-]*)(?: [a-z][a-z-]*)?)")
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z-]*)(?:[ =](?!--|or\b|and\b|to\b)([^\s`,;)]+))?")
 _SWITCHES = frozenset({"confirm", "force", "json", "lexical"})
 
 
