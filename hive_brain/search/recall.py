@@ -190,6 +190,18 @@ def _by_folder(ranked: list[Cand]) -> None:
     ranked.sort(key=lambda c: -c.score)
 
 
+def _unread_may_answer(ranked: list[Cand], q: Query, reason: str) -> str | None:
+    """The second model reads Latin-script notes only (search/rerank.py): when it read some of the top
+    hits and its gaps say abstain, a top hit it could not read (a Chinese note for an English question)
+    is judged as without it, by the first pass's evidence. Without this the reranker's verdict on the
+    English notes around it refused the one note that answers (issue 28)."""
+    top = [c.features for c in ranked[: int(PARAMS["abstain_top"])] if c.features is not None]
+    unread = [f for f in top if f.rr_gap is None]
+    if not unread or len(unread) == len(top):
+        return reason
+    return reason if abstain_reason(unread, q) is not None else None
+
+
 def _versions_until(q: Query) -> int | None:
     """The moment whose memory versions answer: the cutoff, else the end of a window the question names."""
     if q.cutoff is not None:
@@ -392,6 +404,8 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
         for c in r.ranked[: int(PARAMS["abstain_top"])]:
             c.details["lateGap"] = round(c.features.late_gap, 4) if c.features.late_gap is not None else None
     reason = abstain_reason([c.features for c in r.ranked], q) if abstain else None
+    if reason is not None:
+        reason = _unread_may_answer(r.ranked, q, reason)
     hits = _hits(view, r, q, limit=limit, drop_ratio=drop_ratio, abstain=abstain, detail=detail) if reason is None else []
     conflicts: list[dict] = []
     if hits and agent:
