@@ -52,7 +52,9 @@ error says the same type and details whether it crossed a process or not.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+TYPE_CHECKING = False  # no `typing` at run time: the prompt hook's process imports this module
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 # Keys of the shape itself: no error's data may use them.
 _RESERVED = frozenset({"ok", "error", "type", "message", "hint"})
