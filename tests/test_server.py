@@ -294,3 +294,16 @@ def test_semantic_search_through_the_warm_server(vault_path, with_model):
         res = client.call(srv.state, "recall", {"query": "sailing boat", "scope": "full-vault"}, timeout=10)
         assert res["hits"][0]["path"] == "Ideas/Boat.md"
         assert res["hits"][0]["scoreDetails"]["semantic"] is not None
+
+
+def test_a_note_saved_by_hand_is_found_by_a_recall_made_right_after(server):
+    """Read your own edit (issue 28): the server indexes what its watcher already saw before it
+    answers, instead of answering while the event waits out the debounce."""
+    _proc, state = server
+    vault = resolve().vault
+    assert vault is not None
+    for i, word in enumerate(("wombatsave", "narwhalsave", "ibexsave")):
+        (vault / "Projects").mkdir(exist_ok=True)
+        (vault / "Projects" / f"Hand{i}.md").write_text(f"# Hand {i}\n\nThe {word} note, saved in the editor.\n")
+        time.sleep(0.1)  # what a CLI process takes to start; far less than the debounce plus a catch-up
+        assert _paths(state, word) == [f"Projects/Hand{i}.md"], word

@@ -141,6 +141,7 @@ class IndexingLoop:
         self._last_event = 0.0
         self._started_seq = 0  # catch-up cycles begun
         self._done_seq = 0  # the newest cycle whose result readers can already see
+        self._dirty_cycle = 0  # the newest cycle begun with changes the watcher saw
         self.cycles = 0
         self.last_catch_up: dict[str, Any] | None = None
         self.snap: Snapshot | None = None
@@ -323,9 +324,34 @@ class IndexingLoop:
 
     def _begin_cycle(self) -> int:
         """Called under the condition: clears the dirty mark (events from now on set it again)."""
-        self._dirty = self._forced = False
         self._started_seq += 1
+        if self._dirty:
+            self._dirty_cycle = self._started_seq  # this cycle indexes what the watcher saw
+        self._dirty = self._forced = False
         return self._started_seq
+
+    def settle(self, timeout: float) -> bool:
+        """Read your own edit: before a read is answered, what the watcher has already seen change is
+        indexed (the debounce is skipped, a running catch-up waited for), within ``timeout``. A note
+        saved by hand and recalled at once was missed while the watcher's event waited out the
+        debounce (issue 28). False when it did not finish in time (the read answers from what is
+        indexed: a writer holding the lock only delays the catch-up)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            if self._dirty:
+                target = self._started_seq + 1
+                self._forced = True
+                self.cond.notify_all()
+            elif self._dirty_cycle > self._done_seq:
+                target = self._dirty_cycle
+            else:
+                return True
+            while self._done_seq < target:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop.is_set():
+                    return False
+                self.cond.wait(left)
+        return True
 
     def _end_cycle(self, seq: int) -> None:
         with self.cond:

@@ -32,6 +32,9 @@ IDLE_CONNECTION_S = 60.0
 # ahead (search/rerank.py), so only notes written since then are cold, each ~10 ms of model time on a
 # quiet core and 100 ms on a loaded one; the rest keep their first-pass places in that answer.
 PROMPT_RERANK_COLD = 6
+# How long a recall or answer waits for the watcher's latest changes to be indexed (IndexingLoop.settle):
+# a catch-up of a few hand-edited notes takes tens of ms; a writer holding the lock must not stall reads.
+READ_SETTLE_S = 2.0
 RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of", "include_operational", "detail",
                             "mode", "abstain", "drop_ratio", "pool", "now"})
 
@@ -325,6 +328,7 @@ class SocketServer:
         from ..search.recall import search
 
         query, agent, semantic, opts = self.read_args(args)
+        self.loop.settle(READ_SETTLE_S)
         res = search(self.view(semantic), query, agent=agent, semantic=semantic, **opts)
         res["via"] = "server"
         return res
@@ -333,6 +337,7 @@ class SocketServer:
         from ..search.answer import answer_view
 
         query, agent, semantic, opts = self.read_args(args, frozenset({"budget"}))
+        self.loop.settle(READ_SETTLE_S)
         pack = answer_view(self.view(semantic), query, agent=agent, semantic=semantic, budget=args.get("budget"), **opts)
         pack["via"] = "server"
         return pack
