@@ -124,3 +124,31 @@ def test_the_config_file_config_set_writes_is_read_without_tomllib(tmp_path, mon
     (tmp_path / "config.toml").write_text('vault = "x"\n[table]\nk = 1\n')  # not the simple form: tomllib reads it
     assert config._simple_toml((tmp_path / "config.toml").read_text()) is None
     assert config.resolve().vault == Path("x")
+
+
+def test_the_vault_you_stand_in_beats_the_config_files(tmp_path, monkeypatch):
+    """`--help`: the default vault is $HIVE_BRAIN_VAULT or the nearest vault above the current folder;
+    the config file's vault is for folders outside any vault. A write shows where it landed, in full."""
+    from click.testing import CliRunner
+
+    from hive_brain.cli.app import main
+    from hive_brain.config import resolve
+    from hive_brain.store.vault import init_vault
+
+    configured, here = tmp_path / "configured", tmp_path / "here"
+    init_vault(configured, resolve())
+    init_vault(here, resolve())
+    (here / "Projects" / "web").mkdir(parents=True)
+    runner = CliRunner()
+    assert runner.invoke(main, ["config", "set", "vault", str(configured)]).exit_code == 0
+    monkeypatch.chdir(here / "Projects" / "web")
+    res = runner.invoke(main, ["remember", "--type", "fact", "--title", "Where am I", "--content", "In the vault here."])
+    assert res.exit_code == 0, res.output
+    written = list(here.rglob("where-am-i-*.md"))
+    assert len(written) == 1 and not list(configured.rglob("where-am-i-*.md"))
+    assert str(written[0]) in res.output  # the absolute path, not only Memory/...
+    # Outside any vault the config file's vault is the default.
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(main, ["remember", "--type", "fact", "--title", "Elsewhere", "--content", "In the configured one."])
+    assert res.exit_code == 0, res.output
+    assert len(list(configured.rglob("elsewhere-*.md"))) == 1 and str(configured) in res.output

@@ -35,9 +35,12 @@ PROBE = ("import atexit, sys\n"
 FULL = "import sys\nfrom hive_brain.cli.app import main\nmain(prog_name='hive-brain', args=sys.argv[1:])\n"
 
 
-def _proc(code: str, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120)
+def _proc(code: str, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+          ) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    env = {**os.environ, **(env or {}),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120,
+                       cwd=cwd)
     mods: set[str] = set()
     err_lines = []
     for line in p.stderr.splitlines():
@@ -246,3 +249,26 @@ def test_a_write_the_server_took_but_never_answered_is_not_done_again(vault_path
     assert out["error"] == "WriteUnconfirmed" and "may have been applied" in out["message"]
     assert len(accepted) == 1 and "click" not in mods
     assert not list(vault_path.rglob("unconfirmed*.md"))
+
+
+def test_the_vault_you_stand_in_beats_the_config_files_on_the_thin_path_too(live, vault_path, tmp_path):
+    """The config file names another vault; standing in this one (its server up), a write lands here and
+    says where, through the thin client as through the full CLI."""
+    from hive_brain.store.vault import init_vault
+
+    other = tmp_path / "other"
+    init_vault(other, resolve())
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'vault = "{other}"\n', encoding="utf-8")
+    env = {"HIVE_BRAIN_CONFIG": str(cfg)}
+    os.environ.pop("HIVE_BRAIN_VAULT", None)
+    sub = vault_path / "Projects"
+    sub.mkdir(exist_ok=True)
+    p, mods = _proc(PROBE, "remember", "--type", "fact", "--title", "Where", "--content", "It lands here.",
+                    cwd=sub, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "click" not in mods and f"→ {vault_path.resolve()}/Memory/" in p.stdout
+    full = _proc(FULL, "remember", "--type", "fact", "--title", "Where 2", "--content", "It lands here too.",
+                 cwd=sub, env=env)[0]
+    assert full.returncode == 0 and f"→ {vault_path.resolve()}/Memory/" in full.stdout, full.stdout + full.stderr
+    assert not list((other / "Memory").rglob("where*.md"))

@@ -178,6 +178,18 @@ def _clean(text: str) -> bool:
     return "\x00" not in text
 
 
+def find_vault(cwd: str) -> str | None:
+    """The nearest vault at or above ``cwd`` (``store.vault.find_root``, in os calls only)."""
+    cur = os.path.realpath(cwd)
+    while True:
+        if os.path.isfile(os.path.join(cur, ".hive-brain", "vault.json")):
+            return cur
+        up = os.path.dirname(cur)
+        if up == cur:
+            return None
+        cur = up
+
+
 def _vault_state(vault: str, state_dir: str) -> str:
     """The vault's per-device state dir, as ``store.vault.open_vault`` derives it."""
     root = os.path.realpath(os.path.expanduser(vault))
@@ -244,10 +256,12 @@ def answer(stdin: str, t0: float) -> int:
     prompt = prompt.strip()
     if not prompt or prompt.startswith("/") or not _clean(prompt + (tp or "") + name + str(sid or "")):
         raise Fallback("a prompt the full path skips or cleans")
-    got, _src = config.values(("vault", "state_dir", "agent_id", "use_server", "hook_deadline", "hook_budget_chars",
-                               "scoped_permissions"))
+    got, src = config.values(("vault", "state_dir", "agent_id", "use_server", "hook_deadline", "hook_budget_chars",
+                              "scoped_permissions"))
     if not got.get("vault") or not got.get("use_server", True) or got.get("scoped_permissions"):
         raise Fallback("settings")
+    if str(src.get("vault", "")).startswith("config:") and find_vault(os.getcwd()) is not None:
+        raise Fallback("the current folder is in a vault")  # which wins over the config file's (open_vault)
     agent = got.get("agent_id")
     if agent is None:
         raise Fallback("no agent id")  # the full path derives it from the payload

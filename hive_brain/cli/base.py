@@ -27,6 +27,7 @@ class State:
         self.vault_flag = vault
         self.agent_flag = agent
         self.owner_key_flag = owner_key
+        self.vault_root: Any = None  # the vault a write went to (set by write)
 
     def settings(self, *, identify: bool = True, **extra: Any):
         """Resolved settings; ``identify`` establishes (in enforcement mode: proves) who is calling,
@@ -56,7 +57,16 @@ class State:
 
             return Engine.from_settings(settings).memory
 
-        return write(settings, op, args, local=local)
+        res = write(settings, op, args, local=local)
+        from ..store.vault import open_vault
+
+        self.vault_root = open_vault(settings).root
+        return res
+
+    def where(self, rel: str) -> str:
+        """A note's absolute path, for people (JSON keeps the vault-relative one): which vault a write
+        landed in must be plain from its output."""
+        return str(self.vault_root / rel) if self.vault_root is not None else rel
 
 
 def _console(stderr: bool = False):

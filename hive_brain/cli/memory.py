@@ -71,7 +71,7 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
            "tags": split_tags(tags) or [], "confidence": confidence, "scope": memory_scope, "task": task,
            "overrides": overrides}
     res = state.write("remember", {"inp": inp})
-    say(as_json, res, lambda: remember_line(res))
+    say(as_json, res, lambda: remember_line(res, state.where))
 
 
 @command("evolve")
@@ -88,7 +88,7 @@ def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as
     if content == "-":
         content = sys.stdin.read()
     res = state.write("evolve", {"memory_id": memory_id, "content": content, "title": title})
-    say(as_json, res, lambda: evolve_line(res))
+    say(as_json, res, lambda: evolve_line(res, state.where))
 
 
 @command("get")
@@ -130,7 +130,7 @@ def update_cmd(state: State, memory_id: str, title: str | None, content: str | N
     """
     res = state.write("update", {"memory_id": memory_id, "title": title, "content": content, "tags": split_tags(tags),
                                  "project": project, "confidence": confidence, "status": status})
-    say(as_json, res, lambda: f"Updated {res['id']} ({res['path']})")
+    say(as_json, res, lambda: f"Updated {res['id']} ({state.where(res['path'])})")
 
 
 @command("delete")
@@ -145,7 +145,7 @@ def delete_cmd(state: State, memory_id: str, confirm: bool, force: bool, as_json
       hive-brain delete mem-01j... --confirm
     """
     res = state.write("delete", {"memory_id": memory_id, "confirm": confirm, "force": force})
-    say(as_json, res, lambda: f"Deleted {res['id']} ({res['path']})")
+    say(as_json, res, lambda: f"Deleted {res['id']} ({state.where(res['path'])})")
 
 
 @command("batch")

@@ -103,14 +103,16 @@ def recall_lines(res: dict, style: Style = no_style, esc: Escape = no_escape) ->
     return lines
 
 
-def remember_line(res: dict) -> str:
+def remember_line(res: dict, where: Callable[[str], str]) -> str:
+    """``where``: a note's absolute path from its vault-relative one (which vault a write landed in must
+    be plain from its output; JSON keeps the relative path)."""
     if res.get("status") == "proposed":
-        return f"Queued for Brain Review: {res['proposal']} ({res['path']})"
-    return f"Remembered {res['id']} → {res['path']}"
+        return f"Queued for Brain Review: {res['proposal']} ({where(res['path'])})"
+    return f"Remembered {res['id']} → {where(res['path'])}"
 
 
-def evolve_line(res: dict) -> str:
-    return f"Evolved {res['supersedes']} → {res['id']} ({res['path']})"
+def evolve_line(res: dict, where: Callable[[str], str]) -> str:
+    return f"Evolved {res['supersedes']} → {res['id']} ({where(res['path'])})"
 
 
 def pending_line(res: dict) -> str:

@@ -176,29 +176,21 @@ WRITES = {"remember": (_remember, text.remember_line), "evolve": (_evolve, text.
 
 
 # ---------------------------------------------------------------------------------------------- settings
-def _find_vault(start: str) -> str | None:
-    """The nearest vault at or above ``start`` (as ``store.vault.find_root``)."""
-    cur = os.path.realpath(start)
-    while True:
-        if os.path.isfile(os.path.join(cur, ".hive-brain", "vault.json")):
-            return cur
-        parent = os.path.dirname(cur)
-        if parent == cur:
-            return None
-        cur = parent
-
-
-def _settings(glob: dict[str, Any]) -> tuple[str, str | None, float]:
-    """(the vault's state dir, the agent id, the lock timeout), resolved as ``config.resolve`` and
-    ``store.identity.establish`` resolve them, for a caller the server can serve without proofs."""
+def _settings(glob: dict[str, Any]) -> tuple[str, str, str | None, float]:
+    """(the vault's root, its state dir, the agent id, the lock timeout), resolved as ``config.resolve``,
+    ``store.vault.open_vault`` and ``store.identity.establish`` resolve them, for a caller the server can
+    serve without proofs."""
     try:
-        got, _src = config.values(("vault", "state_dir", "agent_id", "use_server", "scoped_permissions",
-                                   "lock_timeout"), vault=glob["vault"], agent_id=glob["agent"])
+        got, src = config.values(("vault", "state_dir", "agent_id", "use_server", "scoped_permissions",
+                                  "lock_timeout"), vault=glob["vault"], agent_id=glob["agent"])
         if not got.get("use_server", config.default("use_server")):
             raise Fallback("use_server is off")
         if got.get("scoped_permissions") or os.environ.get("HIVE_BRAIN_OWNER_KEY"):
             raise Fallback("enforcement mode: the caller proves who it is in-process")
-        vault = got.get("vault") or _find_vault(os.getcwd())
+        vault = got.get("vault")
+        if vault is None or str(src.get("vault", "")).startswith("config:"):
+            # The vault you stand in, then the config file's (open_vault).
+            vault = quick.find_vault(os.getcwd()) or vault
         if vault is None:
             raise Fallback("no vault")  # the full CLI says so
         agent = got.get("agent_id")
@@ -207,7 +199,8 @@ def _settings(glob: dict[str, Any]) -> tuple[str, str | None, float]:
         if agent is not None:
             agent = config.validate_agent_id(agent)
         state = quick._vault_state(vault, got.get("state_dir") or config.data_dir())
-        return state, agent, float(got.get("lock_timeout", config.default("lock_timeout")))
+        root = os.path.realpath(os.path.expanduser(vault))
+        return root, state, agent, float(got.get("lock_timeout", config.default("lock_timeout")))
     except (HiveBrainError, quick.Fallback) as e:
         raise Fallback(str(e)) from None
 
@@ -297,7 +290,7 @@ def run(argv: list[str]) -> int:
     """Answer ``argv`` (the arguments after ``hive-brain``) through the server; Fallback when this
     client does not take it (nothing was printed or sent then)."""
     cmd, v, glob = parse(argv)
-    state, agent, lock_timeout = _settings(glob)
+    root, state, agent, lock_timeout = _settings(glob)
     as_json = bool(v["as_json"])
     if cmd in WRITES:
         build, line = WRITES[cmd]
@@ -313,7 +306,7 @@ def run(argv: list[str]) -> int:
         res = resp.get("result")
         if not isinstance(res, dict):
             raise Fallback("a malformed answer")
-        _print_write(res, line, as_json)
+        _print_write(res, lambda r: line(r, lambda rel: os.path.join(root, rel)), as_json)
         return 0
     # recall
     question = v["question"]

@@ -82,8 +82,12 @@ def indexable(path: str, sha: str, kind: str) -> bool:
             and not any(fnmatch.fnmatchcase(path, g) for g in SKIP_GLOBS))
 
 
-def note_date(meta: dict[str, Any], mtime_ns: int) -> int:
-    for k in ("date", "updated", "created"):
+def note_date(meta: dict[str, Any], mtime_ns: int, kind: str = "") -> int:
+    """A note's date in the index (cutoffs, windows). A memory version's is when it came to be, its
+    ``created``: ``evolve`` bumps the old version's ``updated`` when it marks it superseded, and a
+    cutoff on that hid the version that was current then (issue 28)."""
+    order = ("created", "date", "updated") if kind == "memory" else ("date", "updated", "created")
+    for k in order:
         d = date_of(meta.get(k))
         if d is not None:
             return int(d.timestamp())
@@ -100,7 +104,7 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
     note = data if isinstance(data, Note) else parse_bytes(path, data, scrub=True)
     meta = note.meta
     title = note.title
-    ts = note_date(meta, mtime_ns)
+    ts = note_date(meta, mtime_ns, kind)
     date_str = time.strftime("%Y-%m-%d", time.gmtime(ts)) if ts else None
     status = str(meta.get("status") or ("active" if kind == "memory" else ""))
     base = {

@@ -68,7 +68,10 @@ def judge(ranked: Sequence[Cand], query_text: str, embedder: Any, docs: Mapping[
     texts, owners = [], []
     for c in top:
         best = max((p for p in c.pids if p in docs), key=lambda p: c.pids[p], default=None)
-        if best is not None:
+        # The same rule for the note as for the question: an English question shares no tokens with a
+        # Chinese note, whose MaxSim then falls below the background and abstained on the one note that
+        # answers it (issue 28). Such a note keeps the pooled cosine's judgement (late_gap None).
+        if best is not None and latin_only(docs[best]["text"]):
             texts.append(docs[best]["text"])
             owners.append(c)
     for c, pt in zip(owners, _passage_tokens(embedder, texts), strict=True):

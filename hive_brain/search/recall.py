@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UsageError
-from ..index.predicates import Eq, In, Not, Pred, Range, all_of
+from ..index.predicates import And, Eq, In, Not, Pred, Range, all_of
 from ..memory.layers import visibility
 from ..store.catalog import Catalog, Entry
 from ..store.chain import walk
@@ -54,7 +54,8 @@ class View:
 
 
 def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] | None = None, project: str | None = None,
-                include_archived: bool = False, cutoff: int | None = None) -> Pred:
+                include_archived: bool = False, cutoff: int | None = None,
+                versions_until: int | None = None) -> Pred:
     parts: list[Pred | None] = [visibility(agent), In("kind", kinds)]
     if types:
         parts.append(In("type", tuple(types)))
@@ -64,6 +65,10 @@ def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] |
         parts.append(Not(Eq("status", "archived")))
     if cutoff is not None:
         parts.append(Range("date", hi=cutoff))
+    if versions_until is not None:
+        # A time the question names ("in January 2025"): a memory version written after it was not
+        # yet true then; the version current at its end answers (_head), other notes are only boosted.
+        parts.append(Not(And((Eq("kind", "memory"), Range("date", lo=versions_until + 1)))))
     p = all_of(*parts)
     assert p is not None
     return p
@@ -90,7 +95,8 @@ class _Ranking:
 def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, types: list[str] | None,
           tags: list[str] | None, project: str | None, semantic: bool, pool: int, qcache: dict[str, Any],
           rerank_cold: int | None = None) -> _Ranking:
-    where = build_where(agent=agent, kinds=kinds, types=types, project=project, include_archived=False, cutoff=q.cutoff)
+    where = build_where(agent=agent, kinds=kinds, types=types, project=project, include_archived=False, cutoff=q.cutoff,
+                        versions_until=_versions_until(q) if q.cutoff is None else None)
     cands, info = candidates.gather(view, q, where, semantic=semantic, qcache=qcache, pool=pool)
     if q.window is not None:
         candidates.add_window(view, cands, where, q.window)
@@ -184,6 +190,25 @@ def _by_folder(ranked: list[Cand]) -> None:
     ranked.sort(key=lambda c: -c.score)
 
 
+def _unread_may_answer(ranked: list[Cand], q: Query, reason: str) -> str | None:
+    """The second model reads Latin-script notes only (search/rerank.py): when it read some of the top
+    hits and its gaps say abstain, a top hit it could not read (a Chinese note for an English question)
+    is judged as without it, by the first pass's evidence. Without this the reranker's verdict on the
+    English notes around it refused the one note that answers (issue 28)."""
+    top = [c.features for c in ranked[: int(PARAMS["abstain_top"])] if c.features is not None]
+    unread = [f for f in top if f.rr_gap is None]
+    if not unread or len(unread) == len(top):
+        return reason
+    return reason if abstain_reason(unread, q) is not None else None
+
+
+def _versions_until(q: Query) -> int | None:
+    """The moment whose memory versions answer: the cutoff, else the end of a window the question names."""
+    if q.cutoff is not None:
+        return q.cutoff
+    return q.window[1] - 1 if q.window is not None else None
+
+
 def _head(catalog: Catalog, e: Entry, cutoff: int | None) -> Entry:
     """The newest active version of a chain (or the version current at the cutoff)."""
     from ..store.notes import date_of
@@ -268,7 +293,7 @@ def _hits(view: View, r: _Ranking, q: Query, *, limit: int, drop_ratio: float, a
         if e is not None and e.copy_of:
             e, resolved = _copy_head(view.catalog, e, c), True
         if e is not None and e.kind == "memory" and e.status == "superseded" and not q.history:
-            head = _head(view.catalog, e, q.cutoff)
+            head = _head(view.catalog, e, _versions_until(q))
             if head.path != c.path:
                 if head.path in shown or any(x.path == head.path for x in r.ranked[:rank]):
                     continue
@@ -379,6 +404,8 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
         for c in r.ranked[: int(PARAMS["abstain_top"])]:
             c.details["lateGap"] = round(c.features.late_gap, 4) if c.features.late_gap is not None else None
     reason = abstain_reason([c.features for c in r.ranked], q) if abstain else None
+    if reason is not None:
+        reason = _unread_may_answer(r.ranked, q, reason)
     hits = _hits(view, r, q, limit=limit, drop_ratio=drop_ratio, abstain=abstain, detail=detail) if reason is None else []
     conflicts: list[dict] = []
     if hits and agent:

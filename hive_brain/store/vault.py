@@ -130,7 +130,15 @@ def secure_state(state: Path) -> None:
 
 
 def open_vault(settings: Settings, *, cwd: Path | None = None) -> Vault:
-    if settings.vault is not None:
+    """The vault of ``settings``: ``--vault`` or ``HIVE_BRAIN_VAULT``, else the nearest vault above the
+    current folder, else the config file's ``vault`` (as ``--help`` says). The config file's vault is
+    a default for folders outside any vault: standing in another vault, a write lands there, not in the
+    vault the file names (issue 28)."""
+    from_file = str(settings.sources.get("vault", "")).startswith("config:")
+    here = find_root(cwd or Path.cwd()) if settings.vault is not None and from_file else None
+    if here is not None:
+        root = here
+    elif settings.vault is not None:
         root = Path(settings.vault).expanduser().resolve()
         if not (root / MARKER_DIR / MARKER_FILE).is_file():
             raise VaultNotFound(f"{root} is not a hive-brain vault", hint=f"run `hive-brain init {root}`")
