@@ -14,7 +14,7 @@ from .errors import InvalidAgentId, UsageError
 
 TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection
+    from collections.abc import Callable, Collection, Mapping
     from pathlib import Path
     from typing import Any
 
@@ -383,6 +383,18 @@ def set_in_file(key: str, value: Any | None) -> Path:
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)  # a reader never sees half a file
     return path
+
+
+def agent_from_environment(environ: Mapping[str, str]) -> str | None:
+    """The agent whose tool is running us when no id is given: inside Claude Code's Bash tool
+    (``CLAUDECODE=1``) that is ``claude-code``, inside Codex's sandboxed shell ``codex``. Never the
+    owner: a process an agent started is the agent's. (``CODEX_HOME`` is not a sign: users set it.)
+    Here, not in store/identity.py, so that the thin client (cli/thin.py) reads it without that module's imports."""
+    if environ.get("CLAUDECODE", "").strip() not in ("", "0"):
+        return "claude-code"
+    if environ.get("CODEX_SANDBOX") or environ.get("CODEX_SANDBOX_NETWORK_DISABLED"):
+        return "codex"
+    return None
 
 
 def validate_agent_id(agent_id: str | None) -> str:

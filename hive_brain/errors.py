@@ -52,8 +52,8 @@ error says the same type and details whether it crossed a process or not.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # no `typing` at run time: the prompt hook's process imports this module
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # typing for the type checker only: the prompt hook and the thin client import this
+if TYPE_CHECKING:  # module, and `typing` (with re, functools, contextlib behind it) was ~18 ms of theirs
     from typing import Any, ClassVar
 
 # Keys of the shape itself: no error's data may use them.

@@ -14,16 +14,17 @@ Import-light, like :mod:`hive_brain.reader`: the write commands import this befo
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
 from .errors import WriteUnconfirmed
 
+TYPE_CHECKING = False  # typing for the type checker only: the thin client (cli/thin.py) imports this module
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
     from .config import Settings
     from .memory.store import MemoryStore
 
-__all__ = ["write"]
+__all__ = ["SERVER_MARGIN_S", "request", "unconfirmed", "write"]
 
 
 def write(settings: Settings, op: str, args: dict[str, Any], *, local: Callable[[], MemoryStore]) -> dict:
@@ -45,6 +46,20 @@ def write(settings: Settings, op: str, args: dict[str, Any], *, local: Callable[
     return res
 
 
+SERVER_MARGIN_S = 10.0  # beyond the lock timeout, for the write itself
+
+
+def request(op: str, args: dict[str, Any], *, agent: str | None, lock_timeout: float) -> dict[str, Any]:
+    """The server's ``write`` request for ``op`` (the thin client, cli/thin.py, sends the same)."""
+    return {"op": op, "args": args, "agent": agent, "lock_timeout": lock_timeout}
+
+
+def unconfirmed(op: str, why: str) -> WriteUnconfirmed:
+    """A write the server took but never confirmed: it may have been applied, so it is not done again."""
+    return WriteUnconfirmed(f"the server took this {op} but did not confirm it ({why}); it may have been applied",
+                            hint="check with `hive-brain recall` or `hive-brain status` before writing it again")
+
+
 def _via_server(settings: Settings, op: str, args: dict[str, Any]) -> dict | None:
     from .errors import UsageError
     from .rpc import client
@@ -54,16 +69,12 @@ def _via_server(settings: Settings, op: str, args: dict[str, Any]) -> dict | Non
     if not client.server_ready(state):
         return None
     try:
-        return client.call(state, "write", {"op": op, "args": args, "agent": settings.agent_id,
-                                            "lock_timeout": settings.lock_timeout},
-                           timeout=settings.lock_timeout + 10.0)
+        return client.call(state, "write", request(op, args, agent=settings.agent_id, lock_timeout=settings.lock_timeout),
+                           timeout=settings.lock_timeout + SERVER_MARGIN_S)
     except client.ServerUnavailable as e:
         if not e.sent:
             return None
-        raise WriteUnconfirmed(
-            f"the server took this {op} but did not confirm it ({e.message}); it may have been applied",
-            hint="check with `hive-brain recall` or `hive-brain status` before writing it again",
-        ) from None
+        raise unconfirmed(op, e.message) from None
     except UsageError as e:
         if e.message.startswith("unknown op"):
             return None  # a server from before writes went through it

@@ -96,6 +96,24 @@ def dumps(obj: Any) -> str:
     return "".join(_encode(obj, 0))
 
 
+def pretty(obj: Any, level: int = 0) -> str:
+    """``json.dumps(obj, indent=2, ensure_ascii=False, default=str)`` (what the CLI's ``--json`` prints)
+    without the json module, whose import (re behind it) was a quarter of the thin client's process:
+    the layout here, every scalar through the C encoder, so each prints exactly as json prints it."""
+    if isinstance(obj, dict | list | tuple):
+        if not obj:
+            return "{}" if isinstance(obj, dict) else "[]"
+        pad = "\n" + "  " * (level + 1)
+        if isinstance(obj, dict):
+            parts = [(dumps(k) if isinstance(k, str) else dumps(dumps(k))) + ": " + pretty(v, level + 1)
+                     for k, v in obj.items()]
+            return "{" + pad + ("," + pad).join(parts) + "\n" + "  " * level + "}"
+        return "[" + pad + ("," + pad).join(pretty(v, level + 1) for v in obj) + "\n" + "  " * level + "]"
+    if obj is None or isinstance(obj, str | int | float):
+        return dumps(obj)
+    return dumps(str(obj))  # default=str
+
+
 # ---------------------------------------------------------------------------------------------- the status file
 def upgrade_status(data: dict) -> dict:
     """Rename the snake_case keys of an older status file, so an upgrade keeps the last status."""
@@ -160,15 +178,15 @@ def _clean(text: str) -> bool:
     return "\x00" not in text
 
 
-def _in_a_vault(cwd: str) -> bool:
-    """A vault marker in ``cwd`` or above (``store.vault.find_root``, in os calls only)."""
+def find_vault(cwd: str) -> str | None:
+    """The nearest vault at or above ``cwd`` (``store.vault.find_root``, in os calls only)."""
     cur = os.path.realpath(cwd)
     while True:
         if os.path.isfile(os.path.join(cur, ".hive-brain", "vault.json")):
-            return True
+            return cur
         up = os.path.dirname(cur)
         if up == cur:
-            return False
+            return None
         cur = up
 
 
@@ -242,7 +260,7 @@ def answer(stdin: str, t0: float) -> int:
                               "scoped_permissions"))
     if not got.get("vault") or not got.get("use_server", True) or got.get("scoped_permissions"):
         raise Fallback("settings")
-    if str(src.get("vault", "")).startswith("config:") and _in_a_vault(os.getcwd()):
+    if str(src.get("vault", "")).startswith("config:") and find_vault(os.getcwd()) is not None:
         raise Fallback("the current folder is in a vault")  # which wins over the config file's (open_vault)
     agent = got.get("agent_id")
     if agent is None:

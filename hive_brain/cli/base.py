@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from ..errors import HiveBrainError, StateDamaged
+from .text import pending_line
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -76,8 +77,9 @@ def _console(stderr: bool = False):
     # NO_COLOR (no-color.org): rich drops colours but keeps bold and dim; a user who asks for no
     # colour wants plain text, so no styling at all.
     if os.environ.get("NO_COLOR"):
-        return Console(stderr=stderr, highlight=False, soft_wrap=True, color_system=None)
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+        return Console(stderr=stderr, highlight=False, soft_wrap=True, color_system=None, emoji=False)
+    # emoji=False: a note holding ":warning:" prints as written, as the thin client prints it (cli/text.py)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, emoji=False)
 
 
 def _dump(data: Any) -> str:
@@ -166,18 +168,11 @@ def memory_id_argument(fn: Callable) -> Callable:
     return click.argument("memory_id_arg", required=False, metavar="[MEMORY_ID]")(wrapper)
 
 
-def split_tags(value: str | None) -> list[str] | None:
-    """``--tags a, b`` -> ["a", "b"]; None when the option was not given."""
-    if value is None:
-        return None
-    return [t.strip() for t in value.split(",") if t.strip()]
-
-
 def out(as_json: bool, data: Any, human: Callable[[Any], None], *, plain: bool = False) -> None:
     if not as_json and isinstance(data, dict) and data.get("status") == "pending":
         # A write that could not take the lock in time was kept (durably) to be applied by the next
         # writer; whatever the command would print about a finished write does not apply yet.
-        click.echo(f"Pending {data['id']}: {data.get('message', 'the vault is busy')}")
+        click.echo(pending_line(data))
         return
     if as_json:
         click.echo(_dump(data))

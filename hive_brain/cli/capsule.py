@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from .base import State, command, out, split_tags
+from .base import State, command, out
+from .text import split_tags
 
 _PASSPHRASE = click.option("--passphrase-env", "passphrase_env", default=None, metavar="VAR",
                            help="Environment variable holding the passphrase of a locked capsule (owner only).")

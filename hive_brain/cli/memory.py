@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from .base import State, command, memory_id_argument, out, say, split_tags
+from .base import State, command, memory_id_argument, out, say
+from .text import evolve_line, remember_line, split_tags
 
 
 # ---------------------------------------------------------------------------------------------- vault
@@ -70,10 +71,7 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
            "tags": split_tags(tags) or [], "confidence": confidence, "scope": memory_scope, "task": task,
            "overrides": overrides}
     res = state.write("remember", {"inp": inp})
-    if res.get("status") == "proposed":
-        say(as_json, res, lambda: f"Queued for Brain Review: {res['proposal']} ({state.where(res['path'])})")
-    else:
-        say(as_json, res, lambda: f"Remembered {res['id']} → {state.where(res['path'])}")
+    say(as_json, res, lambda: remember_line(res, state.where))
 
 
 @command("evolve")
@@ -90,7 +88,7 @@ def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as
     if content == "-":
         content = sys.stdin.read()
     res = state.write("evolve", {"memory_id": memory_id, "content": content, "title": title})
-    say(as_json, res, lambda: f"Evolved {res['supersedes']} → {res['id']} ({state.where(res['path'])})")
+    say(as_json, res, lambda: evolve_line(res, state.where))
 
 
 @command("get")

@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
-from .base import State, command, out, split_tags
+from .base import State, command, out
+from .text import markup_escape, recall_lines, rich_style
+from .thin import NOTHING_FOUND_EXIT, recall_args
 
 # ---------------------------------------------------------------------------------------------- recall
-NOTHING_FOUND_EXIT = 3  # 1 is a refusal or failure and 2 a usage error (README)
 
 
 def _question(question: str) -> str:
@@ -51,38 +52,12 @@ def recall_options(fn: Callable) -> Callable:
 
 
 def _recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope) -> dict:
-    return {"types": list(types) or None, "tags": split_tags(tags), "project": project, "limit": limit, "as_of": as_of,
-            "include_operational": include_operational, "detail": detail,
-            "mode": None if mode == "flat" else mode, "scope": scope}
+    return recall_args(types, tags, project, limit, as_of, include_operational, detail, mode, scope)
 
 
 def _print_hits(c: Any, res: dict) -> None:
-    from rich.markup import escape
-
-    from ..search.answer import day_of
-
-    for w in res.get("warnings") or []:
-        c.print(f"[yellow]warning:[/] {escape(w)}")
-    if res.get("serverStarted"):
-        c.print("[dim]started the hive-brain server in the background: the next question is answered warm[/]")
-    if res.get("abstained"):
-        c.print(f"Nothing relevant found ({escape(res.get('reason') or '')}).")
-        return
-    for i, h in enumerate(res["hits"], 1):
-        tag = f"[dim]{h.get('type') or h.get('kind')}[/]"
-        status = "" if h.get("status") in (None, "active") else f" [red]{h['status']}[/]"
-        day = f"  {day_of(h['date'])}" if h.get("date") else ""
-        c.print(f"[bold]{i}. {escape(h['title'])}[/] {tag}{status}  [dim]{escape(h['path'])}{day}  score {h['score']:.3f}[/]")
-        c.print("   " + escape(h["passage"]["text"][:400]).replace("\n", "\n   "))
-        if h.get("evolutionChain"):
-            c.print(f"   [dim]supersedes: {', '.join(x['id'] for x in h['evolutionChain'])}[/]")
-        if h.get("idConflict"):
-            copies = ", ".join(h["idConflict"]["copies"])
-            c.print(f"   [yellow]sync conflict:[/] the same memory is also in {escape(copies)} "
-                    "(see `hive-brain repair-conflicts`)")
-    sem = "hybrid" if res.get("semantic") else f"lexical ({res.get('semanticOff') or 'semantic off'})"
-    c.print(f"[dim]{len(res['hits'])} hits · {res.get('tier')} · {sem} · generation {res.get('generation')} · "
-            f"{res['timing']['totalMs']:.0f} ms[/]")
+    for line in recall_lines(res, rich_style, markup_escape):  # the thin client prints the same lines plain
+        c.print(line)
 
 
 def _warm_next(settings: Any, res: dict) -> None:

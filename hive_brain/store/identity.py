@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings, validate_agent_id
+from ..config import Settings, agent_from_environment, validate_agent_id
 from ..errors import PermissionDenied, UsageError
 
 REGISTRY = "identity.json"
@@ -38,17 +38,6 @@ MAX_KEY_BYTES = 4096
 
 
 # -- the agent an environment names ---------------------------------------------------------------
-def agent_from_environment(environ: Mapping[str, str]) -> str | None:
-    """The agent whose tool is running us when no id is given: inside Claude Code's Bash tool
-    (``CLAUDECODE=1``) that is ``claude-code``, inside Codex's sandboxed shell ``codex``. Never the
-    owner: a process an agent started is the agent's. (``CODEX_HOME`` is not a sign: users set it.)"""
-    if environ.get("CLAUDECODE", "").strip() not in ("", "0"):
-        return "claude-code"
-    if environ.get("CODEX_SANDBOX") or environ.get("CODEX_SANDBOX_NETWORK_DISABLED"):
-        return "codex"
-    return None
-
-
 # -- registry -------------------------------------------------------------------------------------
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()

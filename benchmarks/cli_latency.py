@@ -1,0 +1,174 @@
+"""The everyday commands as whole processes with the server up: the thin client (cli/thin.py) against the
+full click CLI, beside ``python -c pass``, interleaved, quiet and with both cores busy.
+
+    python -m benchmarks.cli_latency --notes 1000 --rounds 20            # a generated vault (fixtures.py)
+    python -m benchmarks.cli_latency --work /tmp/scalework --notes 10000  # the vault scale.py --work kept
+    python -m benchmarks.cli_latency --notes 1000 --busy 2                # and two busy loops meanwhile
+
+Each round runs, in turn: ``python -c pass``; ``hive-brain recall Q --json`` and ``hive-brain remember
+... --json`` from the installed entry point (the thin client answers them); the same two through the full
+CLI (``hive_brain.cli.app``, what every command cost before). Round-robin, so load drift hits every row
+alike: p50/p95 wall ms, p50 as a multiple of ``python -c pass`` and each process's own CPU ms (``wait4``).
+``--busy N`` keeps N processes spinning during the rounds (the loaded figures). The server is lexical unless ``--hybrid``
+(what is timed is the client's process; the server's op is the same for both). It is started when it
+is not running and stopped after; writes ``benchmarks/results/cli_latency.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .common import (
+    enable_bytecode_cache,
+    git_commit,
+    latency_summary,
+    load_average,
+    log,
+    make_console,
+    print_table,
+    run_process,
+    running_server,
+    state_dir_at,
+    temp_dir,
+    write_result,
+)
+
+NAME = "cli_latency"
+FLOOR = "python -c pass"
+FULL = "import sys\nfrom hive_brain.cli.app import main\nmain(prog_name='hive-brain', args=sys.argv[1:])\n"
+
+
+def _entry() -> str:
+    """The installed ``hive-brain`` script of this interpreter's environment."""
+    script = Path(sys.executable).with_name("hive-brain")
+    if not script.exists():
+        raise SystemExit(f"no installed entry point at {script}: run ./scripts/setup")
+    return str(script)
+
+
+@contextlib.contextmanager
+def busy(n: int) -> Iterator[None]:
+    """``n`` processes spinning on a core each, stopped after (the loaded rows)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def measure(vault: Path, questions: Sequence[str], rounds: int, env: dict[str, str], name: str) -> dict[str, Any]:
+    entry = _entry()
+    rows: dict[str, list[tuple[float, float]]] = {}
+
+    def one(label: str, argv: list[str], expect: str) -> None:
+        r = run_process(argv, env=env, timeout=120.0)
+        if r.returncode != 0 or expect not in r.stdout:
+            raise SystemExit(f"{label} failed ({r.returncode}): {r.stderr.strip()[:300] or r.stdout[:300]}")
+        rows.setdefault(label, []).append((r.seconds, r.cpu_s or 0.0))
+
+    for i in range(rounds):
+        q = questions[i % len(questions)]
+        one(FLOOR, [sys.executable, "-c", "pass"], "")
+        one("recall (thin)", [entry, "recall", q, "--json"], '"hits"')
+        one("recall (full CLI)", [sys.executable, "-c", FULL, "recall", q, "--json"], '"hits"')
+        for label, head in (("remember (thin)", [entry]), ("remember (full CLI)", [sys.executable, "-c", FULL])):
+            tag = f"{label.split()[1]} {name} {os.getpid()} {i}"
+            one(label, [*head, "remember", "--type", "fact", "--title", f"Bench {tag}",
+                        "--content", f"Benchmark write {tag} of the CLI latency run.", "--json"], '"id"')
+    floor = latency_summary([w for w, _ in rows[FLOOR]])["median_ms"]
+    out = {}
+    for label, vals in rows.items():
+        s = latency_summary([w for w, _ in vals])
+        cpu = sorted(c for _, c in vals)[len(vals) // 2] * 1000
+        out[label] = {**s, "x_floor": round(s["median_ms"] / floor, 2) if floor else None, "cpu_ms": round(cpu, 1)}
+    return out
+
+
+def _vault(args: argparse.Namespace, tmp: Path) -> tuple[Path, Path, list[str]]:
+    from . import fixtures
+
+    if args.vault:
+        return args.vault, Path(os.environ.get("HIVE_BRAIN_STATE_DIR") or tmp / "state"), list(args.questions or ["how do we deploy?"])
+    base = args.work or tmp
+    vault = base / f"vault-{args.notes}"
+    saved = base / f"fixture-{args.notes}-200.json"
+    if not (vault.exists() and saved.exists()):
+        with state_dir_at(base / "state-generate"):
+            fx = fixtures.generate(vault, args.notes, queries=200)
+        import json
+
+        saved.write_text(json.dumps(fx), encoding="utf-8")
+    import json
+
+    fx = json.loads(saved.read_text(encoding="utf-8"))
+    qs = [q["question"] for q in fx.get("questions", [])][:40] or ["how do we deploy?"]
+    return vault, base / f"state-cli-{args.notes}", qs
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    enable_bytecode_cache()
+    with temp_dir("hb-bench-cli-") as tmp:
+        vault, state, questions = _vault(args, tmp)
+        with state_dir_at(state) as st:
+            env = {**os.environ, "HIVE_BRAIN_VAULT": str(vault), "HIVE_BRAIN_STATE_DIR": str(st), "HIVE_BRAIN_AUTOSTART": "0"}
+            if not args.hybrid:
+                env["HIVE_BRAIN_SEMANTIC"] = "0"  # the client's cost is the point; --hybrid embeds the vault first
+            os.environ.update(env)
+            from hive_brain.config import resolve
+            from hive_brain.engine import Engine
+            from hive_brain.store.vault import open_vault
+
+            vstate = open_vault(resolve()).state
+            Engine.from_settings(resolve()).indexer.catch_up(label="cli_latency")
+            with running_server(vault, vstate):
+                load0 = load_average()
+                quiet = measure(vault, questions, args.rounds, env, "quiet")
+                loaded = None
+                if args.busy:
+                    with busy(args.busy):
+                        loaded = measure(vault, questions, args.rounds, env, "loaded")
+    return {"commit": git_commit(), "notes": args.notes, "hybrid": args.hybrid, "rounds": args.rounds, "busy": args.busy,
+            "load": [load0, load_average()], "quiet": quiet, "loaded": loaded}
+
+
+def report(res: dict[str, Any]) -> None:
+    console = make_console()
+    for key in ("quiet", "loaded"):
+        rows = res.get(key)
+        if not rows:
+            continue
+        title = f"CLI with the server up, {res['notes']:,} notes, {key}" + (f" ({res['busy']} busy loops)" if key == "loaded" else "")
+        print_table(title, ["command", "p50 ms", "p95 ms", "x python -c pass", "CPU ms"],
+                    [[k, f"{v['median_ms']:.1f}", f"{v['p95_ms']:.1f}", f"{v['x_floor']:.2f}", f"{v['cpu_ms']:.1f}"]
+                     for k, v in rows.items()], console)
+    console.print(f"load average {res['load']}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.cli_latency", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--notes", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--busy", type=int, default=0, help="busy loops during a second, loaded pass")
+    ap.add_argument("--work", type=Path, default=None, help="keep (and reuse) the generated vault here")
+    ap.add_argument("--vault", type=Path, default=None, help="an existing vault instead of a generated one")
+    ap.add_argument("--questions", nargs="*", default=None)
+    ap.add_argument("--hybrid", action="store_true", help="the server searches with vectors too (embeds the vault first)")
+    args = ap.parse_args(argv)
+    res = run(args)
+    report(res)
+    path = write_result(NAME, res)
+    log(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""What the everyday commands print for people, without click or rich: the full CLI renders these lines
+with rich (styles as markup), the thin client (:mod:`.thin`) prints them plain. One set of lines, so
+the two paths cannot drift apart."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing for the type checker only: the thin client imports this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Style = Callable[[str, str], str]
+    Escape = Callable[[str], str]
+
+
+def split_tags(value: str | None) -> list[str] | None:
+    """``--tags a, b`` -> ["a", "b"]; None when the option was not given."""
+    if value is None:
+        return None
+    return [t.strip() for t in value.split(",") if t.strip()]
+
+
+def rich_style(style: str, text: str) -> str:
+    return f"[{style}]{text}[/]"
+
+
+def no_style(_style: str, text: str) -> str:
+    return text
+
+
+def markup_escape(text: str) -> str:
+    """Text shown as written inside rich markup: a ``[`` that could open a tag is preceded by a
+    backslash (backslashes just before it doubled), as ``rich.markup.escape`` does."""
+    if "[" not in text and not text.endswith("\\"):
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" or ch == "[":
+            j = i
+            while j < n and text[j] == "\\":
+                j += 1
+            slashes = text[i:j]
+            if j < n and text[j] == "[" and _opens_tag(text, j):
+                out.append(slashes * 2 + "\\[")
+                i = j + 1
+                continue
+            out.append(slashes or ch)
+            i = j if slashes else i + 1
+            continue
+        out.append(ch)
+        i += 1
+    s = "".join(out)
+    return s + "\\" if s.endswith("\\") and not s.endswith("\\\\") else s
+
+
+def _opens_tag(text: str, at: int) -> bool:
+    """``[`` at ``at`` starts something rich would read as a tag: ``[`` + [a-z#/@] ... ``]`` with no ``[`` between."""
+    if at + 1 >= len(text) or not (text[at + 1] in "#/@" or "a" <= text[at + 1] <= "z"):
+        return False
+    close, reopen = text.find("]", at + 1), text.find("[", at + 1)
+    return close != -1 and (reopen == -1 or close < reopen)
+
+
+def no_escape(text: str) -> str:
+    return text
+
+
+def _day_of(ts: Any) -> str:
+    import time
+
+    try:
+        return time.strftime("%Y-%m-%d", time.gmtime(int(ts))) if ts else ""
+    except (TypeError, ValueError, OverflowError):
+        return ""
+
+
+def recall_lines(res: dict, style: Style = no_style, esc: Escape = no_escape) -> list[str]:
+    """A recall result as people read it (warnings, hits with their passage, one summary line)."""
+    lines = [f"{style('yellow', 'warning:')} {esc(w)}" for w in res.get("warnings") or []]
+    if res.get("serverStarted"):
+        lines.append(style("dim", "started the hive-brain server in the background: the next question is answered warm"))
+    if res.get("abstained"):
+        lines.append(f"Nothing relevant found ({esc(res.get('reason') or '')}).")
+        return lines
+    for i, h in enumerate(res["hits"], 1):
+        tag = style("dim", str(h.get("type") or h.get("kind")))
+        status = "" if h.get("status") in (None, "active") else " " + style("red", str(h["status"]))
+        day = f"  {_day_of(h['date'])}" if h.get("date") else ""
+        lines.append(f"{style('bold', f'{i}. ' + esc(h['title']))} {tag}{status}  "
+                     + style("dim", f"{esc(h['path'])}{day}  score {h['score']:.3f}"))
+        lines.append("   " + esc(h["passage"]["text"][:400]).replace("\n", "\n   "))
+        if h.get("evolutionChain"):
+            lines.append("   " + style("dim", f"supersedes: {', '.join(x['id'] for x in h['evolutionChain'])}"))
+        if h.get("idConflict"):
+            copies = ", ".join(h["idConflict"]["copies"])
+            lines.append(f"   {style('yellow', 'sync conflict:')} the same memory is also in {esc(copies)} "
+                         "(see `hive-brain repair-conflicts`)")
+    sem = "hybrid" if res.get("semantic") else f"lexical ({res.get('semanticOff') or 'semantic off'})"
+    lines.append(style("dim", f"{len(res['hits'])} hits · {res.get('tier')} · {sem} · generation {res.get('generation')} · "
+                              f"{res['timing']['totalMs']:.0f} ms"))
+    return lines
+
+
+def remember_line(res: dict, where: Callable[[str], str]) -> str:
+    """``where``: a note's absolute path from its vault-relative one (which vault a write landed in must
+    be plain from its output; JSON keeps the relative path)."""
+    if res.get("status") == "proposed":
+        return f"Queued for Brain Review: {res['proposal']} ({where(res['path'])})"
+    return f"Remembered {res['id']} → {where(res['path'])}"
+
+
+def evolve_line(res: dict, where: Callable[[str], str]) -> str:
+    return f"Evolved {res['supersedes']} → {res['id']} ({where(res['path'])})"
+
+
+def pending_line(res: dict) -> str:
+    """A write kept because the vault was busy: what the command would say of a finished one does not apply yet."""
+    return f"Pending {res['id']}: {res.get('message', 'the vault is busy')}"
