@@ -64,6 +64,10 @@ class Settings:
     vault: Path | None
     state_dir: Path
     model_dir: Path
+    # The embedding pack that answers (its id under model_dir); "" = the default pack.
+    embedding_pack: str
+    # Where `model install --download` fetches a model from (a Hugging Face-style hub).
+    hub_endpoint: str
     agent_id: str | None
     lock_timeout: float
     hook_deadline: float
@@ -112,6 +116,8 @@ _FIELDS: dict[str, tuple[str, Callable[[], Any]]] = {
     "vault": ("path", lambda: None),
     "state_dir": ("path", _user_data_dir),
     "model_dir": ("path", lambda: user_cache_dir() / "models"),
+    "embedding_pack": ("str", lambda: ""),
+    "hub_endpoint": ("str", lambda: "https://huggingface.co"),
     "agent_id": ("str", lambda: None),
     "lock_timeout": ("float", lambda: 30.0),
     "hook_deadline": ("float", lambda: 1.5),
@@ -139,6 +145,8 @@ _ENV = {
     "vault": "HIVE_BRAIN_VAULT",
     "state_dir": "HIVE_BRAIN_STATE_DIR",
     "model_dir": "HIVE_BRAIN_MODEL_DIR",
+    "embedding_pack": "HIVE_BRAIN_EMBEDDING_PACK",
+    "hub_endpoint": "HIVE_BRAIN_HUB_ENDPOINT",
     "agent_id": "HIVE_AGENT_ID",
     "lock_timeout": "HIVE_BRAIN_LOCK_TIMEOUT",
     "hook_deadline": "HIVE_BRAIN_HOOK_DEADLINE",

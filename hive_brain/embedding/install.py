@@ -190,19 +190,31 @@ def install_from(
     query_prefix: str | None = None,
     passage_prefix: str | None = None,
     max_tokens: int | None = None,
+    name: str | None = None,
+    source: str | None = None,
 ) -> Path:
-    """Install a directory holding ``model.onnx`` + ``tokenizer.json`` (+ optional manifest) as a pack.
+    """Install a directory holding ``model.onnx`` + ``tokenizer.json`` (+ optional manifest) as a pack,
+    or a sentence-transformers / Hugging Face model folder (its ``onnx/`` export and settings files:
+    :mod:`.hub`).
 
-    Settings come from the source manifest when it has one; keyword arguments override it.  Without
-    a manifest the defaults are mean pooling, L2 normalisation, no prefixes and 512 tokens, and the
-    dimension is inferred by running the model once (``dim``, if given, must agree).  The copy is
-    loaded and must produce a finite vector of the right size before it is published.
+    Settings come from the source manifest when it has one, else from the folder's
+    sentence-transformers files; keyword arguments override both.  Without either the defaults are
+    mean pooling, L2 normalisation, no prefixes and 512 tokens, and the dimension is inferred by
+    running the model once (``dim``, if given, must agree).  The copy is loaded and must produce a
+    finite vector of the right size before it is published. ``name``: the model's own name (the
+    pack id's default and the e5 prefixes); ``source``: where it came from, for the manifest.
     """
+    from . import hub
+
     src_dir = Path(src_dir)
     model_dir = Path(model_dir)
-    missing = [name for name in PACK_FILES if not (src_dir / name).is_file()]
-    if missing:
-        raise ModelError(f"{src_dir} is not an embedding pack: missing {', '.join(missing)}")
+    if not src_dir.is_dir():
+        raise ModelError(f"{src_dir} is not a folder", hint="point --from at a model folder")
+    files = {MODEL_FILE: src_dir / MODEL_FILE, TOKENIZER_FILE: src_dir / TOKENIZER_FILE}
+    if not files[TOKENIZER_FILE].is_file():
+        raise ModelError(f"{src_dir} is not an embedding pack: missing {TOKENIZER_FILE}",
+                         hint="hive-brain needs the model's fast tokenizer (tokenizer.json) beside the model")
+    files[MODEL_FILE] = hub.model_file(src_dir)
     base: dict[str, Any] = {}
     if (src_dir / MANIFEST).is_file():
         try:
@@ -211,6 +223,10 @@ def install_from(
             raise ModelError(f"unreadable {src_dir / MANIFEST}: {exc}") from None
         if not isinstance(base, dict):
             raise ModelError(f"{src_dir / MANIFEST} is not a JSON object")
+    else:
+        base = hub.hub_settings(src_dir, name or src_dir.resolve().name)
+        if name:
+            base["id"] = hub.pack_id_for(name)
     overrides = {
         "id": pack_id,
         "dim": dim,
@@ -233,14 +249,14 @@ def install_from(
     if not isinstance(manifest["id"], str) or not PACK_ID_RE.fullmatch(manifest["id"]):
         raise ModelError(f"bad pack id {manifest['id']!r}: use letters, digits, '.', '_' or '-'")
     manifest["format"] = MANIFEST_FORMAT
-    manifest.setdefault("source", str(src_dir.resolve()))
+    manifest.setdefault("source", source or str(src_dir.resolve()))
     expected_dim = manifest.pop("dim", None)
 
     build_dir = new_build_dir(model_dir, str(manifest["id"]))
     try:
-        for name in PACK_FILES:
-            shutil.copyfile(src_dir / name, build_dir / name)
-        manifest["files"] = {name: file_entry(build_dir / name) for name in PACK_FILES}
+        for fname in PACK_FILES:
+            shutil.copyfile(files[fname], build_dir / fname)
+        manifest["files"] = {fname: file_entry(build_dir / fname) for fname in PACK_FILES}
         _check_source_hashes(base, manifest, src_dir)
         # Probe with a provisional dim so the embedder can load; the real one comes from the output.
         manifest["dim"] = expected_dim if isinstance(expected_dim, int) and expected_dim > 0 else 1

@@ -197,7 +197,7 @@ class Indexer:
         from ..embedding.pack import find_pack
 
         try:
-            return find_pack(Path(self.settings.model_dir))
+            return find_pack(Path(self.settings.model_dir), self.settings.embedding_pack or None)
         except Exception:  # noqa: BLE001 - a broken pack means "lexical only", reported by status
             return None
 
