@@ -356,9 +356,12 @@ class IndexingLoop:
         self._warm_read(idx, snap)
         self.error = None
         from ..rpc.client import READY_NAME
+        from ..store.fsutil import atomic_write_text
 
         with contextlib.suppress(OSError):
-            (self.vault.state / READY_NAME).touch()  # before the event: whoever waited on it may read at once
+            # Our pid in it (rpc/wire.ready): a marker that outlives a kill -9 is not believed. Before
+            # the event: whoever waited on it may read at once.
+            atomic_write_text(self.vault.state / READY_NAME, f"{os.getpid()}\n", durable=False)
         self.ready.set()
         self.log.info("ready in %.2fs: generation %s, semantic %s, watcher %s", time.monotonic() - t0,
                       snap.generation, "on" if snap.embedder is not None else f"off ({snap.semantic_off})", self.watcher)
