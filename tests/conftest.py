@@ -11,8 +11,18 @@ import pytest
 PACK_CACHE = Path(os.environ.get("HIVE_BRAIN_TEST_PACK_DIR", "/tmp/hive-brain-test-pack"))
 
 
+@pytest.fixture(scope="session")
+def runtime_dir(tmp_path_factory) -> Path:
+    """$XDG_RUNTIME_DIR of every test (one for the session): the servers' locks live there
+    (daemon/registry.py), so `serve --list` in a test sees the suite's servers and no one else's."""
+    d = tmp_path_factory.mktemp("run")
+    d.chmod(0o700)
+    return d
+
+
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path, monkeypatch):
+def _isolated_home(tmp_path, monkeypatch, runtime_dir):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime_dir))
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))

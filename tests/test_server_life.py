@@ -172,3 +172,149 @@ def test_after_a_kill_9_the_next_prompt_starts_a_server(vault_path, tmp_path, mo
     monkeypatch.setattr(client, "spawn_server", lambda root, st: spawned.append(Path(st)))
     assert client.start_in_background(vault_path, state) is True
     assert spawned == [state]
+
+
+# ---------------------------------------------------------------------------------------------- one per vault, none without
+def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "hive_brain", "serve", *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env or dict(os.environ))
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def _until(pred, timeout: float, step: float = 0.05) -> bool:
+    t_end = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > t_end:
+            return False
+        time.sleep(step)
+    return True
+
+
+def test_a_server_stops_when_its_vault_is_deleted_and_indexes_no_empty_vault(vault_path):
+    import shutil
+
+    from hive_brain.daemon.server import Server
+
+    remember("Release steps", "Tag the commit, then run make release.", "procedure")
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(START_TIMEOUT)
+        gen = srv.indexing.snap.generation
+        shutil.rmtree(vault_path)
+        assert srv.stopping.wait(30), "the server outlived its vault"
+        assert "vault" in (srv.stop_reason or "") and "gone" in srv.stop_reason
+        assert srv.indexing.snap.generation == gen  # the deletion was not indexed as "every note removed"
+
+
+def test_a_server_stops_when_its_vault_is_replaced(vault_path):
+    from hive_brain.daemon.server import Server
+    from hive_brain.store.vault import init_vault
+
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(START_TIMEOUT)
+        vault_path.rename(vault_path.with_name("old-vault"))
+        init_vault(vault_path, resolve())  # a new vault at the same path: another inode, another id
+        assert srv.stopping.wait(30), "the server outlived its vault"
+        assert "replaced" in (srv.stop_reason or "") or "gone" in (srv.stop_reason or "")
+
+
+def test_rm_rf_of_the_state_dir_stops_the_old_server_before_a_new_one_serves(vault_path):
+    """The lock outlives the state dir (it is in the runtime dir): a server started after the rm -rf
+    waits for the old one, which notices its state dir is gone and exits; never two at once."""
+    import shutil
+
+    state = _state()
+    old = _serve()
+    new = None
+    try:
+        client.wait_ready(state, START_TIMEOUT, proc=old)
+        shutil.rmtree(state)
+        new = _serve()
+        # Both alive at once only while the new one waits for the lock: it is not ready before the old exits.
+        assert _until(lambda: old.poll() is not None or client.server_ready(state), 60)
+        assert old.poll() is not None, "the new server became ready while the old one still ran"
+        assert old.returncode == 0
+        pong = client.wait_ready(state, START_TIMEOUT, proc=new)
+        assert pong["pid"] == new.pid
+    finally:
+        _stop(old)
+        if new is not None:
+            _stop(new)
+
+
+def test_serve_stop_returns_only_once_the_process_has_exited(vault_path):
+    from hive_brain.daemon.server import stop_server
+
+    state = _state()
+    proc = _serve()
+    try:
+        client.wait_ready(state, START_TIMEOUT, proc=proc)
+        res = stop_server(state)
+        assert res["stopped"] and res["pid"] == proc.pid
+        assert proc.poll() is not None, "stop_server said stopped while the process still ran"
+    finally:
+        _stop(proc)
+
+
+def test_serve_list_shows_every_server_and_stop_all_stops_them(vault_path, tmp_path):
+    from hive_brain.store.vault import init_vault
+
+    other = tmp_path / "other-vault"
+    init_vault(other, resolve())
+    procs = [_serve(), _serve(env=dict(os.environ, HIVE_BRAIN_VAULT=str(other)))]
+    try:
+        client.wait_ready(_state(), START_TIMEOUT, proc=procs[0])
+        client.wait_ready(open_vault(resolve(vault=other)).state, START_TIMEOUT, proc=procs[1])
+        listed = subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--list", "--json"], capture_output=True,
+                                text=True, timeout=60, cwd=tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        rows = {r["pid"]: r for r in json.loads(listed.stdout)["servers"]}
+        assert set(rows) >= {p.pid for p in procs}
+        assert rows[procs[0].pid]["vault"] == str(vault_path.resolve())
+        assert rows[procs[1].pid]["vault"] == str(other.resolve())
+        for p in procs:
+            assert rows[p.pid]["rssBytes"] > 10 * 2**20 and rows[p.pid]["uptimeS"] >= 0
+        human = subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--list"], capture_output=True, text=True,
+                               timeout=60, cwd=tmp_path).stdout
+        assert f"pid {procs[0].pid}" in human and str(other.resolve()) in human
+        stopped = subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--stop", "--all", "--json"],
+                                 capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert stopped.returncode == 0, stopped.stderr
+        assert all(p.poll() is not None for p in procs)
+        again = subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--list", "--json"], capture_output=True,
+                               text=True, timeout=60, cwd=tmp_path)
+        assert not {r["pid"] for r in json.loads(again.stdout)["servers"]} & {p.pid for p in procs}
+    finally:
+        for p in procs:
+            _stop(p)
+
+
+def test_an_idle_server_exits_after_idle_exit(vault_path, monkeypatch):
+    from hive_brain.daemon.server import Server
+
+    monkeypatch.setenv("HIVE_BRAIN_IDLE_EXIT", "3s")
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(START_TIMEOUT)
+        client.call(srv.state, "recall", {"query": "anything"}, timeout=10)
+        assert srv.stopping.wait(30)
+        assert "idle_exit" in (srv.stop_reason or "")
+
+
+def test_idle_exit_is_off_by_default_and_read_as_a_duration(monkeypatch):
+    from hive_brain.errors import UsageError
+
+    assert resolve().idle_exit == 0
+    for text, secs in (("2h", 7200), ("30m", 1800), ("90s", 90), ("1", 3600), ("off", 0)):
+        monkeypatch.setenv("HIVE_BRAIN_IDLE_EXIT", text)
+        assert resolve().idle_exit == secs
+    monkeypatch.setenv("HIVE_BRAIN_IDLE_EXIT", "soon")
+    with pytest.raises(UsageError):
+        resolve()

@@ -160,6 +160,10 @@ class IndexingLoop:
         self._event_seq = 0
         self._changed: dict[str, int] = {}
         self._unknown_seq: int | None = 0  # nothing read yet: the first refresh walks
+        # The server's life check (server.Server.check_life): asked before every catch-up, so a vault
+        # deleted under the server is not indexed as "every note removed" before the server stops.
+        self.alive: Callable[[], str | None] = lambda: None
+        self.on_dead: Callable[[str], None] = lambda why: stop.set()
 
     # -- watcher ---------------------------------------------------------------------------------
     def start_watcher(self) -> None:
@@ -443,6 +447,10 @@ class IndexingLoop:
     def _catch_up(self, idx: Any, *, lock_timeout: float, label: str) -> dict | None:
         from ..store.journal import write_session
 
+        why = self.alive()
+        if why:
+            self.on_dead(why)
+            return None
         with self.cond:
             seq = self._event_seq  # the catch-up's walk starts after this: it sees these events' notes
         try:
