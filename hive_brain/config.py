@@ -83,6 +83,9 @@ class Settings:
     memory_types: str
     # How often the server runs the promotion pass (Brain Review proposals only; 0 = never).
     promotion_every_s: float
+    # Seconds without a request after which the server exits (0 = never): any prompt starts it again.
+    # Set as "2h", "30m", "90s" or a number of hours; "off" or 0 turns it off.
+    idle_exit: float
     # Proofs of identity (enforcement mode; store/identity.py): file paths, from the environment or a
     # flag only, never the config file (which every process, agents included, reads).
     agent_credential: Path | None
@@ -129,6 +132,7 @@ _FIELDS: dict[str, tuple[str, Callable[[], Any]]] = {
     "max_note_bytes": ("int", lambda: 5 * 1024 * 1024),
     "memory_types": ("str", lambda: ""),
     "promotion_every_s": ("float", lambda: 86400.0),
+    "idle_exit": ("duration", lambda: 0.0),
     "agent_credential": ("path", lambda: None),
     "owner_key": ("path", lambda: None),
     "owner_verified": ("bool", lambda: False),
@@ -158,6 +162,7 @@ _ENV = {
     "max_note_bytes": "HIVE_BRAIN_MAX_NOTE_BYTES",
     "memory_types": "HIVE_BRAIN_MEMORY_TYPES",
     "promotion_every_s": "HIVE_BRAIN_PROMOTION_EVERY",
+    "idle_exit": "HIVE_BRAIN_IDLE_EXIT",
     "agent_credential": "HIVE_AGENT_CREDENTIAL",
     "owner_key": "HIVE_BRAIN_OWNER_KEY",
 }
@@ -193,11 +198,36 @@ def _coerce(name: str, value: Any, *, paths: bool = True) -> Any:
             return str(value).strip().lower() in ("1", "true", "yes", "on")
         if kind == "float":
             return float(value)
+        if kind == "duration":
+            return duration_seconds(value)
         if kind == "int":
             return int(value)
     except (TypeError, ValueError) as e:
         raise UsageError(f"setting {name!r} has an invalid value {value!r}", hint="fix the env var or config file") from e
     return value
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration_seconds(value: Any) -> float:
+    """A duration setting in seconds: "2h", "30m", "90s", "1d", or a bare number of hours; "off",
+    false and 0 are 0 (off). ValueError for anything else, or a negative one."""
+    if isinstance(value, bool):
+        if value:
+            raise ValueError("a duration, not true")
+        return 0.0
+    if isinstance(value, int | float):
+        secs = float(value) * 3600.0
+    else:
+        text = str(value).strip().lower()
+        if text in ("off", "false", "no", "never", ""):
+            return 0.0
+        unit = next((u for u in sorted(_UNITS, key=len, reverse=True) if text.endswith(u)), None)
+        secs = float(text[: -len(unit)].strip()) * _UNITS[unit] if unit else float(text) * 3600.0
+    if not secs >= 0 or secs == float("inf"):
+        raise ValueError("a duration must be 0 or more")
+    return secs
 
 
 def values(names: Collection[str] | None = None, **flags: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -354,6 +384,8 @@ def _toml_value(k: str, value: Any) -> str:
     from pathlib import Path
 
     v = _coerce(k, value)
+    if _FIELDS[k][0] == "duration":
+        return json.dumps(str(value).strip())  # as the user wrote it ("2h"); checked just above
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int | float):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import resource
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -11,8 +14,80 @@ import pytest
 PACK_CACHE = Path(os.environ.get("HIVE_BRAIN_TEST_PACK_DIR", "/tmp/hive-brain-test-pack"))
 
 
+# ---------------------------------------------------------------------------------------------- the session's end
+# The suite must leave nothing running: a server a test started and never stopped held 0.5-1 GB until
+# someone noticed (issue 26). Every process a test starts inherits an environment naming the session's
+# temp folder (HIVE_BRAIN_STATE_DIR, XDG_RUNTIME_DIR, HOME under it), which is how it is found at the end.
+LEFTOVER_GRACE_S = 10.0  # a server told to stop in a test's teardown may still be exiting
+_SESSION: dict[str, object] = {}
+
+
+def _started_by_this_session(marker: bytes) -> list[tuple[int, str]]:
+    found = []
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read()
+            if marker not in env:
+                continue
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            continue
+        if cmd:  # a zombie has no command line left: it is gone, only not reaped
+            found.append((int(name), cmd))
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    base = factory.getbasetemp() if factory is not None and getattr(factory, "_basetemp", None) else None
+    if base is None:
+        return
+    marker = (str(base) + "/").encode()
+    t_end = time.monotonic() + LEFTOVER_GRACE_S
+    left = _started_by_this_session(marker)
+    while left and time.monotonic() < t_end:
+        time.sleep(0.2)
+        left = _started_by_this_session(marker)
+    if left:
+        _SESSION["leftovers"] = left
+        for pid, _cmd in left:  # reported and failed, but not left behind
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    scale = 1 if os.uname().sysname == "Darwin" else 1024  # bytes on macOS, KiB on Linux
+    terminalreporter.write_line(f"peak RSS: pytest {me * scale / 2**20:,.0f} MB, largest child process "
+                                f"{kids * scale / 2**20:,.0f} MB")
+    left = _SESSION.get("leftovers")
+    if left:
+        terminalreporter.write_line(f"FAILED: {len(left)} process(es) started by the tests were still running at the "
+                                    "end (killed now):", red=True)
+        for pid, cmd in left:  # type: ignore[attr-defined]
+            terminalreporter.write_line(f"  pid {pid}: {cmd[:300]}", red=True)
+
+
+@pytest.fixture(scope="session")
+def runtime_dir(tmp_path_factory) -> Path:
+    """$XDG_RUNTIME_DIR of every test (one for the session): the servers' locks live there
+    (daemon/registry.py), so `serve --list` in a test sees the suite's servers and no one else's."""
+    d = tmp_path_factory.mktemp("run")
+    d.chmod(0o700)
+    return d
+
+
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path, monkeypatch):
+def _isolated_home(tmp_path, monkeypatch, runtime_dir):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime_dir))
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))

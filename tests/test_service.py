@@ -61,3 +61,20 @@ def test_launchd_agent_on_macos(vault_path):
     assert data["ProgramArguments"][:3] == [sys.executable, "-m", "hive_brain"]
     assert data["ProgramArguments"][-1] == "serve" and data["KeepAlive"] is True
     assert p["path"].endswith(f"{data['Label']}.plist") and "LaunchAgents" in p["path"]
+
+
+def test_install_fails_with_one_clear_line_when_systemctl_fails(vault_path, tmp_path, monkeypatch):
+    """A service manager that is there and refuses (no user session bus, a broken unit) is a failure:
+    exit 1 and its own words, never exit 0 with b'...' in the note."""
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text("#!/bin/sh\necho 'Failed to connect to bus: No medium found' >&2\nexit 1\n")
+    (fake / "systemctl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ.get('PATH', '')}")
+    p = subprocess.run([sys.executable, "-m", "hive_brain", "service", "install"], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ))
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    err = p.stderr.strip()
+    assert "Failed to connect to bus: No medium found" in err and "b'" not in err and 'b"' not in err
+    assert "daemon-reload" in err
+    assert "Traceback" not in err

@@ -48,7 +48,9 @@ def _prompt() -> int:
         os._exit(code)  # as the full path does: nothing to clean up, and teardown costs tens of ms
     from . import hooks
 
-    return hooks.dispatch("prompt", [], stdin=stdin, server_error=server_error)
+    # The same t0: the hook has one deadline, the fast path's wait included (a fresh one here let a
+    # hung server cost the prompt its share and then a whole second deadline).
+    return hooks.dispatch("prompt", [], stdin=stdin, server_error=server_error, t0=t0)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ EVENTS = {
 FORMATS = ("claude", "cursor", "cline")
 STATUS_FILE = quick.STATUS_FILE
 STATUS_KEEP = quick.STATUS_KEEP
-HOOK_LOCAL_RESERVE_S = quick.LOCAL_RESERVE_S  # of the deadline, kept for the lexical answer when the server does not answer
+HOOK_LOCAL_RESERVE_S = quick.LOCAL_RESERVE_S  # the least of the deadline kept for the lexical answer (quick.local_reserve)
 STOP_LOCK_TIMEOUT = 2.0
 SESSION_START_MIN_DEADLINE = 3.0
 USAGE = (
@@ -75,11 +75,12 @@ def load_site() -> None:
 
 # ---------------------------------------------------------------------------------------------- entry
 def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit: bool = True,
-             server_error: str | None = None) -> int:
+             server_error: str | None = None, t0: float | None = None) -> int:
     """Run one hook. Returns the exit code; with ``hard_exit`` a timed-out run ends the process at once.
     ``server_error``: the fast path (:mod:`.quick`) asked the server and it failed: answer in-process
-    at once instead of waiting for it a second time."""
-    t0 = time.monotonic()
+    at once instead of waiting for it a second time. ``t0``: when the hook began (the fast path's
+    start): the deadline and the recorded duration count from it, so the hook has one deadline."""
+    t0 = time.monotonic() if t0 is None else t0
     if event in ("-h", "--help", "help") or "-h" in argv or "--help" in argv:
         print(USAGE)
         return 0
@@ -119,11 +120,14 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
         timed_out = True
         rec["mode"] = "timeout"
         output = None
+        # No answer in time, maybe because no server answered: one is started (a no-op when one is
+        # ready or starting) so that the next prompts are not cold too.
+        rec["startServer"] = event == "prompt"
     except Exception as e:  # noqa: BLE001 - fail closed: a hook must never break the agent
         rec.update(ok=False, error=_one_line(e))
         output = None
     rec["durationMs"] = round((time.monotonic() - t0) * 1000, 1)
-    _record(_status_dir(settings), rec)
+    start_server = bool(rec.pop("startServer", False))
     code = 0
     if not rec["ok"]:
         msg = (
@@ -149,17 +153,36 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
             sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
         except (OSError, ValueError):
             pass  # the agent closed the pipe; nothing to tell it anymore
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    if start_server and settings is not None:
+        # After the answer is out, never inside the deadline: starting a server (a fork, then a
+        # process loading models on the same cores) competed with this prompt's own lexical answer
+        # and cost most first prompts after a restart their memory (issue 26).
+        if hard_exit:
+            _release_stdout()
+        rec["serverStarted"] = _start_server(settings)
+    _record(_status_dir(settings), rec)
     if hard_exit and (timed_out or event == "prompt"):
         # A timed-out worker may sit in native code: do not wait for it. And the prompt hook has
         # nothing left to clean up (it wrote nothing but its status file and a usage line), so it skips interpreter
         # teardown too (tens of ms of module and index-handle finalisation on every prompt).
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
         os._exit(code)
     return code
+
+
+def _release_stdout() -> None:
+    """Close the agent's pipe (the answer is written and flushed): an agent reading to the end of the
+    output has it now, whatever this process does next."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    except OSError:
+        pass
 
 
 def _format(argv: list[str]) -> str:
@@ -289,8 +312,8 @@ def _prompt(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
     rec["items"] = len(pack.get("items") or [])
     if pack.get("serverError"):
         rec["serverError"] = pack["serverError"]
-    if pack.get("serverStarted"):
-        rec["serverStarted"] = True
+    if pack.get("startServer"):
+        rec["startServer"] = True  # dispatch starts it once the answer is printed
     if isinstance(pack.get("timing"), dict) and "opMs" in pack["timing"]:
         rec["serverMs"] = pack["timing"]["opMs"]  # the server's share of durationMs
     if pack.get("abstained") or not pack.get("context"):
@@ -342,7 +365,7 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     pack = reader.read(work, deadline=deadline)
     server_error = reader.server_error
     if pack.get("mode") == "lexical" and server_error:  # no index: a rebuild is asked for below instead
-        pack["serverStarted"] = _start_server(settings)
+        pack["startServer"] = True  # by the caller, after the answer is given (see dispatch)
     if pack["mode"] == "no-index":
         # Indexing here would take the lock and open a writer: the prompt path never does.
         # It asks a detached process to build the index, so the next prompt has memory.
@@ -390,7 +413,8 @@ def hook_reader(vault: Any, settings: Any) -> Any:
             return None
 
     return Reader(vault.state, agent=settings.agent_id, use_server=settings.use_server, local_view=local_view,
-                  fallback_on_error=True, local_reserve=HOOK_LOCAL_RESERVE_S, auth=settings.auth)
+                  fallback_on_error=True, local_reserve=quick.local_reserve(float(settings.hook_deadline)),
+                  auth=settings.auth)
 
 
 REBUILD_RETRY_S = 600.0
@@ -430,9 +454,12 @@ def hook_answer(settings: Any, question: str, *, budget: int | None = None) -> d
     deadline = t0 + float(settings.hook_deadline)
     b = int(budget or settings.hook_budget_chars)
     try:
-        return _deadline_run(
+        pack = _deadline_run(
             lambda: answer_for_hook(settings, question, "", budget=b, deadline=deadline), deadline
         )
+        if pack.pop("startServer", False):
+            pack["serverStarted"] = _start_server(settings)
+        return pack
     except _Timeout:
         return {
             "abstained": True,

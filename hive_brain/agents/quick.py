@@ -30,6 +30,13 @@ LOCAL_RESERVE_S = 0.5  # of the deadline, kept for the lexical answer when the s
 OLD_STATUS_KEYS = {"duration_ms": "durationMs", "server_error": "serverError", "last_error": "lastError"}
 
 
+def local_reserve(deadline_s: float) -> float:
+    """The part of the hook's one deadline kept for the in-process lexical answer when the server does
+    not answer in its share: at least LOCAL_RESERVE_S, a third of a longer deadline (a loaded machine
+    slows the lexical answer as much as the server)."""
+    return max(LOCAL_RESERVE_S, deadline_s / 3.0)
+
+
 class Fallback(Exception):
     """The fast path does not answer this prompt; ``server_error`` is set when the server was asked and
     failed (the full path then goes straight to its in-process answer)."""
@@ -207,7 +214,7 @@ def _ask(state: str, request: bytes, deadline: float) -> dict:
     """One request to the vault's server (:mod:`..rpc.wire`, as ``rpc.client.call``); the ``prompt`` op's result."""
     from ..rpc import wire
 
-    if not os.path.exists(os.path.join(state, wire.READY_NAME)):
+    if not wire.ready(state):
         raise Fallback("the server is not ready")
     path = wire.socket_path(state)
     if not wire.usable(path):
@@ -266,14 +273,15 @@ def answer(stdin: str, t0: float) -> int:
     if agent is None:
         raise Fallback("no agent id")  # the full path derives it from the payload
     agent = config.validate_agent_id(agent)
-    deadline = t0 + float(got.get("hook_deadline", config.default("hook_deadline")))
+    deadline_s = float(got.get("hook_deadline", config.default("hook_deadline")))
+    deadline = t0 + deadline_s
     budget = max(500, int(got.get("hook_budget_chars", config.default("hook_budget_chars"))))
     state_dir = got.get("state_dir") or config.data_dir()
     os.umask(0o077)  # state is the owner's alone (store.vault.secure_state): the status file below
     state = _vault_state(got["vault"], state_dir)
     request = dumps({"op": "prompt", "args": {"prompt": prompt[:PROMPT_CHARS], "context": None, "transcript_path": tp,
                                               "budget": budget, "agent": agent}}).encode("utf-8") + b"\n"
-    res = _ask(state, request, deadline - LOCAL_RESERVE_S)
+    res = _ask(state, request, deadline - local_reserve(deadline_s))
     rec: dict[str, Any] = {"time": now_iso(), "event": "prompt", "ok": True, "mode": res["mode"],
                            "session_id": str(sid or "")[:80] or None, "agent": agent,
                            "items": len(res.get("items") or [])}

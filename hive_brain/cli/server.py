@@ -3,6 +3,7 @@ the CLI must not pull in the server's dependencies."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,13 @@ def _state_dir(state: State) -> tuple[Any, Path]:
 @click.option("--stop", "stop", is_flag=True, help="Stop the running server of this vault and wait until it exits.")
 @click.option("--status", "show_status", is_flag=True, help="Show whether a server runs for this vault.")
 @click.option("--detach", is_flag=True, help="Start the server in the background and return once it answers.")
+@click.option("--list", "show_list", is_flag=True,
+              help="List every hive-brain server of this user (any vault): vault, pid, memory, uptime.")
+@click.option("--all", "all_servers", is_flag=True, help="With --stop: stop every hive-brain server of this user.")
 @click.option("--timeout", type=float, default=30.0, show_default=True,
               help="Seconds to wait for --detach to become ready or --stop to finish.")
-def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, timeout: float, as_json: bool) -> None:
+def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, show_list: bool, all_servers: bool,
+              timeout: float, as_json: bool) -> None:
     """Run the vault's server: watches the notes, keeps the index current, answers recalls warm.
 
     One server per vault (a second one refuses). While it runs it is the vault's background indexer:
@@ -39,11 +44,34 @@ def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, timeout
       hive-brain serve --detach      # start in the background
       hive-brain serve --status
       hive-brain serve --stop
+      hive-brain serve --list        # every server of this user, any vault
+      hive-brain serve --stop --all
     """
     from ..errors import UsageError
 
-    if sum((stop, show_status, detach)) > 1:
-        raise UsageError("use at most one of --stop, --status, --detach")
+    if sum((stop, show_status, detach, show_list)) > 1:
+        raise UsageError("use at most one of --stop, --status, --detach, --list")
+    if all_servers and not stop:
+        raise UsageError("--all goes with --stop", hint="hive-brain serve --stop --all")
+    if show_list:
+        from ..daemon.registry import servers
+
+        rows = servers()
+        out(as_json, {"servers": rows}, lambda c: _print_list(rows))
+        return
+    if stop and all_servers:
+        from ..daemon.server import stop_all
+
+        rows = stop_all(timeout=timeout)
+        failed = [r for r in rows if not r["stopped"]]
+        out(as_json, {"servers": rows, "stopped": len(rows) - len(failed)}, lambda c: click.echo(
+            f"stopped {len(rows) - len(failed)} server(s)" if rows else "no hive-brain server running"))
+        if failed:
+            from ..errors import HiveBrainError
+
+            raise HiveBrainError(f"{len(failed)} server(s) did not stop: {failed[0].get('error')}",
+                                 hint=f"kill them: kill -9 {' '.join(str(r['pid']) for r in failed)}")
+        return
     settings, state_dir = _state_dir(state)
 
     if show_status:
@@ -102,8 +130,29 @@ def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, timeout
     code = run_foreground(settings, on_started=started)
     if as_json:
         out(True, {"stopped": True}, lambda c: None)
-    if code:
-        raise SystemExit(code)
+    # Everything is closed (socket, locks, log): skip the interpreter's teardown, which spent seconds
+    # finalising model sessions and index handles after the server had said it stopped.
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
+def _print_list(rows: list[dict[str, Any]]) -> None:
+    from .base import duration
+
+    if not rows:
+        click.echo("no hive-brain server running")
+        return
+    for r in rows:
+        rss = f"{r['rssBytes'] / 2**20:,.0f} MB" if r.get("rssBytes") else "? MB"
+        up = duration(r["uptimeS"]) if r.get("uptimeS") is not None else "?"
+        old = "" if r.get("registered") else "  (an older version)"
+        click.echo(f"pid {r['pid']}  {rss}  up {up}  {r.get('vault') or '?'}{old}")
+    total = sum(r.get("rssBytes") or 0 for r in rows)
+    click.echo(f"{len(rows)} server(s), {total / 2**20:,.0f} MB")
 
 
 @click.group("service")

@@ -161,6 +161,10 @@ class IndexingLoop:
         self._event_seq = 0
         self._changed: dict[str, int] = {}
         self._unknown_seq: int | None = 0  # nothing read yet: the first refresh walks
+        # The server's life check (server.Server.check_life): asked before every catch-up, so a vault
+        # deleted under the server is not indexed as "every note removed" before the server stops.
+        self.alive: Callable[[], str | None] = lambda: None
+        self.on_dead: Callable[[str], None] = lambda why: stop.set()
 
     # -- watcher ---------------------------------------------------------------------------------
     def start_watcher(self) -> None:
@@ -382,9 +386,12 @@ class IndexingLoop:
         self._warm_read(idx, snap)
         self.error = None
         from ..rpc.client import READY_NAME
+        from ..store.fsutil import atomic_write_text
 
         with contextlib.suppress(OSError):
-            (self.vault.state / READY_NAME).touch()  # before the event: whoever waited on it may read at once
+            # Our pid in it (rpc/wire.ready): a marker that outlives a kill -9 is not believed. Before
+            # the event: whoever waited on it may read at once.
+            atomic_write_text(self.vault.state / READY_NAME, f"{os.getpid()}\n", durable=False)
         self.ready.set()
         self.log.info("ready in %.2fs: generation %s, semantic %s, watcher %s", time.monotonic() - t0,
                       snap.generation, "on" if snap.embedder is not None else f"off ({snap.semantic_off})", self.watcher)
@@ -466,6 +473,10 @@ class IndexingLoop:
     def _catch_up(self, idx: Any, *, lock_timeout: float, label: str) -> dict | None:
         from ..store.journal import write_session
 
+        why = self.alive()
+        if why:
+            self.on_dead(why)
+            return None
         with self.cond:
             seq = self._event_seq  # the catch-up's walk starts after this: it sees these events' notes
         try:

@@ -9,9 +9,13 @@ the work is split by thread:
 * :mod:`.sockets` — the accept thread and worker pool answering requests (see
   :mod:`hive_brain.rpc.client` for the protocol) from the current snapshot, never taking the lock.
 
-One server per vault is enforced by an ``flock`` on ``<state>/server.lock``, held for the life of the
-process: the OS drops it on any death, even ``kill -9``, so a stale ``server.json`` or socket never
-blocks the next start (the next server removes them).
+One server per vault is enforced by an ``flock`` held for the life of the process on a file in the
+user's runtime dir named from the state dir (:mod:`.registry`; it survives an ``rm -rf`` of the
+state dir), and on ``<state>/server.lock`` (what older versions hold): the OS drops both on any death,
+even ``kill -9``, so a stale ``server.json`` or socket never blocks the next start (the next server
+removes them). None without a vault: a life check every ``LIFE_CHECK_S`` stops the server when its
+vault or state dir is gone or replaced (another inode), when its lock file is gone, or after
+``idle_exit`` without a request.
 """
 
 from __future__ import annotations
@@ -42,11 +46,15 @@ from ..rpc.client import (
     socket_path,
 )
 from ..store.lock import FileLock as PidLock  # one lock implementation: the vault lock's, tried once
+from . import registry
 from .indexing import DEBOUNCE_S, RESYNC_S, IndexingLoop
 from .sockets import SocketServer
 
 LOG_MAX_BYTES = 4 * 1024 * 1024
 LOG_KEEP_BYTES = 512 * 1024
+LIFE_CHECK_S = 2.0
+# How long a new server waits for one whose state dir was replaced (rm -rf) to notice and exit.
+REPLACED_HOLDER_WAIT_S = 20.0
 
 
 class AlreadyRunning(Refused):
@@ -54,14 +62,24 @@ class AlreadyRunning(Refused):
 
 
 def server_running(state_dir: Path) -> bool:
-    """True while some process holds the server lock of this state dir (works across zombies too)."""
+    """True while some process holds a server lock of this state dir (works across zombies too)."""
+    if registry.holder(state_dir) is not None:
+        return True
     lock = PidLock(Path(state_dir) / LOCK_NAME)
     if not lock.path.exists():
         return False
-    if lock.acquire():
+    if lock.acquire(command=registry.PROBE):
         lock.release()
         return False
     return True
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _remove_stale(state_dir: Path, sock: Path) -> None:
@@ -145,10 +163,15 @@ class Server:
         self.log_path = self.state / LOG_NAME
         self._log_to_stderr = log_to_stderr
         self.log: logging.Logger = logging.getLogger("hive_brain.server")
-        self._pidlock = PidLock(self.state / LOCK_NAME)
+        self._pidlock = PidLock(registry.lock_path(self.state))
+        self._statelock = PidLock(self.state / LOCK_NAME)
         self.stopping = threading.Event()
+        self.stop_reason: str | None = None
+        self._ids: dict[str, tuple[int, int] | None] = {}
         self.indexing = IndexingLoop(settings, self.vault, self.stopping, debounce=debounce, resync=resync,
                                      on_resync=lambda: _trim_log(self.log_path))
+        self.indexing.alive = self.check_life
+        self.indexing.on_dead = self.stop_because
         self.sockets = SocketServer(self)
         self._threads: list[threading.Thread] = []
         self.started_at: float | None = None
@@ -170,10 +193,7 @@ class Server:
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> Server:
         self.state.mkdir(parents=True, exist_ok=True)
-        if not self._pidlock.acquire(0, command="serve"):
-            pid = self._pidlock.holder() or (read_info(self.state) or {}).get("pid")
-            raise AlreadyRunning(f"hive-brain serve is already running (pid {pid}) for {self.vault.root}",
-                                 hint="stop it with `hive-brain serve --stop`")
+        self._lock()
         try:
             _trim_log(self.log_path)
             to_stderr = self._log_to_stderr
@@ -187,12 +207,78 @@ class Server:
             self.sockets.listen(self._spawn)
             self.indexing.start_watcher()
             self._spawn(self.indexing.run, "hive-brain-indexer")
+            self._spawn(self._life, "hive-brain-life")
             self._write_info()
             self.log.info("serving %s (state %s) on %s", self.vault.root, self.state, self.socket)
         except BaseException:
             self.close()
             raise
         return self
+
+    def _lock(self) -> None:
+        """Take the vault's server locks (the runtime dir's, then the state dir's), or raise AlreadyRunning.
+        A holder whose state dir was replaced under it (another inode) is about to notice and exit: it is
+        waited for. So is a probe (``serve --list``, ``--status``) holding the lock for a moment."""
+        self._ids = {"vault": _identity(self.vault.root), "marker": _identity(self._marker()),
+                     "state": _identity(self.state)}
+        ino = (self._ids["state"] or (0, 0))[1]
+        who = {"vault": str(self.vault.root), "stateDir": str(self.state), "stateIno": ino, "startedTs": time.time()}
+        deadline = time.monotonic() + REPLACED_HOLDER_WAIT_S
+        while not self._pidlock.acquire(0, command="serve", info=who):
+            held = self._pidlock.holder_info() or {}
+            wait = held.get("command") == registry.PROBE or held.get("stateIno") not in (None, ino)
+            if not wait or time.monotonic() >= deadline:
+                raise AlreadyRunning(f"hive-brain serve is already running (pid {held.get('pid')}) for {self.vault.root}",
+                                     hint="stop it with `hive-brain serve --stop`")
+            time.sleep(0.1)
+        deadline = time.monotonic() + 1.0
+        while not self._statelock.acquire(0, command="serve"):
+            held = self._statelock.holder_info() or {}
+            if held.get("command") != registry.PROBE or time.monotonic() >= deadline:
+                self._pidlock.release()
+                raise AlreadyRunning(f"hive-brain serve is already running (pid {held.get('pid')}) for {self.vault.root}",
+                                     hint="stop it with `hive-brain serve --stop`")
+            time.sleep(0.05)
+
+    def _marker(self) -> Path:
+        from ..store.vault import MARKER_DIR, MARKER_FILE
+
+        return self.vault.root / MARKER_DIR / MARKER_FILE
+
+    def check_life(self) -> str | None:
+        """Why this server should not live on (None: it should): its vault or state dir gone or replaced,
+        its lock file removed, or idle for longer than ``idle_exit``."""
+        for what, path in (("vault", self.vault.root), ("marker", self._marker()), ("state", self.state)):
+            now = _identity(path)
+            if now != self._ids.get(what):
+                name = {"vault": "the vault", "marker": "the vault's marker", "state": "the state dir"}[what]
+                return f"{name} {path} is {'gone' if now is None else 'replaced'}"
+        fd = self._pidlock.fd
+        if fd is not None:
+            st = os.fstat(fd)
+            if _identity(self._pidlock.path) != (st.st_dev, st.st_ino):
+                return f"its lock file {self._pidlock.path} is gone"
+        idle = float(getattr(self.settings, "idle_exit", 0.0) or 0.0)
+        if idle > 0 and time.monotonic() - self.sockets.last_active >= idle:
+            return f"no request for {idle:g}s (idle_exit)"
+        return None
+
+    def _life(self) -> None:
+        while not self.stopping.wait(LIFE_CHECK_S):
+            try:
+                why = self.check_life()
+            except Exception:  # noqa: BLE001 - a check that fails must not stop a healthy server
+                self.log.exception("life check failed")
+                continue
+            if why:
+                self.stop_because(why)
+                return
+
+    def stop_because(self, why: str) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = why
+            self.log.warning("stopping: %s", why)
+        self.request_stop()
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         t = threading.Thread(target=target, name=name, daemon=True)
@@ -251,6 +337,7 @@ class Server:
         for h in list(self.log.handlers):
             self.log.removeHandler(h)
             h.close()
+        self._statelock.release()
         self._pidlock.release()
 
     def __enter__(self) -> Server:
@@ -284,15 +371,16 @@ def run_foreground(settings: Settings, *, on_started: Callable[[Server], None] |
 def stop_server(state_dir: Path, *, timeout: float = 15.0) -> dict[str, Any]:
     """Stop the vault's server (op ``stop``, else SIGTERM) and wait until it has exited."""
     state_dir = Path(state_dir)
+    held = registry.holder(state_dir)
     lock = PidLock(state_dir / LOCK_NAME)
-    if lock.acquire():
+    if held is None and lock.acquire(command=registry.PROBE):
         # Nobody serves: clear what a killed server left behind, under the lock so we race no start.
         try:
             _remove_stale(state_dir, socket_path(state_dir))
         finally:
             lock.release()
         return {"wasRunning": False, "stopped": False, "pid": None}
-    pid = lock.holder() or (read_info(state_dir) or {}).get("pid")
+    pid = (held or {}).get("pid") or lock.holder() or (read_info(state_dir) or {}).get("pid")
     method = "stop request"
     try:
         call(state_dir, "stop", timeout=2.0)
@@ -301,10 +389,34 @@ def stop_server(state_dir: Path, *, timeout: float = 15.0) -> dict[str, Any]:
         if pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGTERM)
+    _wait_gone(state_dir, pid if isinstance(pid, int) else None, timeout)
+    return {"wasRunning": True, "stopped": True, "pid": pid, "method": method}
+
+
+def _wait_gone(state_dir: Path | None, pid: int | None, timeout: float) -> None:
+    """Until the server has released its locks and its process has exited (not only said so: "stopped"
+    used to be printed ~6 s before the process was gone)."""
     deadline = time.monotonic() + timeout
-    while server_running(state_dir):
+    while (state_dir is not None and server_running(state_dir)) or (pid is not None and not registry.gone(pid)):
         if time.monotonic() >= deadline:
             raise HiveBrainError(f"the hive-brain server (pid {pid}) did not stop within {timeout:g}s",
                                  hint=f"kill it: kill -9 {pid}")
         time.sleep(0.05)
-    return {"wasRunning": True, "stopped": True, "pid": pid, "method": method}
+
+
+def stop_all(*, timeout: float = 15.0) -> list[dict[str, Any]]:
+    """Stop every hive-brain server of this user (:func:`.registry.servers`): SIGTERM to each, then wait
+    until all have exited."""
+    rows = registry.servers()
+    for row in rows:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(int(row["pid"]), signal.SIGTERM)
+    out = []
+    for row in rows:
+        state = Path(row["stateDir"]) if row.get("stateDir") else None
+        try:
+            _wait_gone(state, int(row["pid"]), timeout)
+            out.append({**row, "stopped": True})
+        except HiveBrainError as e:
+            out.append({**row, "stopped": False, "error": e.message})
+    return out

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..errors import UsageError
+from ..errors import HiveBrainError, UsageError
 from ..store.fsutil import atomic_write_text
 from ..store.vault import open_vault
 
@@ -88,6 +88,10 @@ def install(settings: Settings, *, dry_run: bool = False, start: bool = True) ->
         atomic_write_text(path, p["text"])
     if start:
         res.update(_run(p["enable"], reload=p["kind"] == "systemd"))
+        if res.get("failed"):
+            # The service manager is there and refused: a failure, not a note (it used to exit 0).
+            raise HiveBrainError(f"wrote {path}, but {res['note']}",
+                                 hint=f"fix what it says, then run `{' '.join(p['enable'])}` (or `hive-brain service install` again)")
     return res
 
 
@@ -106,13 +110,16 @@ def _run(argv: list[str], *, reload: bool) -> dict[str, Any]:
     """Run the service manager; where there is none (a container, no user session) say what to run."""
     if shutil.which(argv[0]) is None:
         return {"started": False, "note": f"{argv[0]} not found: run `{' '.join(argv)}` where it is available"}
-    try:
-        if reload:
-            subprocess.run(["systemctl", "--user", "daemon-reload"], capture_output=True, timeout=30, check=True)
-        subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
-    except (OSError, subprocess.SubprocessError) as e:
-        detail = (getattr(e, "stderr", "") or str(e)).strip().splitlines()
-        return {"started": False, "note": f"`{' '.join(argv)}` failed ({detail[-1] if detail else e}); run it yourself"}
+    steps = ([["systemctl", "--user", "daemon-reload"]] if reload else []) + [argv]
+    for step in steps:
+        try:
+            subprocess.run(step, capture_output=True, text=True, errors="replace", timeout=60, check=True)
+        except (OSError, subprocess.SubprocessError) as e:
+            err = getattr(e, "stderr", None) or getattr(e, "stdout", None) or ""
+            lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+            why = lines[-1] if lines else (f"exit code {e.returncode}" if isinstance(e, subprocess.CalledProcessError)
+                                           else f"{type(e).__name__}: {e}")
+            return {"started": False, "failed": True, "note": f"`{' '.join(step)}` failed: {why}"}
     return {"started": True}
 
 

@@ -76,6 +76,9 @@ class SocketServer:
         self._conns_lock = threading.Lock()  # also guards stats (worker threads count concurrently)
         self._tls = threading.local()
         self.stats = {"requests": 0, "errors": 0}
+        # When a request other than ping/status last came (the idle exit counts from it): `serve
+        # --status`, `hooks status` and doctor only look, they do not keep a server alive.
+        self.last_active = time.monotonic()
 
     # -- connections -----------------------------------------------------------------------------
     def listen(self, spawn: Callable[[Callable[[], None], str], None]) -> None:
@@ -192,6 +195,8 @@ class SocketServer:
             if not isinstance(args, dict):
                 raise UsageError("args must be a JSON object")
             fn = self._ops().get(op)
+            if op not in ("ping", "status"):
+                self.last_active = time.monotonic()
             if fn is None:
                 raise UsageError(f"unknown op {op!r}", hint="one of: " + ", ".join(sorted(self._ops())))
             return op, {"ok": True, "result": fn(args)}

@@ -26,7 +26,7 @@ from pathlib import Path
 from .. import errors
 from ..errors import HiveBrainError
 from ..store.lock import pid_alive
-from .wire import MAX_LINE, READY_NAME, NotSent, exchange, usable  # noqa: F401 - READY_NAME: the server and tests read it here
+from .wire import MAX_LINE, READY_NAME, NotSent, exchange, ready, usable  # noqa: F401 - READY_NAME: the server and tests read it here
 from .wire import socket_path as _socket_path
 
 TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's process imports this module
@@ -145,9 +145,9 @@ def call(state_dir: Path | str, op: str, args: dict[str, Any] | None = None, *, 
 
 
 def server_ready(state_dir: Path | str) -> bool:
-    """A ready server may be there (one stat; a stale marker of a killed server only costs a refused
-    connection): the test readers and writers make before they connect."""
-    return os.path.exists(os.path.join(os.fspath(state_dir), READY_NAME))
+    """A ready server is there (:func:`.wire.ready`: the marker names a live pid): the test readers
+    and writers make before they connect."""
+    return ready(os.fspath(state_dir))
 
 
 def read_info(state_dir: Path | str) -> dict[str, Any] | None:
@@ -227,6 +227,7 @@ def spawn_server(vault_root: Path | str, state_dir: Path | str) -> Any:
 
 
 AUTOSTART_MARKER = "server.autostart"
+AUTOSTART_LOCK = "server.starting"
 AUTOSTART_EVERY_S = 60.0
 
 
@@ -240,14 +241,26 @@ def start_in_background(vault_root: Path | str, state_dir: Path | str) -> bool:
     if info and pid_alive(info.get("pid") if isinstance(info.get("pid"), int) else None):
         return False  # starting: server.json is written as soon as it listens
     from ..store.fsutil import due
+    from ..store.lock import FileLock
 
-    if not due(Path(state_dir) / AUTOSTART_MARKER, AUTOSTART_EVERY_S):
-        return False
+    # One starter: the marker's check-and-touch under a lock tried once, so hooks that find the
+    # server down at the same moment (several sessions after a reboot) start one server, not one each.
+    starter = FileLock(Path(state_dir) / AUTOSTART_LOCK)
     try:
-        spawn_server(vault_root, state_dir)
+        if not starter.acquire(0, command="autostart"):
+            return False  # another process is starting it this very moment
     except OSError:
         return False
-    return True
+    try:
+        if not due(Path(state_dir) / AUTOSTART_MARKER, AUTOSTART_EVERY_S):
+            return False
+        try:
+            spawn_server(vault_root, state_dir)
+        except OSError:
+            return False
+        return True
+    finally:
+        starter.release()
 
 
 def autostart(settings: Any) -> bool:

@@ -20,6 +20,32 @@ MAX_LINE = 64 * 1024 * 1024  # a recall with --detail full can be large; anythin
 SUN_PATH_MAX = 107 if sys.platform.startswith("linux") else 103
 
 
+def ready(state_dir: str) -> bool:
+    """The vault's server says it is ready and its process is alive: ``server.ready`` holds the
+    server's pid, so the marker a ``kill -9`` left behind is not believed (a client would dial a dead
+    socket first, and a hook would not start a new server). An empty marker (an older server) counts."""
+    try:
+        with open(os.path.join(state_dir, READY_NAME), "rb") as f:
+            text = f.read(32).strip()
+    except OSError:
+        return False
+    if not text:
+        return True
+    try:
+        pid = int(text)
+    except ValueError:
+        return True
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: alive, someone else's (a reused pid): its socket will refuse us
+        return True
+    return True
+
+
 def fallback_socket_dir() -> str:
     return f"/tmp/hive-brain-{os.getuid()}"
 

@@ -64,7 +64,7 @@ class FileLock:
         self.path = Path(path)
         self.fd: int | None = None
 
-    def acquire(self, timeout: float | None = 0.0, *, command: str = "") -> bool:
+    def acquire(self, timeout: float | None = 0.0, *, command: str = "", info: dict[str, Any] | None = None) -> bool:
         if self.fd is not None:
             raise RuntimeError(f"{self.path} is already held by this object")
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -85,10 +85,10 @@ class FileLock:
                 return False
             fd = waited
         self.fd = fd
-        info = {"pid": os.getpid(), "command": command, "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        who = {"pid": os.getpid(), "command": command, "since": time.strftime("%Y-%m-%dT%H:%M:%S"), **(info or {})}
         with suppress(OSError):  # advisory: the lock itself is what protects
             os.ftruncate(fd, 0)
-            os.pwrite(fd, json.dumps(info).encode(), 0)
+            os.pwrite(fd, json.dumps(who).encode(), 0)
         return True
 
     def release(self) -> None:
