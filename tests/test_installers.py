@@ -376,3 +376,97 @@ def test_status_and_doctor_show_each_hooks_vault_and_flag_a_missing_one(vault_pa
     assert f"uses vault {vault_path} (pinned) - DOES NOT EXIST" in human
     res = CliRunner().invoke(main, ["doctor"])
     assert res.exit_code == 1 and "DOES NOT EXIST" in res.output
+
+
+# ---------------------------------------------------------------------------------------------- fidelity
+# A settings file as people write them by hand: compact arrays and objects on one line, a key order
+# of their own, no final newline.
+CLAUDE_COMPACT = (
+    '{\n  "model": "opus",\n  "permissions": {"allow": ["Bash(ls)", "Read"], "deny": []},\n'
+    '  "hooks": {\n    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}]\n  },\n'
+    '  "env": {"EDITOR": "vim"}\n}'
+)
+GEMINI_COMPACT = (
+    '{\n    "theme": "GitHub",\n    "tools": {"enableHooks": true, "exclude": ["run_shell_command"]},\n'
+    '    "hooks": {"disabled": ["old-hook"]},\n    "mcpServers": {"db": {"command": "db-mcp", "args": ["--ro"]}}\n}\n'
+)
+
+
+@pytest.mark.parametrize(("agent", "rel", "original"), [
+    ("claude-code", ".claude/settings.json", CLAUDE_COMPACT),
+    ("gemini", ".gemini/settings.json", GEMINI_COMPACT),
+])
+def test_uninstall_gives_back_the_users_bytes_and_install_reflows_nothing_of_theirs(vault_path, agent, rel, original):
+    path = Path.home() / rel
+    path.parent.mkdir(parents=True)
+    path.write_text(original)
+    run("hooks", "install", "--agent", agent)
+    installed = path.read_text()
+    # What the user wrote keeps its bytes beside our entries.
+    for line in original.splitlines()[1:-1]:
+        if '"hooks"' not in line and '"env"' not in line and '"mcpServers"' not in line:
+            assert line.rstrip(",") in installed, line
+    run("hooks", "uninstall", "--agent", agent)
+    assert path.read_bytes() == original.encode()
+
+    # Changed by the user while installed: only our entries' lines go, their compact arrays stay.
+    run("hooks", "install", "--agent", agent)
+    path.write_text(path.read_text().replace('"GitHub"', '"Dracula"').replace('"opus"', '"sonnet"'))
+    run("hooks", "uninstall", "--agent", agent)
+    want = original.replace('"GitHub"', '"Dracula"').replace('"opus"', '"sonnet"')
+    assert json.loads(path.read_text()) == json.loads(want)
+    for line in want.splitlines()[1:-1]:
+        if '"hooks"' not in line and '"env"' not in line and '"mcpServers"' not in line:
+            assert line.rstrip(",") in path.read_text(), line
+
+
+def test_at_most_one_backup_per_file_and_it_holds_the_pre_install_bytes(vault_path, tmp_path, monkeypatch):
+    path = Path.home() / ".gemini" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(GEMINI_COMPACT)
+    run("hooks", "install", "--agent", "gemini")
+    other = tmp_path / "vault2"
+    run("init", str(other))
+    monkeypatch.setenv("HIVE_BRAIN_VAULT", str(other))
+    assert run("hooks", "install", "--agent", "gemini")["changed"]  # another vault: a second write
+    run("hooks", "uninstall", "--agent", "gemini")
+    run("hooks", "install", "--agent", "gemini")
+    baks = [p for p in path.parent.iterdir() if p.name != "settings.json"]
+    assert len(baks) == 1 and baks[0].read_text() == GEMINI_COMPACT
+
+
+def test_a_state_dir_that_is_not_the_default_is_pinned_in_every_installed_command(vault_path, tmp_path, monkeypatch):
+    state = os.environ["HIVE_BRAIN_STATE_DIR"]  # the tests' own, not the default
+    run("hooks", "install", "--agent", "gemini")
+    data = json.loads((Path.home() / ".gemini" / "settings.json").read_text())
+    command = data["hooks"]["BeforeAgent"][0]["hooks"][0]["command"]
+    assert f"HIVE_BRAIN_STATE_DIR={state} " in command
+    assert data["mcpServers"]["hive-brain"]["env"]["HIVE_BRAIN_STATE_DIR"] == state
+    run("hooks", "install")
+    claude = json.loads((Path.home() / ".claude" / "settings.json").read_text())
+    assert f"HIVE_BRAIN_STATE_DIR={state} " in claude["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    run("hooks", "install", "--agent", "codex")
+    assert f'HIVE_BRAIN_STATE_DIR = "{state}"' in (Path.home() / ".codex" / "config.toml").read_text()
+    # The hook run without that variable in its environment still finds the state install used.
+    env = {k: v for k, v in os.environ.items() if k not in ("HIVE_BRAIN_VAULT", "HIVE_BRAIN_STATE_DIR")}
+    p = subprocess.run(["/bin/sh", "-c", command], input='{"prompt": "pnpm or npm?"}', capture_output=True,
+                       text=True, env=env, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (Path(state) / "hooks" / "status.json").is_file()
+    assert not (Path.home() / ".local" / "share" / "hive-brain").exists()  # no second state dir
+
+
+def test_the_default_state_dir_is_not_pinned(vault_path, monkeypatch):
+    monkeypatch.delenv("HIVE_BRAIN_STATE_DIR")
+    run("hooks", "install", "--agent", "gemini")
+    assert "HIVE_BRAIN_STATE_DIR" not in (Path.home() / ".gemini" / "settings.json").read_text()
+
+
+def test_the_agents_md_block_names_commands_not_this_machines_paths(vault_path, tmp_path):
+    import sys
+
+    target = tmp_path / "AGENTS.md"
+    run("hooks", "install", "--agent", "agents-md", "--path", str(target))
+    text = target.read_text()
+    assert "`hive-brain mcp`" in text and "`hive-brain --vault" in text
+    assert str(Path(sys.executable).parent) not in text and "/bin/hive-brain" not in text

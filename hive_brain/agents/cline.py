@@ -25,6 +25,7 @@ from .settingsfile import (
     command_env,
     hook_command,
     is_ours,
+    pinned_state_dir,
     pinned_vault,
     read_text,
     remove,
@@ -61,7 +62,8 @@ def install_cline(settings: Any, *, project: bool = False, dry_run: bool = False
     folder = hooks_dir(project, cwd)
     vault = pinned_vault(settings)
     cred = agent_credential(settings, AGENT, dry_run)
-    commands = {name: hook_command(ours, AGENT, vault, cred, FORMAT) for name, ours in EVENTS}
+    state = pinned_state_dir(settings)
+    commands = {name: hook_command(ours, AGENT, vault, cred, FORMAT, state) for name, ours in EVENTS}
     olds = {name: read_text(folder / name) for name, _ours in EVENTS}
     for name, old in olds.items():
         if old and _command_of(old) is None:

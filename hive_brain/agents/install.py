@@ -24,10 +24,12 @@ from .settingsfile import (
     hive_brain_executable,
     hook_command,
     hook_env,
+    pinned_state_dir,
     pinned_vault,
     read_json,
     read_text,
     split_block,
+    uninstalled_json,
     vault_of_env,
     write,
 )
@@ -72,7 +74,9 @@ def install_claude(
     data, raw = read_json(path)
     vault = pinned_vault(settings)
     cred = agent_credential(settings, "claude-code", dry_run)
-    commands = {ev: (hook_command(ours, "claude-code", vault, cred), t) for ev, ours, t in CLAUDE_EVENTS}
+    state = pinned_state_dir(settings)
+    commands = {ev: (hook_command(ours, "claude-code", vault, cred, state_dir=state), t)
+                for ev, ours, t in CLAUDE_EVENTS}
     new = merge_grouped(
         data, {ev: {"type": "command", "command": c, "timeout": t} for ev, (c, t) in commands.items()}, path
     )
@@ -80,7 +84,8 @@ def install_claude(
     if env is None or isinstance(env, dict):
         # Claude Code passes `env` to its tools too: a `hive-brain` the agent runs from its Bash tool
         # is then claude-code with its credential, in enforcement mode as much as in the hooks.
-        new["env"] = {**(env or {}), "HIVE_AGENT_ID": "claude-code", "HIVE_AGENT_CREDENTIAL": cred}
+        new["env"] = {**(env or {}), "HIVE_AGENT_ID": "claude-code", "HIVE_AGENT_CREDENTIAL": cred,
+                      **({"HIVE_BRAIN_STATE_DIR": state} if state else {})}
     new_raw = raw if new == data and raw else dump_json(new, raw)
     res = write(path, raw, new_raw, dry_run)
     res.update(
@@ -90,7 +95,9 @@ def install_claude(
         events={ev: c for ev, (c, _t) in commands.items()},
         credential=cred,
         hint="for the MCP tools too, run: claude mcp add hive-brain -e HIVE_AGENT_ID=claude-code "
-        + f"-e HIVE_AGENT_CREDENTIAL={shlex.quote(cred)} -- "
+        + f"-e HIVE_AGENT_CREDENTIAL={shlex.quote(cred)} "
+        + (f"-e HIVE_BRAIN_STATE_DIR={shlex.quote(state)} " if state else "")
+        + "-- "
         + " ".join(shlex.quote(x) for x in hive_brain_executable())
         + " mcp",
     )
@@ -102,7 +109,7 @@ def strip_claude(data: dict, path: Path) -> tuple[dict, int]:
     out = json.loads(json.dumps(data))
     env = out.get("env")
     if isinstance(env, dict) and "HIVE_AGENT_CREDENTIAL" in env:
-        for k in ("HIVE_AGENT_ID", "HIVE_AGENT_CREDENTIAL"):
+        for k in ("HIVE_AGENT_ID", "HIVE_AGENT_CREDENTIAL", "HIVE_BRAIN_STATE_DIR"):
             env.pop(k, None)
         if not env:
             del out["env"]
@@ -113,8 +120,7 @@ def uninstall_claude(*, project: bool = False, dry_run: bool = False, cwd: Path 
     path = claude_settings_path(project, cwd)
     data, raw = read_json(path)
     new, removed = strip_claude(data, path)
-    new_raw = dump_json(new, raw) if removed else raw
-    res = write(path, raw, new_raw, dry_run)
+    res = write(path, raw, uninstalled_json(path, new, raw, removed), dry_run)
     res.update(agent="claude-code", action="uninstall", removed=removed)
     return res
 
@@ -124,9 +130,9 @@ def _toml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
-def codex_block(vault: str | None, credential: str | None = None) -> str:
+def codex_block(vault: str | None, credential: str | None = None, state_dir: str | None = None) -> str:
     exe = hive_brain_executable()
-    env_s = ", ".join(f"{k} = {_toml_str(v)}" for k, v in hook_env("codex", vault, credential).items())
+    env_s = ", ".join(f"{k} = {_toml_str(v)}" for k, v in hook_env("codex", vault, credential, state_dir).items())
     args = [*exe[1:], "mcp"]
     return (
         "\n".join(
@@ -169,7 +175,7 @@ def install_codex(settings: Any, *, dry_run: bool = False) -> dict:
             hint="remove that table (or keep it and skip this install)",
         )
     vault = pinned_vault(settings)
-    block = codex_block(vault, agent_credential(settings, "codex", dry_run))
+    block = codex_block(vault, agent_credential(settings, "codex", dry_run), pinned_state_dir(settings))
     new = put_block(raw, block, CODEX_BEGIN, CODEX_END, path)
     _parse_toml(new, path)  # never write a file Codex could not read
     res = write(path, raw, new, dry_run)
