@@ -188,11 +188,11 @@ def test_gemini_install_keeps_the_users_settings_and_is_idempotent(vault_path):
     assert not run("hooks", "install", "--agent", "gemini")["changed"] and path.read_text() == text
 
     st = run("hooks", "status")
-    assert set(st["gemini"]["user"]["events"]) == {"BeforeAgent", "SessionStart"}
+    assert set(st["gemini"]["user"]["events"]) == {"BeforeAgent", "SessionStart", "AfterAgent"}
     assert st["gemini"]["user"]["mcp"]["installed"]
 
     res = run("hooks", "uninstall", "--agent", "gemini")
-    assert res["removed"] == 3 and path.read_text() == original
+    assert res["removed"] == 4 and path.read_text() == original
 
 
 def test_gemini_prompt_and_session_start_end_to_end(with_memory, tmp_path):

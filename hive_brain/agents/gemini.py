@@ -31,11 +31,12 @@ from .settingsfile import (
 )
 
 AGENT = "gemini"
-# (Gemini event, our hook event, timeout in milliseconds). No Stop: Gemini's transcript is not the
-# JSONL our conversation capture reads.
+# (Gemini event, our hook event, timeout in milliseconds). AfterAgent ends every turn with the chat's
+# transcript_path (JSONL): the conversation note, as Claude Code's Stop.
 EVENTS: tuple[tuple[str, str, int], ...] = (
     ("BeforeAgent", "prompt", 5000),
     ("SessionStart", "session-start", 10000),
+    ("AfterAgent", "stop", 30000),
 )
 
 

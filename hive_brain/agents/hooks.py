@@ -494,6 +494,7 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
             cwd=cwd,
             lock_timeout=min(STOP_LOCK_TIMEOUT, float(settings.lock_timeout)),
             publish=False,
+            non_interactive=True,  # `claude -p`, `codex exec`, `gemini -p`: the user's session all the same
         )
     except LockTimeout:
         queue_pending(
@@ -504,6 +505,7 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
                 "cwd": cwd,
                 "agent": settings.agent_id,
                 "queued": _now_iso(),
+                "non_interactive": True,
             },
         )
         rec["mode"] = "queued"

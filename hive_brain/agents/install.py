@@ -10,7 +10,6 @@ rules live in :mod:`.settingsfile`).
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,9 @@ from .settingsfile import (
     pinned_vault,
     read_json,
     read_text,
+    remove,
     split_block,
+    toml_str,
     uninstalled_json,
     vault_of_env,
     write,
@@ -62,8 +63,9 @@ def claude_settings_path(project: bool, cwd: Path | None = None) -> Path:
 
 
 def codex_config_path() -> Path:
-    home = os.environ.get("CODEX_HOME")
-    return (Path(home).expanduser() if home else Path.home() / ".codex") / "config.toml"
+    from .codex import codex_home
+
+    return codex_home() / "config.toml"
 
 
 # ---------------------------------------------------------------------------------------------- claude code
@@ -126,11 +128,11 @@ def uninstall_claude(*, project: bool = False, dry_run: bool = False, cwd: Path 
 
 
 # ---------------------------------------------------------------------------------------------- codex
-def _toml_str(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+_toml_str = toml_str
 
 
-def codex_block(vault: str | None, credential: str | None = None, state_dir: str | None = None) -> str:
+def codex_block(vault: str | None, credential: str | None = None, state_dir: str | None = None,
+                trust: list[str] | None = None) -> str:
     exe = hive_brain_executable()
     env_s = ", ".join(f"{k} = {_toml_str(v)}" for k, v in hook_env("codex", vault, credential, state_dir).items())
     args = [*exe[1:], "mcp"]
@@ -142,6 +144,7 @@ def codex_block(vault: str | None, credential: str | None = None, state_dir: str
                 f"command = {_toml_str(exe[0])}",
                 f"args = [{', '.join(_toml_str(a) for a in args)}]",
                 f"env = {{ {env_s} }}",
+                *(trust or []),
                 CODEX_END,
             ]
         )
@@ -162,7 +165,8 @@ def _parse_toml(raw: str, path: Path) -> dict:
 
 
 def install_codex(settings: Any, *, dry_run: bool = False) -> dict:
-    from .settingsfile import put_block
+    from . import codex
+    from .settingsfile import combine, put_block
 
     path = codex_config_path()
     raw = read_text(path)
@@ -174,31 +178,51 @@ def install_codex(settings: Any, *, dry_run: bool = False) -> dict:
             f"{path} already defines [mcp_servers.hive-brain] outside our block; nothing was changed",
             hint="remove that table (or keep it and skip this install)",
         )
+    hooks_file = codex.hooks_path()
+    hooks_data, hooks_raw = read_json(hooks_file)
     vault = pinned_vault(settings)
-    block = codex_block(vault, agent_credential(settings, "codex", dry_run), pinned_state_dir(settings))
+    cred = agent_credential(settings, "codex", dry_run)
+    state = pinned_state_dir(settings)
+    entries = codex.entries(vault, cred, state)
+    new_hooks = merge_grouped(hooks_data, entries, hooks_file, group={})
+    commands = {ev: e["command"] for ev, e in entries.items()}
+    block = codex_block(vault, cred, state, codex.trust_tables(new_hooks, hooks_file, commands))
     new = put_block(raw, block, CODEX_BEGIN, CODEX_END, path)
     _parse_toml(new, path)  # never write a file Codex could not read
-    res = write(path, raw, new, dry_run)
-    res.update(
+    res = combine(
+        [
+            write(hooks_file, hooks_raw,
+                  hooks_raw if new_hooks == hooks_data and hooks_raw else dump_json(new_hooks, hooks_raw), dry_run),
+            write(path, raw, new, dry_run),
+        ],
         agent="codex",
         action="install",
         vault=vault,
+        events=commands,
+        credential=cred,
         mcpServer="hive-brain",
-        note="Codex gets memory through the MCP tools (core, recall, answer, remember, ...); "
-        "its hook support is too limited for automatic injection.",
+        note="Codex runs the hooks it trusts: install records that trust for ours in config.toml "
+        "(edit hooks.json and Codex asks again: run this install once more).",
     )
     return res
 
 
 def uninstall_codex(*, dry_run: bool = False) -> dict:
-    from .settingsfile import drop_block
+    from . import codex
+    from .settingsfile import combine, drop_block
 
     path = codex_config_path()
     raw = read_text(path)
     new, removed = drop_block(raw, CODEX_BEGIN, CODEX_END, path)
-    res = write(path, raw, new, dry_run)
-    res.update(agent="codex", action="uninstall", removed=removed)
-    return res
+    hooks_file = codex.hooks_path()
+    hooks_data, hooks_raw = read_json(hooks_file)
+    new_hooks, n_hooks = strip_grouped(hooks_data, hooks_file)
+    results = [
+        remove(hooks_file, hooks_raw, dry_run) if n_hooks and not new_hooks
+        else write(hooks_file, hooks_raw, uninstalled_json(hooks_file, new_hooks, hooks_raw, n_hooks), dry_run),
+        write(path, raw, new, dry_run),
+    ]
+    return combine(results, agent="codex", action="uninstall", removed=removed + n_hooks)
 
 
 def codex_installed() -> dict:
@@ -211,6 +235,13 @@ def codex_installed() -> dict:
         out["error"] = str(e)
         return out
     out["mcpServer"] = ours is not None
+    from .codex import hooks_path
+
+    hooks = grouped_installed(hooks_path())
+    out["hooksFile"] = hooks["file"]
+    out["events"] = hooks["events"]
+    if hooks.get("error"):
+        out["error"] = hooks["error"]
     if ours is not None:
         try:
             entry = _parse_toml(ours, path).get("mcp_servers", {}).get("hive-brain", {})

@@ -122,6 +122,10 @@ def hook_command(
     return f"{env} {exe}"
 
 
+def toml_str(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
 def mcp_server_entry(agent: str, vault: str | None, credential: str | None,
                      state_dir: str | None = None) -> dict[str, Any]:
     """The ``mcpServers`` entry (command, args, env) the JSON-configured agents share."""

@@ -1,7 +1,8 @@
 """Finished agent conversations → one redacted note each under ``Memory/Conversations/<agent>/``.
 
-Reads Claude Code transcripts (JSONL, one entry per line) and Codex rollouts (JSONL, ``session_meta``
-/ ``response_item`` envelopes, or the older bare ``message`` lines). Only the words people read are
+Reads Claude Code transcripts (JSONL, one entry per line), Codex rollouts (JSONL, ``session_meta``
+/ ``response_item`` envelopes, or the older bare ``message`` lines) and Gemini CLI chats (JSONL: a
+``sessionId``/``projectHash`` header, then ``user``/``gemini`` messages and ``$set`` patches). Only the words people read are
 kept: user prompts and assistant text. Tool calls, tool results, thinking, system and meta entries
 are dropped, and secrets and ``<private>`` spans are redacted before anything is written.
 
@@ -46,8 +47,13 @@ _MACHINE_PREFIXES = (
     "<bash-stdout>",
     "<bash-stderr>",
     "This session is being continued from a previous conversation",
+    "<session_context>",
 )
-_REMINDER = re.compile(r"<system-reminder>[\s\S]*?(?:</system-reminder>|\Z)", re.I)
+# Context an agent's hooks added to the prompt (ours among them): Claude Code's reminders, and what
+# Gemini CLI puts around a SessionStart/BeforeAgent hook's additionalContext in the user's message.
+_REMINDER = re.compile(r"<system-reminder>[\s\S]*?(?:</system-reminder>|\Z)|<hook_context>[\s\S]*?(?:</hook_context>|\Z)",
+                       re.I)
+SUBAGENT = "sub-agent transcript"
 
 
 @dataclass
@@ -57,7 +63,7 @@ class Transcript:
     cwd: str = ""
     started: str = ""  # ISO timestamp of the first turn (or "")
     ended: str = ""
-    fmt: str = "claude"  # "claude" | "codex"
+    fmt: str = "claude"  # "claude" | "codex" | "gemini"
     automation: str | None = None  # why this looks like a non-interactive run
 
 
@@ -86,9 +92,24 @@ def _clean_user(text: str) -> str:
     return text
 
 
+def _gemini_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n\n".join(t for t in parts if t.strip())
+
+
 def _entry_turn(e: dict) -> tuple[str, str] | None:
     """(role, text) of one transcript line, or None when it carries nothing a person reads."""
     etype = e.get("type")
+    if etype in ("user", "gemini") and "message" not in e and "content" in e:  # Gemini CLI
+        if etype == "gemini":
+            text = _gemini_text(e["content"]).strip()
+            return ("assistant", text) if text else None
+        text = _clean_user(_gemini_text(e["content"]))
+        return ("user", text) if text else None
     # Codex rollout envelope.
     if etype == "response_item" and isinstance(e.get("payload"), dict):
         e = e["payload"]
@@ -133,11 +154,36 @@ def _iter_lines(path: Path) -> Iterator[dict]:
                 yield e
 
 
+def _flat(entries: Iterable[dict]) -> Iterator[dict]:
+    """The entries, with the messages a Gemini CLI ``$set`` patch carries in their place."""
+    for e in entries:
+        patch = e.get("$set")
+        if isinstance(patch, dict):
+            for m in patch.get("messages") or []:
+                if isinstance(m, dict):
+                    yield m
+            continue
+        yield e
+
+
 def parse_entries(entries: Iterable[dict]) -> Transcript:
     t = Transcript()
     any_sidechain = any_main = False
-    for e in entries:
+    seen_ids: set[str] = set()
+    for e in _flat(entries):
         ts = e.get("timestamp")
+        if "projectHash" in e and "sessionId" in e:  # Gemini CLI's header line
+            t.fmt = "gemini"
+            t.session_id = t.session_id or str(e["sessionId"])
+            t.started = t.started or str(e.get("startTime") or "")
+            if e.get("kind") not in (None, "main"):
+                t.automation = SUBAGENT
+            continue
+        mid = e.get("id")
+        if t.fmt == "gemini" and isinstance(mid, str):
+            if mid in seen_ids:
+                continue  # a message a later patch repeats
+            seen_ids.add(mid)
         if e.get("type") == "session_meta" and isinstance(e.get("payload"), dict):
             p = e["payload"]
             t.fmt = "codex"
@@ -174,7 +220,7 @@ def parse_entries(entries: Iterable[dict]) -> Transcript:
         else:
             t.turns.append((role, text))
     if any_sidechain and not any_main and t.automation is None:
-        t.automation = "sub-agent transcript"
+        t.automation = SUBAGENT
     return t
 
 
@@ -337,8 +383,13 @@ def capture(
     cwd: str | None = None,
     lock_timeout: float | None = None,
     publish: bool = True,
+    non_interactive: bool = False,
 ) -> dict:
     """Write (or rewrite) the conversation note of one transcript. Idempotent per session id.
+
+    ``non_interactive``: capture a run like ``claude -p`` / ``codex exec`` too. The session-end hooks
+    do (the user installed them for that session, however it was started); a folder import does not,
+    where such runs are mostly scripts'. A sub-agent's transcript is never a conversation of its own.
 
     Returns ``{"status": "captured"|"updated"|"already"|"skipped", "path"?, "reason"?, ...}``.
     Raises ``LockTimeout`` when the vault stays locked for ``lock_timeout`` seconds.
@@ -359,7 +410,7 @@ def capture(
         t.started = t.ended = _iso(dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC))
     sid = clean_text(str(session_id or t.session_id or path.stem))
     base = {"transcript": str(path), "session_id": sid}
-    if t.automation:
+    if t.automation and (t.automation == SUBAGENT or not non_interactive):
         return {**base, "status": "skipped", "reason": t.automation}
     if not any(r == "user" for r, _ in t.turns):
         return {**base, "status": "skipped", "reason": "no user prompt (automation or empty session)"}
@@ -437,7 +488,8 @@ def read_pending(state: Path) -> list[dict]:
 
 
 def detect_agent(path: Path) -> str:
-    """'codex' for a Codex rollout, else 'claude-code' (looks at the first lines only)."""
+    """'codex' for a Codex rollout, 'gemini' for a Gemini CLI chat, else 'claude-code' (looks at the
+    first lines only)."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             head = [f.readline() for _ in range(5)]
@@ -452,6 +504,8 @@ def detect_agent(path: Path) -> str:
             e.get("type") in ("session_meta", "response_item", "message") or "instructions" in e
         ):
             return "codex"
+        if isinstance(e, dict) and "projectHash" in e and "sessionId" in e:
+            return "gemini"
     return "claude-code"
 
 
@@ -488,7 +542,8 @@ def consolidate(
             progress(i, len(jobs), tp.name)
         try:
             res = capture(
-                engine, tp, agent=who, session_id=job.get("session_id"), cwd=job.get("cwd"), publish=False
+                engine, tp, agent=who, session_id=job.get("session_id"), cwd=job.get("cwd"), publish=False,
+                non_interactive=bool(job.get("non_interactive")),
             )
         except LockTimeout as e:
             res = {"status": "failed", "transcript": str(tp), "reason": str(e)}
