@@ -470,3 +470,46 @@ def test_the_agents_md_block_names_commands_not_this_machines_paths(vault_path, 
     text = target.read_text()
     assert "`hive-brain mcp`" in text and "`hive-brain --vault" in text
     assert str(Path(sys.executable).parent) not in text and "/bin/hive-brain" not in text
+
+
+# ---------------------------------------------------------------------------------------------- codex hooks
+def test_codex_hooks_go_beside_the_users_and_are_trusted_where_they_sit(vault_path):
+    import tomllib
+
+    from hive_brain.agents.codex import trusted_hash
+
+    folder = Path.home() / ".codex"
+    folder.mkdir()
+    user_hooks = '{\n  "hooks": {\n    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "./scan.sh"}]}]\n  }\n}\n'
+    (folder / "hooks.json").write_text(user_hooks)
+    (folder / "config.toml").write_text('model = "gpt-5"\n')
+    run("hooks", "install", "--agent", "codex")
+    hooks = json.loads((folder / "hooks.json").read_text())["hooks"]
+    assert hooks["UserPromptSubmit"][0] == {"hooks": [{"type": "command", "command": "./scan.sh"}]}
+    ours = hooks["UserPromptSubmit"][1]
+    assert "matcher" not in ours and ours["hooks"][0]["command"].endswith(" hook prompt")
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "Stop"}
+    cfg = tomllib.loads((folder / "config.toml").read_text())
+    state = cfg["hooks"]["state"]
+    # Keyed by where each entry sits (ours is the second UserPromptSubmit group), hashed as Codex does.
+    key = f"{folder / 'hooks.json'}:user_prompt_submit:1:0"
+    assert state[key]["trusted_hash"] == trusted_hash("user_prompt_submit", ours, ours["hooks"][0])
+    assert f"{folder / 'hooks.json'}:session_start:0:0" in state and len(state) == 3
+    assert cfg["model"] == "gpt-5" and cfg["mcp_servers"]["hive-brain"]["args"][-1] == "mcp"
+    st = run("hooks", "status")["codex"]
+    assert set(st["events"]) == {"UserPromptSubmit", "SessionStart", "Stop"} and st["mcpServer"]
+    run("hooks", "uninstall", "--agent", "codex")
+    assert (folder / "hooks.json").read_text() == user_hooks and (folder / "config.toml").read_text() == 'model = "gpt-5"\n'
+
+
+def test_codex_trust_hash_is_codexs_own():
+    from hive_brain.agents.codex import trusted_hash
+
+    # Codex 0.171's sha256 over the sorted compact JSON of {event_name, hooks: [normalised handler]}:
+    # this hash is what the real CLI accepted for this hook (tests/test_agents_e2e.py runs it).
+    handler = {"type": "command", "command": "/tmp/hook.sh SessionStart", "timeout": 3}
+    assert trusted_hash("session_start", {"hooks": [handler]}, handler) == (
+        "sha256:" + __import__("hashlib").sha256(
+            b'{"event_name":"session_start","hooks":[{"async":false,"command":"/tmp/hook.sh SessionStart",'
+            b'"timeout":3,"type":"command"}]}').hexdigest()
+    )
