@@ -513,3 +513,24 @@ def test_codex_trust_hash_is_codexs_own():
             b'{"event_name":"session_start","hooks":[{"async":false,"command":"/tmp/hook.sh SessionStart",'
             b'"timeout":3,"type":"command"}]}').hexdigest()
     )
+
+
+# ---------------------------------------------------------------------------------------------- the first session
+def test_install_says_plainly_when_the_first_prompts_will_be_lexical(vault_path):
+    res = run("hooks", "install", "--agent", "gemini")  # the tests' default: autostart off
+    assert res["serverReady"] is False and "lexical" in res["serverNote"]
+    res = CliRunner().invoke(main, ["hooks", "install", "--agent", "gemini"], catch_exceptions=False)
+    assert res.exit_code == 0 and "lexical memory only" in res.output
+
+
+def test_install_waits_for_the_server_so_the_first_session_is_hybrid(vault_path, monkeypatch):
+    import sys
+
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "1")
+    try:
+        res = run("hooks", "install", "--agent", "gemini", "--wait", "60")
+        assert res["serverStarted"] and res["serverReady"] and res["serverNote"] is None
+        # Ready means the next prompt is answered by the server, not lexically in the hook.
+        assert run("answer", "--hook", "anything at all")["mode"] in ("hybrid", "lexical-server")
+    finally:
+        subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--stop"], capture_output=True, timeout=60)

@@ -311,6 +311,34 @@ def uninstall(
     return uninstall_agents_md(path=path, dry_run=dry_run)
 
 
+SERVER_WAIT_S = 60.0
+LEXICAL_NOTE = ("the first prompts get lexical memory only (no search by meaning) until the server is up; "
+                "`hive-brain server status` shows when it is")
+
+
+def server_for_hooks(settings: Any, timeout: float = SERVER_WAIT_S) -> dict:
+    """After an install: the warm server the hooks answer from, started and waited for (``timeout``
+    seconds) so the very first session gets hybrid memory; or, when it is off or slow, a plain note
+    that the first prompts will be lexical. Never fails the install."""
+    from ..rpc import client
+    from ..store.vault import open_vault
+
+    if not (settings.autostart and settings.use_server):
+        return {"serverStarted": False, "serverReady": False,
+                "serverNote": "the server does not start by itself here (autostart is off): prompts get "
+                              "lexical memory only unless `hive-brain serve` runs"}
+    vault = open_vault(settings)
+    started = client.autostart(settings)
+    if timeout <= 0:
+        return {"serverStarted": started, "serverReady": client.server_ready(vault.state),
+                "serverNote": None if client.server_ready(vault.state) else LEXICAL_NOTE}
+    try:
+        client.wait_ready(vault.state, timeout)
+    except HiveBrainError as e:
+        return {"serverStarted": started, "serverReady": False, "serverNote": f"{LEXICAL_NOTE} ({e.message})"}
+    return {"serverStarted": started, "serverReady": True, "serverNote": None}
+
+
 def _check_agent(agent: str, project: bool, path: Path | None) -> None:
     if agent not in AGENTS:
         raise UsageError(f"unknown agent {agent!r}", hint=f"use one of {', '.join(AGENTS)}")
