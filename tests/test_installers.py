@@ -221,8 +221,10 @@ def test_cline_hook_scripts_install_idempotently_and_leave_the_users_hooks(vault
     assert dry["changed"] and "hook prompt --format cline" in dry["diff"] and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
 
     res = run("hooks", "install", "--agent", "cline")
-    assert res["changed"] and {Path(f["file"]).name for f in res["files"]} == {"UserPromptSubmit", "TaskStart"}
-    for name, event in (("UserPromptSubmit", "prompt"), ("TaskStart", "session-start")):
+    assert res["changed"] and {Path(f["file"]).name for f in res["files"]} == {
+        "UserPromptSubmit", "TaskStart", "TaskComplete", "TaskCancel"}
+    for name, event in (("UserPromptSubmit", "prompt"), ("TaskStart", "session-start"), ("TaskComplete", "stop"),
+                        ("TaskCancel", "stop")):
         path = folder / name
         assert os.access(path, os.X_OK) and path.read_text().startswith("#!/bin/sh\n")
         assert f"hook {event} --format cline" in path.read_text() and "HIVE_AGENT_ID=cline " in path.read_text()
@@ -231,11 +233,11 @@ def test_cline_hook_scripts_install_idempotently_and_leave_the_users_hooks(vault
     assert {p.name: p.read_text() for p in folder.iterdir()} == texts and not backups(folder)
 
     st = run("hooks", "status")
-    assert set(st["cline"]["user"]["events"]) == {"UserPromptSubmit", "TaskStart"}
+    assert set(st["cline"]["user"]["events"]) == {"UserPromptSubmit", "TaskStart", "TaskComplete", "TaskCancel"}
     assert st["cline"]["user"]["vaults"]["UserPromptSubmit"]["path"] == str(vault_path)
 
     res = run("hooks", "uninstall", "--agent", "cline")
-    assert res["removed"] == 2 and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
+    assert res["removed"] == 4 and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
 
 
 def test_cline_refuses_to_replace_a_hook_of_the_users(vault_path, tmp_path, monkeypatch):
@@ -534,3 +536,33 @@ def test_install_waits_for_the_server_so_the_first_session_is_hybrid(vault_path,
         assert run("answer", "--hook", "anything at all")["mode"] in ("hybrid", "lexical-server")
     finally:
         subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--stop"], capture_output=True, timeout=60)
+
+
+# A Cline task history as Cline stores it (the Anthropic messages it sent): the task wrapped in <task>,
+# environment details and tool results in the user turns, thinking and tool XML in the assistant's.
+CLINE_HISTORY = [
+    {"role": "user", "content": [
+        {"type": "text", "text": "<task>\nRename the nightly cron job to backup-db; key sk-ant-api03-" + "x" * 40 + "\n</task>"},
+        {"type": "text", "text": "<environment_details>\n# Current Working Directory\n/w/ops\n</environment_details>"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "<thinking>Find the crontab.</thinking>\n<read_file><path>crontab</path></read_file>"}]},
+    {"role": "user", "content": [{"type": "text", "text": "[read_file for 'crontab'] Result:"}, {"type": "text", "text": "0 3 * * * nightly"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "<attempt_completion>\n<result>\nRenamed it to backup-db.\n</result>\n</attempt_completion>"}]},
+]
+
+
+def test_a_finished_cline_task_becomes_a_redacted_note(with_memory, tmp_path):
+    run("hooks", "install", "--agent", "cline")
+    task = Path.home() / ".cline" / "data" / "tasks" / "1733160000000"
+    task.mkdir(parents=True)
+    (task / "api_conversation_history.json").write_text(json.dumps(CLINE_HISTORY))
+    hook = (Path.home() / "Documents" / "Cline" / "Hooks" / "TaskComplete").read_text().splitlines()[-1]
+    out = sh(hook, {"clineVersion": "3.36.0", "hookName": "TaskComplete", "timestamp": "1733160001000",
+                    "taskId": "1733160000000", "workspaceRoots": [str(tmp_path)], "userId": "u", "taskComplete": {}},
+             tmp_path)
+    assert out == {"cancel": False}
+    notes = list((with_memory / "Memory" / "Conversations" / "cline").glob("*.md"))
+    assert len(notes) == 1
+    text = notes[0].read_text()
+    assert "Rename the nightly cron job to backup-db" in text and "**Assistant:** Renamed it to backup-db." in text
+    assert "sk-ant-api03-" not in text and "environment_details" not in text and "Result:" not in text
+    assert "<thinking>" not in text and "read_file" not in text

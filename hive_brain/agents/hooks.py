@@ -100,7 +100,7 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
     try:
         payload = _read_payload(stdin)
         if fmt == "cline":
-            payload = _from_cline(payload)
+            payload = _from_cline(payload, event)
         rec["session_id"] = str(payload.get("session_id") or "")[:80] or None
         settings = _settings(payload, argv)
         if server_error:
@@ -186,16 +186,22 @@ def envelope(output: dict | None, fmt: str) -> dict | None:
     return output
 
 
-def _from_cline(payload: dict) -> dict:
-    """Cline's hook input, in the field names the hooks read (prompt, session_id, cwd)."""
+def _from_cline(payload: dict, event: str = "prompt") -> dict:
+    """Cline's hook input, in the field names the hooks read (prompt, session_id, cwd, and for a task
+    that ended, transcript_path: its task history, which Cline's input does not name)."""
     sub = payload.get("userPromptSubmit")
     roots = payload.get("workspaceRoots")
-    return {
+    out = {
         **payload,
         "prompt": sub.get("prompt") if isinstance(sub, dict) else None,
         "session_id": payload.get("taskId"),
         "cwd": roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None,
     }
+    if event == "stop":
+        from .cline import task_history
+
+        out["transcript_path"] = task_history(str(payload.get("taskId") or ""))
+    return out
 
 
 def _read_payload(stdin: str | None) -> dict:

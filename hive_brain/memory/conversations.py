@@ -63,7 +63,7 @@ class Transcript:
     cwd: str = ""
     started: str = ""  # ISO timestamp of the first turn (or "")
     ended: str = ""
-    fmt: str = "claude"  # "claude" | "codex" | "gemini"
+    fmt: str = "claude"  # "claude" | "codex" | "gemini" | "cline"
     automation: str | None = None  # why this looks like a non-interactive run
 
 
@@ -224,8 +224,62 @@ def parse_entries(entries: Iterable[dict]) -> Transcript:
     return t
 
 
+CLINE_HISTORY = "api_conversation_history.json"
+_CLINE_NOISE = re.compile(r"<environment_details>[\s\S]*?(?:</environment_details>|\Z)|<thinking>[\s\S]*?(?:</thinking>|\Z)")
+_CLINE_WRAP = re.compile(r"^\s*<(task|feedback|answer|user_message)>\s*([\s\S]*?)\s*</\1>\s*$")
+_CLINE_TOOL_RESULT = re.compile(r"^\[[^\]\n]{1,200}\] Result:")
+
+
+def _cline_text(content: Any, role: str) -> str:
+    """The words of one Cline message: tool results, environment details and thinking dropped, the
+    user's ``<task>``/``<feedback>`` unwrapped, the final answer kept out of ``attempt_completion``."""
+    blocks = [content] if isinstance(content, str) else [
+        b["text"] for b in content or [] if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ] if isinstance(content, list) else []
+    out = []
+    for text in blocks:
+        text = _CLINE_NOISE.sub("", text).strip()
+        if not text or _CLINE_TOOL_RESULT.match(text):
+            continue
+        m = _CLINE_WRAP.match(text)
+        if m:
+            text = m.group(2)
+        if role == "assistant":
+            done = re.search(r"<attempt_completion>[\s\S]*?<result>\s*([\s\S]*?)\s*</result>", text)
+            text = done.group(1) if done else re.sub(r"<(\w+)>[\s\S]*?</\1>", "", text).strip()
+        if text:
+            out.append(text)
+    return "\n\n".join(out)
+
+
+def parse_cline(path: Path) -> Transcript:
+    """Cline's task history (``tasks/<taskId>/api_conversation_history.json``: the Anthropic messages
+    it sent, one JSON array), as the words people read."""
+    t = Transcript(fmt="cline", session_id=path.parent.name)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return t
+    for m in data if isinstance(data, list) else []:
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            continue
+        role = str(m["role"])
+        text = _cline_text(m.get("content"), role)
+        text = _clean_user(text) if role == "user" else text
+        if not text:
+            continue
+        if t.turns and t.turns[-1][0] == role:
+            t.turns[-1] = (role, t.turns[-1][1] + "\n\n" + text)
+        else:
+            t.turns.append((role, text))
+    return t
+
+
 def parse_transcript(path: str | os.PathLike) -> Transcript:
-    return parse_entries(_iter_lines(Path(path)))
+    p = Path(path)
+    if p.name == CLINE_HISTORY:
+        return parse_cline(p)
+    return parse_entries(_iter_lines(p))
 
 
 def last_assistant_text(
@@ -488,8 +542,10 @@ def read_pending(state: Path) -> list[dict]:
 
 
 def detect_agent(path: Path) -> str:
-    """'codex' for a Codex rollout, 'gemini' for a Gemini CLI chat, else 'claude-code' (looks at the
-    first lines only)."""
+    """'codex' for a Codex rollout, 'gemini' for a Gemini CLI chat, 'cline' for a Cline task history,
+    else 'claude-code' (looks at the first lines only)."""
+    if path.name == CLINE_HISTORY:
+        return "cline"
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             head = [f.readline() for _ in range(5)]
@@ -526,8 +582,9 @@ def consolidate(
     for item in queued:
         jobs.append({**item, "queued": True})
     if from_dir is not None:
+        root = Path(from_dir).expanduser()
         files = sorted(
-            Path(from_dir).expanduser().rglob("*.jsonl"), key=lambda p: (p.stat().st_mtime, str(p))
+            [*root.rglob("*.jsonl"), *root.rglob(CLINE_HISTORY)], key=lambda p: (p.stat().st_mtime, str(p))
         )
         for p in files:
             jobs.append({"transcript_path": str(p)})
