@@ -40,31 +40,6 @@ AGENT = "cline"
 EVENTS: tuple[tuple[str, str], ...] = (
     ("UserPromptSubmit", "prompt"), ("TaskStart", "session-start"), ("TaskComplete", "stop"), ("TaskCancel", "stop"),
 )
-# Where Cline keeps ``tasks/<taskId>/api_conversation_history.json``: the CLI's data folder, then the
-# VS Code extension's global storage (and the editors built on VS Code), on Linux and macOS.
-_EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
-_EXTENSION = "saoudrizwan.claude-dev"
-
-
-def task_dirs() -> list[Path]:
-    home = Path.home()
-    out = [home / ".cline" / "data" / "tasks"]
-    for base in (home / ".config", home / "Library" / "Application Support"):
-        out += [base / editor / "User" / "globalStorage" / _EXTENSION / "tasks" for editor in _EDITORS]
-    return out
-
-
-def task_history(task_id: str) -> str | None:
-    """The task history file of Cline task ``task_id``, or None when none of Cline's folders has it."""
-    from ..memory.conversations import CLINE_HISTORY
-
-    if not task_id or "/" in task_id or task_id in (".", ".."):
-        return None
-    for d in task_dirs():
-        p = d / task_id / CLINE_HISTORY
-        if p.is_file():
-            return str(p)
-    return None
 FORMAT = ("--format", "cline")
 HEADER = "# hive-brain: managed by `hive-brain hooks install --agent cline`; `hooks uninstall --agent cline` removes it"
 

@@ -198,7 +198,7 @@ def _from_cline(payload: dict, event: str = "prompt") -> dict:
         "cwd": roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None,
     }
     if event == "stop":
-        from .cline import task_history
+        from ..memory.conversations import cline_task_history as task_history
 
         out["transcript_path"] = task_history(str(payload.get("taskId") or ""))
     return out

@@ -275,6 +275,31 @@ def parse_cline(path: Path) -> Transcript:
     return t
 
 
+# Where Cline keeps ``tasks/<taskId>/api_conversation_history.json``: the CLI's data folder, then the
+# VS Code extension's global storage (and the editors built on VS Code), on Linux and macOS.
+_EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+_EXTENSION = "saoudrizwan.claude-dev"
+
+
+def cline_task_dirs() -> list[Path]:
+    home = Path.home()
+    out = [home / ".cline" / "data" / "tasks"]
+    for base in (home / ".config", home / "Library" / "Application Support"):
+        out += [base / editor / "User" / "globalStorage" / _EXTENSION / "tasks" for editor in _EDITORS]
+    return out
+
+
+def cline_task_history(task_id: str) -> str | None:
+    """The task history file of Cline task ``task_id``, or None when none of Cline's folders has it."""
+    if not task_id or "/" in task_id or task_id in (".", ".."):
+        return None
+    for d in cline_task_dirs():
+        p = d / task_id / CLINE_HISTORY
+        if p.is_file():
+            return str(p)
+    return None
+
+
 def parse_transcript(path: str | os.PathLike) -> Transcript:
     p = Path(path)
     if p.name == CLINE_HISTORY:
