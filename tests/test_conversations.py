@@ -1,4 +1,4 @@
-"""Transcript parsing and conversation capture (Claude Code and Codex formats)."""
+"""Transcript parsing and conversation capture (Claude Code, Codex and Gemini CLI formats)."""
 
 from __future__ import annotations
 
@@ -157,3 +157,53 @@ def test_codex_rollout_parsing(tmp_path):
     assert t.fmt == "codex" and t.session_id == "c-123" and t.cwd == "/w/api"
     assert t.turns == [("user", "List the routes"), ("assistant", "GET /, GET /health")]
     assert last_assistant_text(Path(p)) == "GET /, GET /health"
+
+
+# Gemini CLI 0.61's chat file as it writes it (recorded from a real `gemini -p` run): a header, the
+# session context in a `$set` patch, the prompt with what the hooks added around it, the reply.
+GEMINI_CHAT = [
+    {"sessionId": "11c0d100-d7b6-4a2c", "projectHash": "71af", "startTime": "2026-12-02T18:40:58.100Z",
+     "lastUpdated": "2026-12-02T18:40:58.100Z", "kind": "main"},
+    {"$set": {"messages": [{"id": "d049", "timestamp": "2026-12-02T18:40:58.100Z", "type": "user",
+                            "content": [{"text": "<session_context>\nThis is the Gemini CLI.\n</session_context>"}]}]}},
+    {"id": "01ef", "timestamp": "2026-12-02T18:40:58.157Z", "type": "user",
+     "content": [{"text": "<hook_context># Core memory\n- I am Ana</hook_context>\n\nhow do we deploy?"},
+                 {"text": "<hook_context><hive-brain-recall>...</hive-brain-recall></hook_context>"}]},
+    {"$set": {"lastUpdated": "2026-12-02T18:40:58.157Z"}},
+    {"id": "8ff2", "timestamp": "2026-12-02T18:40:58.347Z", "type": "gemini", "content": "Through the pipeline.",
+     "thoughts": [], "model": "gemini-2.5-flash"},
+]
+
+
+def test_gemini_chat_parsing_keeps_the_users_words_only(vault_path, tmp_path):
+    from hive_brain.memory.conversations import detect_agent
+
+    p = tmp_path / "session-2026-12-02T18-40-11c0d100.jsonl"
+    p.write_text("\n".join(json.dumps(x) for x in GEMINI_CHAT) + "\n")
+    t = parse_transcript(p)
+    assert t.fmt == "gemini" and t.session_id == "11c0d100-d7b6-4a2c" and t.automation is None
+    assert t.turns == [("user", "how do we deploy?"), ("assistant", "Through the pipeline.")]
+    assert detect_agent(p) == "gemini"
+    res = capture(Engine.open(), p, agent="gemini")
+    assert res["status"] == "captured" and res["path"].startswith("Memory/Conversations/gemini/")
+    sub = tmp_path / "sub.jsonl"
+    sub.write_text("\n".join(json.dumps({**x, "kind": "subagent"} if "projectHash" in x else x) for x in GEMINI_CHAT))
+    assert capture(Engine.open(), sub, agent="gemini")["reason"] == "sub-agent transcript"
+
+
+def test_a_non_interactive_run_is_captured_by_the_session_end_hook_not_by_a_folder_import(vault_path, tmp_path):
+    t = write_transcript(tmp_path / "p.jsonl", [user("Rename the cron job"), assistant("Renamed.")])
+    lines = [json.loads(x) for x in t.read_text().splitlines()]
+    t.write_text("\n".join(json.dumps({**x, "entrypoint": "sdk-cli"}) for x in lines) + "\n")  # `claude -p`
+    eng = Engine.open()
+    assert capture(eng, t, agent="claude-code")["status"] == "skipped"
+    assert capture(eng, t, agent="claude-code", non_interactive=True)["status"] == "captured"
+
+
+def test_the_prompt_searched_is_without_what_gemini_put_in_front():
+    from hive_brain.search.prompt import without_hook_context
+
+    assert without_hook_context("<hook_context># Core\n- I am Ana\n</hook_context>\n\nhow do we deploy?") == (
+        "how do we deploy?"
+    )
+    assert without_hook_context("plain <b>prompt</b>") == "plain <b>prompt</b>"

@@ -188,11 +188,11 @@ def test_gemini_install_keeps_the_users_settings_and_is_idempotent(vault_path):
     assert not run("hooks", "install", "--agent", "gemini")["changed"] and path.read_text() == text
 
     st = run("hooks", "status")
-    assert set(st["gemini"]["user"]["events"]) == {"BeforeAgent", "SessionStart"}
+    assert set(st["gemini"]["user"]["events"]) == {"BeforeAgent", "SessionStart", "AfterAgent"}
     assert st["gemini"]["user"]["mcp"]["installed"]
 
     res = run("hooks", "uninstall", "--agent", "gemini")
-    assert res["removed"] == 3 and path.read_text() == original
+    assert res["removed"] == 4 and path.read_text() == original
 
 
 def test_gemini_prompt_and_session_start_end_to_end(with_memory, tmp_path):
@@ -221,8 +221,10 @@ def test_cline_hook_scripts_install_idempotently_and_leave_the_users_hooks(vault
     assert dry["changed"] and "hook prompt --format cline" in dry["diff"] and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
 
     res = run("hooks", "install", "--agent", "cline")
-    assert res["changed"] and {Path(f["file"]).name for f in res["files"]} == {"UserPromptSubmit", "TaskStart"}
-    for name, event in (("UserPromptSubmit", "prompt"), ("TaskStart", "session-start")):
+    assert res["changed"] and {Path(f["file"]).name for f in res["files"]} == {
+        "UserPromptSubmit", "TaskStart", "TaskComplete", "TaskCancel"}
+    for name, event in (("UserPromptSubmit", "prompt"), ("TaskStart", "session-start"), ("TaskComplete", "stop"),
+                        ("TaskCancel", "stop")):
         path = folder / name
         assert os.access(path, os.X_OK) and path.read_text().startswith("#!/bin/sh\n")
         assert f"hook {event} --format cline" in path.read_text() and "HIVE_AGENT_ID=cline " in path.read_text()
@@ -231,11 +233,11 @@ def test_cline_hook_scripts_install_idempotently_and_leave_the_users_hooks(vault
     assert {p.name: p.read_text() for p in folder.iterdir()} == texts and not backups(folder)
 
     st = run("hooks", "status")
-    assert set(st["cline"]["user"]["events"]) == {"UserPromptSubmit", "TaskStart"}
+    assert set(st["cline"]["user"]["events"]) == {"UserPromptSubmit", "TaskStart", "TaskComplete", "TaskCancel"}
     assert st["cline"]["user"]["vaults"]["UserPromptSubmit"]["path"] == str(vault_path)
 
     res = run("hooks", "uninstall", "--agent", "cline")
-    assert res["removed"] == 2 and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
+    assert res["removed"] == 4 and sorted(p.name for p in folder.iterdir()) == ["PreToolUse"]
 
 
 def test_cline_refuses_to_replace_a_hook_of_the_users(vault_path, tmp_path, monkeypatch):
@@ -376,3 +378,191 @@ def test_status_and_doctor_show_each_hooks_vault_and_flag_a_missing_one(vault_pa
     assert f"uses vault {vault_path} (pinned) - DOES NOT EXIST" in human
     res = CliRunner().invoke(main, ["doctor"])
     assert res.exit_code == 1 and "DOES NOT EXIST" in res.output
+
+
+# ---------------------------------------------------------------------------------------------- fidelity
+# A settings file as people write them by hand: compact arrays and objects on one line, a key order
+# of their own, no final newline.
+CLAUDE_COMPACT = (
+    '{\n  "model": "opus",\n  "permissions": {"allow": ["Bash(ls)", "Read"], "deny": []},\n'
+    '  "hooks": {\n    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./audit.sh"}]}]\n  },\n'
+    '  "env": {"EDITOR": "vim"}\n}'
+)
+GEMINI_COMPACT = (
+    '{\n    "theme": "GitHub",\n    "tools": {"enableHooks": true, "exclude": ["run_shell_command"]},\n'
+    '    "hooks": {"disabled": ["old-hook"]},\n    "mcpServers": {"db": {"command": "db-mcp", "args": ["--ro"]}}\n}\n'
+)
+
+
+@pytest.mark.parametrize(("agent", "rel", "original"), [
+    ("claude-code", ".claude/settings.json", CLAUDE_COMPACT),
+    ("gemini", ".gemini/settings.json", GEMINI_COMPACT),
+])
+def test_uninstall_gives_back_the_users_bytes_and_install_reflows_nothing_of_theirs(vault_path, agent, rel, original):
+    path = Path.home() / rel
+    path.parent.mkdir(parents=True)
+    path.write_text(original)
+    run("hooks", "install", "--agent", agent)
+    installed = path.read_text()
+    # What the user wrote keeps its bytes beside our entries.
+    for line in original.splitlines()[1:-1]:
+        if '"hooks"' not in line and '"env"' not in line and '"mcpServers"' not in line:
+            assert line.rstrip(",") in installed, line
+    run("hooks", "uninstall", "--agent", agent)
+    assert path.read_bytes() == original.encode()
+
+    # Changed by the user while installed: only our entries' lines go, their compact arrays stay.
+    run("hooks", "install", "--agent", agent)
+    path.write_text(path.read_text().replace('"GitHub"', '"Dracula"').replace('"opus"', '"sonnet"'))
+    run("hooks", "uninstall", "--agent", agent)
+    want = original.replace('"GitHub"', '"Dracula"').replace('"opus"', '"sonnet"')
+    assert json.loads(path.read_text()) == json.loads(want)
+    for line in want.splitlines()[1:-1]:
+        if '"hooks"' not in line and '"env"' not in line and '"mcpServers"' not in line:
+            assert line.rstrip(",") in path.read_text(), line
+
+
+def test_at_most_one_backup_per_file_and_it_holds_the_pre_install_bytes(vault_path, tmp_path, monkeypatch):
+    path = Path.home() / ".gemini" / "settings.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(GEMINI_COMPACT)
+    run("hooks", "install", "--agent", "gemini")
+    other = tmp_path / "vault2"
+    run("init", str(other))
+    monkeypatch.setenv("HIVE_BRAIN_VAULT", str(other))
+    assert run("hooks", "install", "--agent", "gemini")["changed"]  # another vault: a second write
+    run("hooks", "uninstall", "--agent", "gemini")
+    run("hooks", "install", "--agent", "gemini")
+    baks = [p for p in path.parent.iterdir() if p.name != "settings.json"]
+    assert len(baks) == 1 and baks[0].read_text() == GEMINI_COMPACT
+
+
+def test_a_state_dir_that_is_not_the_default_is_pinned_in_every_installed_command(vault_path, tmp_path, monkeypatch):
+    state = os.environ["HIVE_BRAIN_STATE_DIR"]  # the tests' own, not the default
+    run("hooks", "install", "--agent", "gemini")
+    data = json.loads((Path.home() / ".gemini" / "settings.json").read_text())
+    command = data["hooks"]["BeforeAgent"][0]["hooks"][0]["command"]
+    assert f"HIVE_BRAIN_STATE_DIR={state} " in command
+    assert data["mcpServers"]["hive-brain"]["env"]["HIVE_BRAIN_STATE_DIR"] == state
+    run("hooks", "install")
+    claude = json.loads((Path.home() / ".claude" / "settings.json").read_text())
+    assert f"HIVE_BRAIN_STATE_DIR={state} " in claude["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    run("hooks", "install", "--agent", "codex")
+    assert f'HIVE_BRAIN_STATE_DIR = "{state}"' in (Path.home() / ".codex" / "config.toml").read_text()
+    # The hook run without that variable in its environment still finds the state install used.
+    env = {k: v for k, v in os.environ.items() if k not in ("HIVE_BRAIN_VAULT", "HIVE_BRAIN_STATE_DIR")}
+    p = subprocess.run(["/bin/sh", "-c", command], input='{"prompt": "pnpm or npm?"}', capture_output=True,
+                       text=True, env=env, cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (Path(state) / "hooks" / "status.json").is_file()
+    assert not (Path.home() / ".local" / "share" / "hive-brain").exists()  # no second state dir
+
+
+def test_the_default_state_dir_is_not_pinned(vault_path, monkeypatch):
+    monkeypatch.delenv("HIVE_BRAIN_STATE_DIR")
+    run("hooks", "install", "--agent", "gemini")
+    assert "HIVE_BRAIN_STATE_DIR" not in (Path.home() / ".gemini" / "settings.json").read_text()
+
+
+def test_the_agents_md_block_names_commands_not_this_machines_paths(vault_path, tmp_path):
+    import sys
+
+    target = tmp_path / "AGENTS.md"
+    run("hooks", "install", "--agent", "agents-md", "--path", str(target))
+    text = target.read_text()
+    assert "`hive-brain mcp`" in text and "`hive-brain --vault" in text
+    assert str(Path(sys.executable).parent) not in text and "/bin/hive-brain" not in text
+
+
+# ---------------------------------------------------------------------------------------------- codex hooks
+def test_codex_hooks_go_beside_the_users_and_are_trusted_where_they_sit(vault_path):
+    import tomllib
+
+    from hive_brain.agents.codex import trusted_hash
+
+    folder = Path.home() / ".codex"
+    folder.mkdir()
+    user_hooks = '{\n  "hooks": {\n    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "./scan.sh"}]}]\n  }\n}\n'
+    (folder / "hooks.json").write_text(user_hooks)
+    (folder / "config.toml").write_text('model = "gpt-5"\n')
+    run("hooks", "install", "--agent", "codex")
+    hooks = json.loads((folder / "hooks.json").read_text())["hooks"]
+    assert hooks["UserPromptSubmit"][0] == {"hooks": [{"type": "command", "command": "./scan.sh"}]}
+    ours = hooks["UserPromptSubmit"][1]
+    assert "matcher" not in ours and ours["hooks"][0]["command"].endswith(" hook prompt")
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "Stop"}
+    cfg = tomllib.loads((folder / "config.toml").read_text())
+    state = cfg["hooks"]["state"]
+    # Keyed by where each entry sits (ours is the second UserPromptSubmit group), hashed as Codex does.
+    key = f"{folder / 'hooks.json'}:user_prompt_submit:1:0"
+    assert state[key]["trusted_hash"] == trusted_hash("user_prompt_submit", ours, ours["hooks"][0])
+    assert f"{folder / 'hooks.json'}:session_start:0:0" in state and len(state) == 3
+    assert cfg["model"] == "gpt-5" and cfg["mcp_servers"]["hive-brain"]["args"][-1] == "mcp"
+    st = run("hooks", "status")["codex"]
+    assert set(st["events"]) == {"UserPromptSubmit", "SessionStart", "Stop"} and st["mcpServer"]
+    run("hooks", "uninstall", "--agent", "codex")
+    assert (folder / "hooks.json").read_text() == user_hooks and (folder / "config.toml").read_text() == 'model = "gpt-5"\n'
+
+
+def test_codex_trust_hash_is_codexs_own():
+    from hive_brain.agents.codex import trusted_hash
+
+    # Codex 0.171's sha256 over the sorted compact JSON of {event_name, hooks: [normalised handler]}:
+    # this hash is what the real CLI accepted for this hook (tests/test_agents_e2e.py runs it).
+    handler = {"type": "command", "command": "/tmp/hook.sh SessionStart", "timeout": 3}
+    assert trusted_hash("session_start", {"hooks": [handler]}, handler) == (
+        "sha256:" + __import__("hashlib").sha256(
+            b'{"event_name":"session_start","hooks":[{"async":false,"command":"/tmp/hook.sh SessionStart",'
+            b'"timeout":3,"type":"command"}]}').hexdigest()
+    )
+
+
+# ---------------------------------------------------------------------------------------------- the first session
+def test_install_says_plainly_when_the_first_prompts_will_be_lexical(vault_path):
+    res = run("hooks", "install", "--agent", "gemini")  # the tests' default: autostart off
+    assert res["serverReady"] is False and "lexical" in res["serverNote"]
+    res = CliRunner().invoke(main, ["hooks", "install", "--agent", "gemini"], catch_exceptions=False)
+    assert res.exit_code == 0 and "lexical memory only" in res.output
+
+
+def test_install_waits_for_the_server_so_the_first_session_is_hybrid(vault_path, monkeypatch):
+    import sys
+
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "1")
+    try:
+        res = run("hooks", "install", "--agent", "gemini", "--wait", "60")
+        assert res["serverStarted"] and res["serverReady"] and res["serverNote"] is None
+        # Ready means the next prompt is answered by the server, not lexically in the hook.
+        assert run("answer", "--hook", "anything at all")["mode"] in ("hybrid", "lexical-server")
+    finally:
+        subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--stop"], capture_output=True, timeout=60)
+
+
+# A Cline task history as Cline stores it (the Anthropic messages it sent): the task wrapped in <task>,
+# environment details and tool results in the user turns, thinking and tool XML in the assistant's.
+CLINE_HISTORY = [
+    {"role": "user", "content": [
+        {"type": "text", "text": "<task>\nRename the nightly cron job to backup-db; key sk-ant-api03-" + "x" * 40 + "\n</task>"},
+        {"type": "text", "text": "<environment_details>\n# Current Working Directory\n/w/ops\n</environment_details>"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "<thinking>Find the crontab.</thinking>\n<read_file><path>crontab</path></read_file>"}]},
+    {"role": "user", "content": [{"type": "text", "text": "[read_file for 'crontab'] Result:"}, {"type": "text", "text": "0 3 * * * nightly"}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "<attempt_completion>\n<result>\nRenamed it to backup-db.\n</result>\n</attempt_completion>"}]},
+]
+
+
+def test_a_finished_cline_task_becomes_a_redacted_note(with_memory, tmp_path):
+    run("hooks", "install", "--agent", "cline")
+    task = Path.home() / ".cline" / "data" / "tasks" / "1733160000000"
+    task.mkdir(parents=True)
+    (task / "api_conversation_history.json").write_text(json.dumps(CLINE_HISTORY))
+    hook = (Path.home() / "Documents" / "Cline" / "Hooks" / "TaskComplete").read_text().splitlines()[-1]
+    out = sh(hook, {"clineVersion": "3.36.0", "hookName": "TaskComplete", "timestamp": "1733160001000",
+                    "taskId": "1733160000000", "workspaceRoots": [str(tmp_path)], "userId": "u", "taskComplete": {}},
+             tmp_path)
+    assert out == {"cancel": False}
+    notes = list((with_memory / "Memory" / "Conversations" / "cline").glob("*.md"))
+    assert len(notes) == 1
+    text = notes[0].read_text()
+    assert "Rename the nightly cron job to backup-db" in text and "**Assistant:** Renamed it to backup-db." in text
+    assert "sk-ant-api03-" not in text and "environment_details" not in text and "Result:" not in text
+    assert "<thinking>" not in text and "read_file" not in text

@@ -17,7 +17,6 @@ from typing import Any
 from .settingsfile import (
     SettingsFileError,
     drop_block,
-    hive_brain_executable,
     pinned_vault,
     put_block,
     read_text,
@@ -49,8 +48,9 @@ def agents_md_path(path: Path | None = None, cwd: Path | None = None) -> Path:
 
 
 def block(vault: str | None) -> str:
-    exe = hive_brain_executable()
-    base = " ".join(shlex.quote(x) for x in exe)
+    # The command's name, not this machine's venv path: AGENTS.md is a file teams commit, and an
+    # agent runs `hive-brain` from its PATH like any other tool.
+    base = "hive-brain"
     # The agent runs these from the project folder: a vault not in the config file must be named.
     hb = f"{base} --vault {shlex.quote(vault)}" if vault else base
     return "\n".join(

@@ -25,6 +25,7 @@ from .settingsfile import (
     command_env,
     hook_command,
     is_ours,
+    pinned_state_dir,
     pinned_vault,
     read_text,
     remove,
@@ -34,8 +35,11 @@ from .settingsfile import (
 )
 
 AGENT = "cline"
-# (Cline hook file, our hook event). TaskStart takes context too: the core memory.
-EVENTS: tuple[tuple[str, str], ...] = (("UserPromptSubmit", "prompt"), ("TaskStart", "session-start"))
+# (Cline hook file, our hook event). TaskStart takes context too: the core memory; a task that ends
+# (TaskComplete, TaskCancel) becomes a conversation note from its task history.
+EVENTS: tuple[tuple[str, str], ...] = (
+    ("UserPromptSubmit", "prompt"), ("TaskStart", "session-start"), ("TaskComplete", "stop"), ("TaskCancel", "stop"),
+)
 FORMAT = ("--format", "cline")
 HEADER = "# hive-brain: managed by `hive-brain hooks install --agent cline`; `hooks uninstall --agent cline` removes it"
 
@@ -61,7 +65,8 @@ def install_cline(settings: Any, *, project: bool = False, dry_run: bool = False
     folder = hooks_dir(project, cwd)
     vault = pinned_vault(settings)
     cred = agent_credential(settings, AGENT, dry_run)
-    commands = {name: hook_command(ours, AGENT, vault, cred, FORMAT) for name, ours in EVENTS}
+    state = pinned_state_dir(settings)
+    commands = {name: hook_command(ours, AGENT, vault, cred, FORMAT, state) for name, ours in EVENTS}
     olds = {name: read_text(folder / name) for name, _ours in EVENTS}
     for name, old in olds.items():
         if old and _command_of(old) is None:

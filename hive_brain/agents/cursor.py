@@ -27,9 +27,11 @@ from .settingsfile import (
     hook_command,
     is_ours,
     mcp_server_entry,
+    pinned_state_dir,
     pinned_vault,
     read_json,
     remove,
+    uninstalled_json,
     vault_of_env,
     write,
 )
@@ -102,10 +104,11 @@ def install_cursor(settings: Any, *, project: bool = False, dry_run: bool = Fals
     mcp_data, mcp_raw = read_json(mcp_path)
     vault = pinned_vault(settings)
     cred = agent_credential(settings, AGENT, dry_run)
-    commands = {ev: hook_command(ours, AGENT, vault, cred, FORMAT) for ev, ours in EVENTS}
+    state = pinned_state_dir(settings)
+    commands = {ev: hook_command(ours, AGENT, vault, cred, FORMAT, state) for ev, ours in EVENTS}
     # Both merges first: a file we refuse leaves the other one unwritten too.
     new_hooks = merge_hooks(hooks_data, commands, hooks_path)
-    new_mcp = mcpjson.merge(mcp_data, mcp_server_entry(AGENT, vault, cred), mcp_path)
+    new_mcp = mcpjson.merge(mcp_data, mcp_server_entry(AGENT, vault, cred, state), mcp_path)
     results = [
         write(hooks_path, hooks_raw, hooks_raw if new_hooks == hooks_data and hooks_raw else dump_json(new_hooks, hooks_raw), dry_run),
         write(mcp_path, mcp_raw, mcp_raw if new_mcp == mcp_data and mcp_raw else dump_json(new_mcp, mcp_raw), dry_run),
@@ -133,9 +136,9 @@ def uninstall_cursor(*, project: bool = False, dry_run: bool = False, cwd: Path 
     # A file left with nothing but what install puts in a new one was created by install: removed.
     results = [
         remove(hooks_path, hooks_raw, dry_run) if n_hooks and new_hooks in ({}, {"version": 1})
-        else write(hooks_path, hooks_raw, dump_json(new_hooks, hooks_raw) if n_hooks else hooks_raw, dry_run),
+        else write(hooks_path, hooks_raw, uninstalled_json(hooks_path, new_hooks, hooks_raw, n_hooks), dry_run),
         remove(mcp_path, mcp_raw, dry_run) if n_mcp and not new_mcp
-        else write(mcp_path, mcp_raw, dump_json(new_mcp, mcp_raw) if n_mcp else mcp_raw, dry_run),
+        else write(mcp_path, mcp_raw, uninstalled_json(mcp_path, new_mcp, mcp_raw, n_mcp), dry_run),
     ]
     return combine(results, agent=AGENT, action="uninstall", removed=n_hooks + n_mcp)
 

@@ -23,17 +23,20 @@ from .settingsfile import (
     dump_json,
     hook_command,
     mcp_server_entry,
+    pinned_state_dir,
     pinned_vault,
     read_json,
+    uninstalled_json,
     write,
 )
 
 AGENT = "gemini"
-# (Gemini event, our hook event, timeout in milliseconds). No Stop: Gemini's transcript is not the
-# JSONL our conversation capture reads.
+# (Gemini event, our hook event, timeout in milliseconds). AfterAgent ends every turn with the chat's
+# transcript_path (JSONL): the conversation note, as Claude Code's Stop.
 EVENTS: tuple[tuple[str, str, int], ...] = (
     ("BeforeAgent", "prompt", 5000),
     ("SessionStart", "session-start", 10000),
+    ("AfterAgent", "stop", 30000),
 )
 
 
@@ -48,13 +51,14 @@ def install_gemini(settings: Any, *, project: bool = False, dry_run: bool = Fals
     data, raw = read_json(path)
     vault = pinned_vault(settings)
     cred = agent_credential(settings, AGENT, dry_run)
-    commands = {ev: hook_command(ours, AGENT, vault, cred) for ev, ours, _t in EVENTS}
+    state = pinned_state_dir(settings)
+    commands = {ev: hook_command(ours, AGENT, vault, cred, state_dir=state) for ev, ours, _t in EVENTS}
     entries = {
         ev: {"name": f"hive-brain-{ours}", "type": "command", "command": commands[ev], "timeout": t,
              "description": "hive-brain memory"}
         for ev, ours, t in EVENTS
     }
-    new = mcpjson.merge(merge_grouped(data, entries, path), mcp_server_entry(AGENT, vault, cred), path)
+    new = mcpjson.merge(merge_grouped(data, entries, path), mcp_server_entry(AGENT, vault, cred, state), path)
     res = write(path, raw, raw if new == data and raw else dump_json(new, raw), dry_run)
     res.update(
         agent=AGENT,
@@ -76,7 +80,7 @@ def uninstall_gemini(*, project: bool = False, dry_run: bool = False, cwd: Path 
     data, raw = read_json(path)
     new, n_hooks = strip_grouped(data, path)
     new, n_mcp = mcpjson.strip(new, path)
-    res = write(path, raw, dump_json(new, raw) if n_hooks + n_mcp else raw, dry_run)
+    res = write(path, raw, uninstalled_json(path, new, raw, n_hooks + n_mcp), dry_run)
     res.update(agent=AGENT, action="uninstall", removed=n_hooks + n_mcp)
     return res
 

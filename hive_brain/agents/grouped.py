@@ -29,8 +29,9 @@ def _groups(hooks: dict, event: str, path: Path) -> list:
     return groups
 
 
-def merge_grouped(data: dict, entries: dict[str, dict], path: Path) -> dict:
-    """``data`` with our hook entry per event set (in place of any old ones), everything else untouched."""
+def merge_grouped(data: dict, entries: dict[str, dict], path: Path, group: dict | None = None) -> dict:
+    """``data`` with our hook entry per event set (in place of any old ones), everything else untouched.
+    ``group``: the keys of a group we add (default ``{"matcher": ""}``; Codex's has none)."""
     out = json.loads(json.dumps(data))
     hooks = hooks_table(out, path)
     for event, entry in entries.items():
@@ -52,7 +53,7 @@ def merge_grouped(data: dict, entries: dict[str, dict], path: Path) -> dict:
             if kept:
                 new_groups.append({**g, "hooks": kept})
         if not placed:
-            new_groups.append({"matcher": "", "hooks": [entry]})
+            new_groups.append({**({"matcher": ""} if group is None else group), "hooks": [entry]})
         hooks[event] = new_groups
     out["hooks"] = hooks
     return out

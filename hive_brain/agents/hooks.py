@@ -101,7 +101,7 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
     try:
         payload = _read_payload(stdin)
         if fmt == "cline":
-            payload = _from_cline(payload)
+            payload = _from_cline(payload, event)
         rec["session_id"] = str(payload.get("session_id") or "")[:80] or None
         settings = _settings(payload, argv)
         if server_error:
@@ -209,16 +209,22 @@ def envelope(output: dict | None, fmt: str) -> dict | None:
     return output
 
 
-def _from_cline(payload: dict) -> dict:
-    """Cline's hook input, in the field names the hooks read (prompt, session_id, cwd)."""
+def _from_cline(payload: dict, event: str = "prompt") -> dict:
+    """Cline's hook input, in the field names the hooks read (prompt, session_id, cwd, and for a task
+    that ended, transcript_path: its task history, which Cline's input does not name)."""
     sub = payload.get("userPromptSubmit")
     roots = payload.get("workspaceRoots")
-    return {
+    out = {
         **payload,
         "prompt": sub.get("prompt") if isinstance(sub, dict) else None,
         "session_id": payload.get("taskId"),
         "cwd": roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None,
     }
+    if event == "stop":
+        from ..memory.conversations import cline_task_history as task_history
+
+        out["transcript_path"] = task_history(str(payload.get("taskId") or ""))
+    return out
 
 
 def _read_payload(stdin: str | None) -> dict:
@@ -521,6 +527,7 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
             cwd=cwd,
             lock_timeout=min(STOP_LOCK_TIMEOUT, float(settings.lock_timeout)),
             publish=False,
+            non_interactive=True,  # `claude -p`, `codex exec`, `gemini -p`: the user's session all the same
         )
     except LockTimeout:
         queue_pending(
@@ -531,6 +538,7 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
                 "cwd": cwd,
                 "agent": settings.agent_id,
                 "queued": _now_iso(),
+                "non_interactive": True,
             },
         )
         rec["mode"] = "queued"

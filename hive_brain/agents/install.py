@@ -10,7 +10,6 @@ rules live in :mod:`.settingsfile`).
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -24,10 +23,14 @@ from .settingsfile import (
     hive_brain_executable,
     hook_command,
     hook_env,
+    pinned_state_dir,
     pinned_vault,
     read_json,
     read_text,
+    remove,
     split_block,
+    toml_str,
+    uninstalled_json,
     vault_of_env,
     write,
 )
@@ -60,8 +63,9 @@ def claude_settings_path(project: bool, cwd: Path | None = None) -> Path:
 
 
 def codex_config_path() -> Path:
-    home = os.environ.get("CODEX_HOME")
-    return (Path(home).expanduser() if home else Path.home() / ".codex") / "config.toml"
+    from .codex import codex_home
+
+    return codex_home() / "config.toml"
 
 
 # ---------------------------------------------------------------------------------------------- claude code
@@ -72,7 +76,9 @@ def install_claude(
     data, raw = read_json(path)
     vault = pinned_vault(settings)
     cred = agent_credential(settings, "claude-code", dry_run)
-    commands = {ev: (hook_command(ours, "claude-code", vault, cred), t) for ev, ours, t in CLAUDE_EVENTS}
+    state = pinned_state_dir(settings)
+    commands = {ev: (hook_command(ours, "claude-code", vault, cred, state_dir=state), t)
+                for ev, ours, t in CLAUDE_EVENTS}
     new = merge_grouped(
         data, {ev: {"type": "command", "command": c, "timeout": t} for ev, (c, t) in commands.items()}, path
     )
@@ -80,7 +86,8 @@ def install_claude(
     if env is None or isinstance(env, dict):
         # Claude Code passes `env` to its tools too: a `hive-brain` the agent runs from its Bash tool
         # is then claude-code with its credential, in enforcement mode as much as in the hooks.
-        new["env"] = {**(env or {}), "HIVE_AGENT_ID": "claude-code", "HIVE_AGENT_CREDENTIAL": cred}
+        new["env"] = {**(env or {}), "HIVE_AGENT_ID": "claude-code", "HIVE_AGENT_CREDENTIAL": cred,
+                      **({"HIVE_BRAIN_STATE_DIR": state} if state else {})}
     new_raw = raw if new == data and raw else dump_json(new, raw)
     res = write(path, raw, new_raw, dry_run)
     res.update(
@@ -90,7 +97,9 @@ def install_claude(
         events={ev: c for ev, (c, _t) in commands.items()},
         credential=cred,
         hint="for the MCP tools too, run: claude mcp add hive-brain -e HIVE_AGENT_ID=claude-code "
-        + f"-e HIVE_AGENT_CREDENTIAL={shlex.quote(cred)} -- "
+        + f"-e HIVE_AGENT_CREDENTIAL={shlex.quote(cred)} "
+        + (f"-e HIVE_BRAIN_STATE_DIR={shlex.quote(state)} " if state else "")
+        + "-- "
         + " ".join(shlex.quote(x) for x in hive_brain_executable())
         + " mcp",
     )
@@ -102,7 +111,7 @@ def strip_claude(data: dict, path: Path) -> tuple[dict, int]:
     out = json.loads(json.dumps(data))
     env = out.get("env")
     if isinstance(env, dict) and "HIVE_AGENT_CREDENTIAL" in env:
-        for k in ("HIVE_AGENT_ID", "HIVE_AGENT_CREDENTIAL"):
+        for k in ("HIVE_AGENT_ID", "HIVE_AGENT_CREDENTIAL", "HIVE_BRAIN_STATE_DIR"):
             env.pop(k, None)
         if not env:
             del out["env"]
@@ -113,20 +122,19 @@ def uninstall_claude(*, project: bool = False, dry_run: bool = False, cwd: Path 
     path = claude_settings_path(project, cwd)
     data, raw = read_json(path)
     new, removed = strip_claude(data, path)
-    new_raw = dump_json(new, raw) if removed else raw
-    res = write(path, raw, new_raw, dry_run)
+    res = write(path, raw, uninstalled_json(path, new, raw, removed), dry_run)
     res.update(agent="claude-code", action="uninstall", removed=removed)
     return res
 
 
 # ---------------------------------------------------------------------------------------------- codex
-def _toml_str(s: str) -> str:
-    return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+_toml_str = toml_str
 
 
-def codex_block(vault: str | None, credential: str | None = None) -> str:
+def codex_block(vault: str | None, credential: str | None = None, state_dir: str | None = None,
+                trust: list[str] | None = None) -> str:
     exe = hive_brain_executable()
-    env_s = ", ".join(f"{k} = {_toml_str(v)}" for k, v in hook_env("codex", vault, credential).items())
+    env_s = ", ".join(f"{k} = {_toml_str(v)}" for k, v in hook_env("codex", vault, credential, state_dir).items())
     args = [*exe[1:], "mcp"]
     return (
         "\n".join(
@@ -136,6 +144,7 @@ def codex_block(vault: str | None, credential: str | None = None) -> str:
                 f"command = {_toml_str(exe[0])}",
                 f"args = [{', '.join(_toml_str(a) for a in args)}]",
                 f"env = {{ {env_s} }}",
+                *(trust or []),
                 CODEX_END,
             ]
         )
@@ -156,7 +165,8 @@ def _parse_toml(raw: str, path: Path) -> dict:
 
 
 def install_codex(settings: Any, *, dry_run: bool = False) -> dict:
-    from .settingsfile import put_block
+    from . import codex
+    from .settingsfile import combine, put_block
 
     path = codex_config_path()
     raw = read_text(path)
@@ -168,31 +178,51 @@ def install_codex(settings: Any, *, dry_run: bool = False) -> dict:
             f"{path} already defines [mcp_servers.hive-brain] outside our block; nothing was changed",
             hint="remove that table (or keep it and skip this install)",
         )
+    hooks_file = codex.hooks_path()
+    hooks_data, hooks_raw = read_json(hooks_file)
     vault = pinned_vault(settings)
-    block = codex_block(vault, agent_credential(settings, "codex", dry_run))
+    cred = agent_credential(settings, "codex", dry_run)
+    state = pinned_state_dir(settings)
+    entries = codex.entries(vault, cred, state)
+    new_hooks = merge_grouped(hooks_data, entries, hooks_file, group={})
+    commands = {ev: e["command"] for ev, e in entries.items()}
+    block = codex_block(vault, cred, state, codex.trust_tables(new_hooks, hooks_file, commands))
     new = put_block(raw, block, CODEX_BEGIN, CODEX_END, path)
     _parse_toml(new, path)  # never write a file Codex could not read
-    res = write(path, raw, new, dry_run)
-    res.update(
+    res = combine(
+        [
+            write(hooks_file, hooks_raw,
+                  hooks_raw if new_hooks == hooks_data and hooks_raw else dump_json(new_hooks, hooks_raw), dry_run),
+            write(path, raw, new, dry_run),
+        ],
         agent="codex",
         action="install",
         vault=vault,
+        events=commands,
+        credential=cred,
         mcpServer="hive-brain",
-        note="Codex gets memory through the MCP tools (core, recall, answer, remember, ...); "
-        "its hook support is too limited for automatic injection.",
+        note="Codex runs the hooks it trusts: install records that trust for ours in config.toml "
+        "(edit hooks.json and Codex asks again: run this install once more).",
     )
     return res
 
 
 def uninstall_codex(*, dry_run: bool = False) -> dict:
-    from .settingsfile import drop_block
+    from . import codex
+    from .settingsfile import combine, drop_block
 
     path = codex_config_path()
     raw = read_text(path)
     new, removed = drop_block(raw, CODEX_BEGIN, CODEX_END, path)
-    res = write(path, raw, new, dry_run)
-    res.update(agent="codex", action="uninstall", removed=removed)
-    return res
+    hooks_file = codex.hooks_path()
+    hooks_data, hooks_raw = read_json(hooks_file)
+    new_hooks, n_hooks = strip_grouped(hooks_data, hooks_file)
+    results = [
+        remove(hooks_file, hooks_raw, dry_run) if n_hooks and not new_hooks
+        else write(hooks_file, hooks_raw, uninstalled_json(hooks_file, new_hooks, hooks_raw, n_hooks), dry_run),
+        write(path, raw, new, dry_run),
+    ]
+    return combine(results, agent="codex", action="uninstall", removed=removed + n_hooks)
 
 
 def codex_installed() -> dict:
@@ -205,6 +235,13 @@ def codex_installed() -> dict:
         out["error"] = str(e)
         return out
     out["mcpServer"] = ours is not None
+    from .codex import hooks_path
+
+    hooks = grouped_installed(hooks_path())
+    out["hooksFile"] = hooks["file"]
+    out["events"] = hooks["events"]
+    if hooks.get("error"):
+        out["error"] = hooks["error"]
     if ours is not None:
         try:
             entry = _parse_toml(ours, path).get("mcp_servers", {}).get("hive-brain", {})
@@ -272,6 +309,34 @@ def uninstall(
     from .agentsmd import uninstall_agents_md
 
     return uninstall_agents_md(path=path, dry_run=dry_run)
+
+
+SERVER_WAIT_S = 60.0
+LEXICAL_NOTE = ("the first prompts get lexical memory only (no search by meaning) until the server is up; "
+                "`hive-brain server status` shows when it is")
+
+
+def server_for_hooks(settings: Any, timeout: float = SERVER_WAIT_S) -> dict:
+    """After an install: the warm server the hooks answer from, started and waited for (``timeout``
+    seconds) so the very first session gets hybrid memory; or, when it is off or slow, a plain note
+    that the first prompts will be lexical. Never fails the install."""
+    from ..rpc import client
+    from ..store.vault import open_vault
+
+    if not (settings.autostart and settings.use_server):
+        return {"serverStarted": False, "serverReady": False,
+                "serverNote": "the server does not start by itself here (autostart is off): prompts get "
+                              "lexical memory only unless `hive-brain serve` runs"}
+    vault = open_vault(settings)
+    started = client.autostart(settings)
+    if timeout <= 0:
+        return {"serverStarted": started, "serverReady": client.server_ready(vault.state),
+                "serverNote": None if client.server_ready(vault.state) else LEXICAL_NOTE}
+    try:
+        client.wait_ready(vault.state, timeout)
+    except HiveBrainError as e:
+        return {"serverStarted": started, "serverReady": False, "serverNote": f"{LEXICAL_NOTE} ({e.message})"}
+    return {"serverStarted": started, "serverReady": True, "serverNote": None}
 
 
 def _check_agent(agent: str, project: bool, path: Path | None) -> None:

@@ -16,7 +16,6 @@ import re
 import shlex
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +63,20 @@ def pinned_vault(settings: Any) -> str | None:
     return None if str(settings.sources.get("vault", "")).startswith("config:") else root
 
 
+def pinned_state_dir(settings: Any) -> str | None:
+    """The state dir to pin in an installed command, or None for the default (or the config file's,
+    which every process reads anyway). An agent started without this ``HIVE_BRAIN_STATE_DIR`` would
+    otherwise build a second, empty index and miss the credential install issued."""
+    from ..config import default
+
+    if str(settings.sources.get("state_dir", "")).startswith("config:"):
+        return None
+    state = Path(settings.state_dir).expanduser()
+    if state.resolve() == Path(default("state_dir")).expanduser().resolve():
+        return None
+    return str(state)
+
+
 def agent_credential(settings: Any, agent: str, dry_run: bool) -> str:
     """The path of ``agent``'s credential file, issued (or kept, when still valid) unless ``dry_run``."""
     from ..store import identity
@@ -73,13 +86,17 @@ def agent_credential(settings: Any, agent: str, dry_run: bool) -> str:
     return str(identity.issue_agent_credential(settings.state_dir, agent))
 
 
-def hook_env(agent: str, vault: str | None, credential: str | None = None) -> dict[str, str]:
-    """The environment an installed entry starts hive-brain with (identity, credential, pinned vault)."""
+def hook_env(agent: str, vault: str | None, credential: str | None = None,
+             state_dir: str | None = None) -> dict[str, str]:
+    """The environment an installed entry starts hive-brain with (identity, credential, pinned vault
+    and state dir)."""
     env = {"HIVE_AGENT_ID": agent}
     if credential:
         env["HIVE_AGENT_CREDENTIAL"] = credential
     if vault:
         env["HIVE_BRAIN_VAULT"] = vault
+    if state_dir:
+        env["HIVE_BRAIN_STATE_DIR"] = state_dir
     return env
 
 
@@ -96,18 +113,24 @@ def hook_executable() -> list[str]:
 
 
 def hook_command(
-    event: str, agent: str, vault: str | None, credential: str | None = None, extra: tuple[str, ...] = ()
+    event: str, agent: str, vault: str | None, credential: str | None = None, extra: tuple[str, ...] = (),
+    state_dir: str | None = None,
 ) -> str:
     """The shell command line of one hook: ``VAR=... <python> -S <...>/hookentry.py hook <event> [extra...]``."""
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in hook_env(agent, vault, credential).items())
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in hook_env(agent, vault, credential, state_dir).items())
     exe = " ".join(shlex.quote(x) for x in [*hook_executable(), "hook", event, *extra])
     return f"{env} {exe}"
 
 
-def mcp_server_entry(agent: str, vault: str | None, credential: str | None) -> dict[str, Any]:
+def toml_str(s: str) -> str:
+    return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+
+
+def mcp_server_entry(agent: str, vault: str | None, credential: str | None,
+                     state_dir: str | None = None) -> dict[str, Any]:
     """The ``mcpServers`` entry (command, args, env) the JSON-configured agents share."""
     exe = hive_brain_executable()
-    return {"command": exe[0], "args": [*exe[1:], "mcp"], "env": hook_env(agent, vault, credential)}
+    return {"command": exe[0], "args": [*exe[1:], "mcp"], "env": hook_env(agent, vault, credential, state_dir)}
 
 
 # ---------------------------------------------------------------------------------------------- which vault
@@ -195,13 +218,16 @@ def read_json(path: Path) -> tuple[dict, str]:
 
 
 def dump_json(data: dict, like: str = "") -> str:
-    """``data`` as JSON, indented the way ``like`` (the file's old text) was, else by 2 spaces."""
+    """``data`` as JSON, indented the way ``like`` (the file's old text) was, else by 2 spaces, and
+    with ``like``'s own text kept for every value that did not change (:mod:`.jsonedit`)."""
+    from .jsonedit import dump_like
+
     m = re.search(r"\n([ \t]+)\S", like)
     indent: int | str = 2
     if m:
         ws = m.group(1)
         indent = len(ws) if set(ws) == {" "} else ws
-    return json.dumps(data, indent=indent, ensure_ascii=False) + "\n"
+    return dump_like(data, like, indent)
 
 
 def diff(path: Path, old: str, new: str) -> str:
@@ -215,17 +241,50 @@ def diff(path: Path, old: str, new: str) -> str:
     )
 
 
-def backup(path: Path) -> str | None:
+BACKUP_SUFFIX = ".bak-hive-brain"
+_MENTIONS_US = re.compile(r"hive[-_]brain")
+
+
+def backup_path(path: Path) -> Path:
+    """The one backup a settings file gets (never one per write: they would pile up for good)."""
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
+def backup(path: Path, old: str) -> str | None:
+    """Copy ``path`` (now holding ``old``) to its backup before we write it, mode kept.
+
+    The backup is the user's file before hive-brain was in it: a file without a trace of us
+    replaces an older backup, while one that already holds our entries only makes a backup when
+    there is none, so a re-install or an uninstall keeps the pre-install bytes there.
+    """
     if not path.exists():
         return None
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    bak = path.with_name(f"{path.name}.bak-{stamp}")
-    n = 1
-    while bak.exists():
-        bak = path.with_name(f"{path.name}.bak-{stamp}-{n}")
-        n += 1
+    bak = backup_path(path)
+    if bak.exists() and _MENTIONS_US.search(old):
+        return str(bak)
     shutil.copy2(path, bak)
     return str(bak)
+
+
+def pre_install_text(path: Path, data: Any) -> str | None:
+    """The backup's text when it holds exactly ``data`` (what uninstall leaves) and nothing of ours:
+    uninstall then gives back the very bytes the user had, not an equal reformatting of them."""
+    bak = backup_path(path)
+    try:
+        text = bak.read_text(encoding="utf-8")
+        if _MENTIONS_US.search(text) or json.loads(text) != data:
+            return None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return text
+
+
+def uninstalled_json(path: Path, data: dict, raw: str, removed: int) -> str:
+    """The text of a JSON settings file after uninstall: ``raw`` when nothing of ours was there, the
+    pre-install bytes when nothing else changed since, else ``raw`` with only our values taken out."""
+    if not removed:
+        return raw
+    return pre_install_text(path, data) or dump_json(data, raw)
 
 
 def write(path: Path, old: str, new: str, dry_run: bool) -> dict:
@@ -241,7 +300,7 @@ def write(path: Path, old: str, new: str, dry_run: bool) -> dict:
     path.parent.mkdir(parents=True, exist_ok=True)
     # The temp file of an atomic write is 0600: keep the mode the user gave the file.
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644 & ~umask()
-    res["backup"] = backup(path)
+    res["backup"] = backup(path, old)
     atomic_write_text(path, new)
     os.chmod(path, mode)
     return res

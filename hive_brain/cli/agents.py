@@ -86,16 +86,20 @@ def _print_change(c: Any, res: dict) -> None:
 @_agent_opt
 @_where_opt
 @click.option("--dry-run", is_flag=True, help="Print the diff of the settings file; write nothing.")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=60.0, show_default=True, metavar="SECONDS",
+              help="Wait this long for the server, so the first session's prompts get hybrid memory (0: do not wait).")
 def hooks_install_cmd(
-    state: State, agent_kind: str, project: bool, path: Path | None, dry_run: bool, as_json: bool
+    state: State, agent_kind: str, project: bool, path: Path | None, dry_run: bool, wait_s: float, as_json: bool
 ) -> None:
     """Add hive-brain to an agent's settings (idempotent; the file is backed up first).
 
-    Claude Code gets three hooks (prompt → memory, session start → core memory, stop → conversation
-    note); Gemini CLI the prompt and session-start hooks plus the MCP server; Cursor the session-start
-    hook (core memory) plus the MCP server; Cline UserPromptSubmit and TaskStart hook scripts; Codex
-    the MCP server; agents-md a block in AGENTS.md that
-    tells any agent reading it to recall and remember with hive-brain. See docs/agents.md.
+    Claude Code and Codex get three hooks (prompt → memory, session start → core memory, stop →
+    conversation note), Codex also the MCP server and its hooks' trust; Gemini CLI the same three
+    (BeforeAgent, SessionStart, AfterAgent) plus the MCP server; Cursor the session-start hook (core
+    memory) plus the MCP server; Cline UserPromptSubmit and TaskStart hook scripts; agents-md a block
+    in AGENTS.md that tells any agent reading it to recall and remember with hive-brain. Then it
+    starts the server and waits for it (--wait), so the first session gets hybrid memory, or says
+    that the first prompts will be lexical. See docs/agents.md.
 
     \b
     Example:
@@ -111,15 +115,26 @@ def hooks_install_cmd(
     settings = state.settings()
     res = hooks_install.install(settings, agent=agent_kind, project=project, dry_run=dry_run, path=path)
     if not dry_run and agent_kind != "agents-md":
-        from ..rpc.client import autostart
-
         # The hooks answer from the warm server; without one, prompts get lexical recall only.
-        res["serverStarted"] = autostart(settings)
+        spin = not as_json and sys.stderr.isatty() and wait_s > 0
+        if spin:
+            from .base import _console
+
+            with _console(stderr=True).status(f"waiting for the hive-brain server (at most {wait_s:g}s)..."):
+                res.update(hooks_install.server_for_hooks(settings, wait_s))
+        else:
+            res.update(hooks_install.server_for_hooks(settings, wait_s))
 
     def human(c: Any) -> None:
         _print_change(c, res)
         if res.get("serverStarted"):
             c.print("started the hive-brain server in the background (turn off with `autostart = false` in the config)")
+        if res.get("serverReady"):
+            c.print("the server is ready: prompts get hybrid memory from the first one")
+        elif res.get("serverNote"):
+            from rich.markup import escape
+
+            c.print(f"[yellow]{escape(res['serverNote'])}[/]")
 
     out(as_json, res, human)
 

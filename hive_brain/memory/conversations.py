@@ -1,7 +1,8 @@
 """Finished agent conversations → one redacted note each under ``Memory/Conversations/<agent>/``.
 
-Reads Claude Code transcripts (JSONL, one entry per line) and Codex rollouts (JSONL, ``session_meta``
-/ ``response_item`` envelopes, or the older bare ``message`` lines). Only the words people read are
+Reads Claude Code transcripts (JSONL, one entry per line), Codex rollouts (JSONL, ``session_meta``
+/ ``response_item`` envelopes, or the older bare ``message`` lines) and Gemini CLI chats (JSONL: a
+``sessionId``/``projectHash`` header, then ``user``/``gemini`` messages and ``$set`` patches). Only the words people read are
 kept: user prompts and assistant text. Tool calls, tool results, thinking, system and meta entries
 are dropped, and secrets and ``<private>`` spans are redacted before anything is written.
 
@@ -46,8 +47,13 @@ _MACHINE_PREFIXES = (
     "<bash-stdout>",
     "<bash-stderr>",
     "This session is being continued from a previous conversation",
+    "<session_context>",
 )
-_REMINDER = re.compile(r"<system-reminder>[\s\S]*?(?:</system-reminder>|\Z)", re.I)
+# Context an agent's hooks added to the prompt (ours among them): Claude Code's reminders, and what
+# Gemini CLI puts around a SessionStart/BeforeAgent hook's additionalContext in the user's message.
+_REMINDER = re.compile(r"<system-reminder>[\s\S]*?(?:</system-reminder>|\Z)|<hook_context>[\s\S]*?(?:</hook_context>|\Z)",
+                       re.I)
+SUBAGENT = "sub-agent transcript"
 
 
 @dataclass
@@ -57,7 +63,7 @@ class Transcript:
     cwd: str = ""
     started: str = ""  # ISO timestamp of the first turn (or "")
     ended: str = ""
-    fmt: str = "claude"  # "claude" | "codex"
+    fmt: str = "claude"  # "claude" | "codex" | "gemini" | "cline"
     automation: str | None = None  # why this looks like a non-interactive run
 
 
@@ -86,9 +92,24 @@ def _clean_user(text: str) -> str:
     return text
 
 
+def _gemini_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n\n".join(t for t in parts if t.strip())
+
+
 def _entry_turn(e: dict) -> tuple[str, str] | None:
     """(role, text) of one transcript line, or None when it carries nothing a person reads."""
     etype = e.get("type")
+    if etype in ("user", "gemini") and "message" not in e and "content" in e:  # Gemini CLI
+        if etype == "gemini":
+            text = _gemini_text(e["content"]).strip()
+            return ("assistant", text) if text else None
+        text = _clean_user(_gemini_text(e["content"]))
+        return ("user", text) if text else None
     # Codex rollout envelope.
     if etype == "response_item" and isinstance(e.get("payload"), dict):
         e = e["payload"]
@@ -133,11 +154,36 @@ def _iter_lines(path: Path) -> Iterator[dict]:
                 yield e
 
 
+def _flat(entries: Iterable[dict]) -> Iterator[dict]:
+    """The entries, with the messages a Gemini CLI ``$set`` patch carries in their place."""
+    for e in entries:
+        patch = e.get("$set")
+        if isinstance(patch, dict):
+            for m in patch.get("messages") or []:
+                if isinstance(m, dict):
+                    yield m
+            continue
+        yield e
+
+
 def parse_entries(entries: Iterable[dict]) -> Transcript:
     t = Transcript()
     any_sidechain = any_main = False
-    for e in entries:
+    seen_ids: set[str] = set()
+    for e in _flat(entries):
         ts = e.get("timestamp")
+        if "projectHash" in e and "sessionId" in e:  # Gemini CLI's header line
+            t.fmt = "gemini"
+            t.session_id = t.session_id or str(e["sessionId"])
+            t.started = t.started or str(e.get("startTime") or "")
+            if e.get("kind") not in (None, "main"):
+                t.automation = SUBAGENT
+            continue
+        mid = e.get("id")
+        if t.fmt == "gemini" and isinstance(mid, str):
+            if mid in seen_ids:
+                continue  # a message a later patch repeats
+            seen_ids.add(mid)
         if e.get("type") == "session_meta" and isinstance(e.get("payload"), dict):
             p = e["payload"]
             t.fmt = "codex"
@@ -174,12 +220,91 @@ def parse_entries(entries: Iterable[dict]) -> Transcript:
         else:
             t.turns.append((role, text))
     if any_sidechain and not any_main and t.automation is None:
-        t.automation = "sub-agent transcript"
+        t.automation = SUBAGENT
     return t
 
 
+CLINE_HISTORY = "api_conversation_history.json"
+_CLINE_NOISE = re.compile(r"<environment_details>[\s\S]*?(?:</environment_details>|\Z)|<thinking>[\s\S]*?(?:</thinking>|\Z)")
+_CLINE_WRAP = re.compile(r"^\s*<(task|feedback|answer|user_message)>\s*([\s\S]*?)\s*</\1>\s*$")
+_CLINE_TOOL_RESULT = re.compile(r"^\[[^\]\n]{1,200}\] Result:")
+
+
+def _cline_text(content: Any, role: str) -> str:
+    """The words of one Cline message: tool results, environment details and thinking dropped, the
+    user's ``<task>``/``<feedback>`` unwrapped, the final answer kept out of ``attempt_completion``."""
+    blocks = [content] if isinstance(content, str) else [
+        b["text"] for b in content or [] if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ] if isinstance(content, list) else []
+    out = []
+    for text in blocks:
+        text = _CLINE_NOISE.sub("", text).strip()
+        if not text or _CLINE_TOOL_RESULT.match(text):
+            continue
+        m = _CLINE_WRAP.match(text)
+        if m:
+            text = m.group(2)
+        if role == "assistant":
+            done = re.search(r"<attempt_completion>[\s\S]*?<result>\s*([\s\S]*?)\s*</result>", text)
+            text = done.group(1) if done else re.sub(r"<(\w+)>[\s\S]*?</\1>", "", text).strip()
+        if text:
+            out.append(text)
+    return "\n\n".join(out)
+
+
+def parse_cline(path: Path) -> Transcript:
+    """Cline's task history (``tasks/<taskId>/api_conversation_history.json``: the Anthropic messages
+    it sent, one JSON array), as the words people read."""
+    t = Transcript(fmt="cline", session_id=path.parent.name)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return t
+    for m in data if isinstance(data, list) else []:
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+            continue
+        role = str(m["role"])
+        text = _cline_text(m.get("content"), role)
+        text = _clean_user(text) if role == "user" else text
+        if not text:
+            continue
+        if t.turns and t.turns[-1][0] == role:
+            t.turns[-1] = (role, t.turns[-1][1] + "\n\n" + text)
+        else:
+            t.turns.append((role, text))
+    return t
+
+
+# Where Cline keeps ``tasks/<taskId>/api_conversation_history.json``: the CLI's data folder, then the
+# VS Code extension's global storage (and the editors built on VS Code), on Linux and macOS.
+_EDITORS = ("Code", "Code - Insiders", "VSCodium", "Cursor", "Windsurf")
+_EXTENSION = "saoudrizwan.claude-dev"
+
+
+def cline_task_dirs() -> list[Path]:
+    home = Path.home()
+    out = [home / ".cline" / "data" / "tasks"]
+    for base in (home / ".config", home / "Library" / "Application Support"):
+        out += [base / editor / "User" / "globalStorage" / _EXTENSION / "tasks" for editor in _EDITORS]
+    return out
+
+
+def cline_task_history(task_id: str) -> str | None:
+    """The task history file of Cline task ``task_id``, or None when none of Cline's folders has it."""
+    if not task_id or "/" in task_id or task_id in (".", ".."):
+        return None
+    for d in cline_task_dirs():
+        p = d / task_id / CLINE_HISTORY
+        if p.is_file():
+            return str(p)
+    return None
+
+
 def parse_transcript(path: str | os.PathLike) -> Transcript:
-    return parse_entries(_iter_lines(Path(path)))
+    p = Path(path)
+    if p.name == CLINE_HISTORY:
+        return parse_cline(p)
+    return parse_entries(_iter_lines(p))
 
 
 def last_assistant_text(
@@ -337,8 +462,13 @@ def capture(
     cwd: str | None = None,
     lock_timeout: float | None = None,
     publish: bool = True,
+    non_interactive: bool = False,
 ) -> dict:
     """Write (or rewrite) the conversation note of one transcript. Idempotent per session id.
+
+    ``non_interactive``: capture a run like ``claude -p`` / ``codex exec`` too. The session-end hooks
+    do (the user installed them for that session, however it was started); a folder import does not,
+    where such runs are mostly scripts'. A sub-agent's transcript is never a conversation of its own.
 
     Returns ``{"status": "captured"|"updated"|"already"|"skipped", "path"?, "reason"?, ...}``.
     Raises ``LockTimeout`` when the vault stays locked for ``lock_timeout`` seconds.
@@ -359,7 +489,7 @@ def capture(
         t.started = t.ended = _iso(dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC))
     sid = clean_text(str(session_id or t.session_id or path.stem))
     base = {"transcript": str(path), "session_id": sid}
-    if t.automation:
+    if t.automation and (t.automation == SUBAGENT or not non_interactive):
         return {**base, "status": "skipped", "reason": t.automation}
     if not any(r == "user" for r, _ in t.turns):
         return {**base, "status": "skipped", "reason": "no user prompt (automation or empty session)"}
@@ -437,7 +567,10 @@ def read_pending(state: Path) -> list[dict]:
 
 
 def detect_agent(path: Path) -> str:
-    """'codex' for a Codex rollout, else 'claude-code' (looks at the first lines only)."""
+    """'codex' for a Codex rollout, 'gemini' for a Gemini CLI chat, 'cline' for a Cline task history,
+    else 'claude-code' (looks at the first lines only)."""
+    if path.name == CLINE_HISTORY:
+        return "cline"
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             head = [f.readline() for _ in range(5)]
@@ -452,6 +585,8 @@ def detect_agent(path: Path) -> str:
             e.get("type") in ("session_meta", "response_item", "message") or "instructions" in e
         ):
             return "codex"
+        if isinstance(e, dict) and "projectHash" in e and "sessionId" in e:
+            return "gemini"
     return "claude-code"
 
 
@@ -472,8 +607,9 @@ def consolidate(
     for item in queued:
         jobs.append({**item, "queued": True})
     if from_dir is not None:
+        root = Path(from_dir).expanduser()
         files = sorted(
-            Path(from_dir).expanduser().rglob("*.jsonl"), key=lambda p: (p.stat().st_mtime, str(p))
+            [*root.rglob("*.jsonl"), *root.rglob(CLINE_HISTORY)], key=lambda p: (p.stat().st_mtime, str(p))
         )
         for p in files:
             jobs.append({"transcript_path": str(p)})
@@ -488,7 +624,8 @@ def consolidate(
             progress(i, len(jobs), tp.name)
         try:
             res = capture(
-                engine, tp, agent=who, session_id=job.get("session_id"), cwd=job.get("cwd"), publish=False
+                engine, tp, agent=who, session_id=job.get("session_id"), cwd=job.get("cwd"), publish=False,
+                non_interactive=bool(job.get("non_interactive")),
             )
         except LockTimeout as e:
             res = {"status": "failed", "transcript": str(tp), "reason": str(e)}

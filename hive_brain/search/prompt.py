@@ -22,6 +22,17 @@ LONG_PROMPT_WORDS = 8
 USAGE_LOCK_WAIT_S = 0.05  # the longest the prompt hook waits to log what it injected
 
 
+def without_hook_context(prompt: str) -> str:
+    """The prompt the user typed: Gemini CLI hands BeforeAgent the prompt with what SessionStart hooks
+    added (our core memory) in front, as ``<hook_context>...</hook_context>``; searching that would
+    find the core memory again instead of what the prompt asks."""
+    if "<hook_context>" not in prompt:
+        return prompt
+    import re
+
+    return re.sub(r"<hook_context>[\s\S]*?(?:</hook_context>|\Z)", "", prompt).strip()
+
+
 def mode_header(mode: str) -> str:
     if mode == "hybrid":
         return "[hive-brain: hybrid recall (BM25 + vectors) from the running server]"
@@ -49,7 +60,7 @@ def prompt_pack(recall: Any, prompt: str, context: str = "", *, budget: int, sta
     ranking (``lexical-server`` when it answered without vectors). ``hybrid``: whether the server's
     view searches by meaning (the server knows; None: read it off the first search, which a prompt
     with no searchable words never makes: the search of prompt + reply is lexical by design)."""
-    pack = contextual_answer(recall, prompt, context, budget=budget, full_text=full_text)
+    pack = contextual_answer(recall, without_hook_context(prompt), context, budget=budget, full_text=full_text)
     if hybrid is None:
         hybrid = bool((pack.get("recall") or {}).get("semantic"))
     mode = "lexical" if local else "hybrid" if hybrid else "lexical-server"

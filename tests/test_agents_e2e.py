@@ -1,0 +1,203 @@
+"""Every hook-capable agent, run as its users run it: the real CLI from npm, its hooks installed by
+`hive-brain hooks install` into a fresh HOME, one non-interactive session each, and a loopback
+stand-in of its model API (tests/standins.py) that records what the agent sent the model.
+
+Asserted on those request bodies: the core memory from session start, the right memory inside
+``<hive-brain-recall>`` for an on-topic prompt, no recall for an off-topic one; and on the vault:
+the session's conversation is a redacted note once the session has ended.
+
+The CLIs are installed by `.ci/run` (pinned versions, below) into ~/.cache/hive-brain-e2e, outside
+the repository (``HIVE_BRAIN_E2E_DIR`` moves it); without them these tests skip and say how to get
+them. Only 127.0.0.1 is contacted; every agent process runs under a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hive_brain.search.answer import FRAME_CLOSE, FRAME_OPEN
+from tests.helpers import remember, run
+from tests.standins import StandIn
+
+# The versions CI installs and these tests were written against (.ci/run reads this table).
+VERSIONS = {
+    "claude": ("@anthropic-ai/claude-code", "2.1.332"),
+    "codex": ("@openai/codex", "0.171.0"),
+    "gemini": ("@google/gemini-cli", "0.61.0"),
+}
+E2E_DIR = Path(os.environ.get("HIVE_BRAIN_E2E_DIR") or "~/.cache/hive-brain-e2e").expanduser()
+RUN_TIMEOUT = 120
+
+CORE = "I am Ana, a backend developer who works in Go."
+FACT = "Billing service deploys happen only on Tuesdays after 14:00, through the blue-green pipeline."
+TOKEN = "ghp_" + "A" * 36  # a GitHub token's shape: redacted from the conversation note
+ON_TOPIC = "When may I deploy the billing service?"
+OFF_TOPIC = f"What is the capital of France? My token is {TOKEN}"
+
+
+def cli(name: str) -> Path:
+    exe = E2E_DIR / "node_modules" / ".bin" / name
+    if not exe.exists():
+        package, version = VERSIONS[name]
+        pytest.skip(
+            f"{package} is not installed in {E2E_DIR} (npm unreachable?): "
+            f"`npm install --prefix {E2E_DIR} {package}@{version}` or run .ci/run"
+        )
+    return exe
+
+
+@pytest.fixture
+def vault(vault_path):
+    from hive_brain.engine import Engine
+
+    (vault_path / "Memory" / "Core Memory.md").write_text(
+        f"---\ntitle: Core Memory\ntype: core\n---\n\n# Core Memory\n\n## About me\n- {CORE}\n", encoding="utf-8"
+    )
+    remember("Billing deploy window", FACT, "lesson")
+    remember("Lunch spot", "The team eats lunch at the ramen place on Fridays.", "fact")
+    Engine.open().rebuild(embed=False)
+    return vault_path
+
+
+def agent_env(standin: StandIn, **extra: str) -> dict[str, str]:
+    """The agent's environment: the tests' HOME, no vault or state dir (the hooks pin both), no proxy."""
+    drop = ("HIVE_BRAIN_VAULT", "HIVE_BRAIN_STATE_DIR", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+            "ALL_PROXY", "all_proxy", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["PATH"] = f"{E2E_DIR / 'node_modules' / '.bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    env.update(extra)
+    return env
+
+
+def session(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    p = subprocess.run([str(a) for a in argv], env=env, cwd=cwd, capture_output=True, text=True,
+                       timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, f"{argv[0]} exited {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
+    return p
+
+
+def sent(standin: StandIn) -> str:
+    """Everything the agent sent the model in this session, as one text."""
+    calls = standin.model_calls()
+    assert calls, f"the agent never asked the model: {[r['path'] for r in standin.requests]}"
+    return "\n".join(json.dumps(c["body"], ensure_ascii=False) for c in calls)
+
+
+def unescaped(text: str) -> str:
+    """Gemini CLI sends a hook's additionalContext HTML-escaped (``&lt;hive-brain-recall&gt;``, a quote
+    line's ``&gt; ``): the same frame to the model, spelled as HTML entities."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def recall_block(text: str) -> str:
+    """The framed recall the model was sent (JSON-escaped text), or ""."""
+    text = unescaped(text)
+    i = text.find(FRAME_OPEN)
+    return "" if i < 0 else text[i : text.find(FRAME_CLOSE, i) + len(FRAME_CLOSE)]
+
+
+def hook_runs() -> list[dict]:
+    status = Path(os.environ["HIVE_BRAIN_STATE_DIR"]) / "hooks" / "status.json"
+    return json.loads(status.read_text()).get("runs", [])[-8:] if status.exists() else []
+
+
+def assert_memory_sent(on: str, off: str) -> None:
+    assert CORE in on and CORE in off  # core memory at every session start
+    block = recall_block(on)
+    assert block, f"no recall framed as data in the on-topic session; the hooks' last runs: {hook_runs()}"
+    assert "\\n> Billing service deploys happen only on Tuesdays after 14:00" in block  # quoted, inside the frame
+    assert "ramen" not in block
+    assert FRAME_OPEN not in unescaped(off) and "Tuesdays" not in off  # nothing for an off-topic prompt
+
+
+def conversation_notes(vault: Path, agent: str) -> list[str]:
+    folder = vault / "Memory" / "Conversations" / agent
+    return [p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.md"))] if folder.is_dir() else []
+
+
+def assert_captured(vault: Path, agent: str) -> None:
+    notes = conversation_notes(vault, agent)
+    on = [n for n in notes if ON_TOPIC in n]
+    off = [n for n in notes if "capital of France" in n]
+    assert len(on) == 1 and len(off) == 1, f"not one conversation note per {agent} session: {notes}"
+    assert TOKEN not in off[0] and "redactions: 1" in off[0]  # the token is gone
+    for note in on + off:
+        assert "**Assistant:** " + StandIn.ANSWER_TEXT in note
+        assert FRAME_OPEN not in note and CORE not in note  # what the hooks added is not the user's words
+
+
+# ---------------------------------------------------------------------------------------------- claude code
+def test_claude_code_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
+    claude = cli("claude")
+    run("hooks", "install", "--agent", "claude-code")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    texts = []
+    for prompt in (ON_TOPIC, OFF_TOPIC):
+        with StandIn("anthropic") as api:
+            env = agent_env(api, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="sk-ant-standin",
+                            DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                            DISABLE_AUTOUPDATER="1")
+            p = session([claude, "-p", prompt], env, project)
+            assert StandIn.ANSWER_TEXT in p.stdout
+            texts.append(sent(api))
+    assert_memory_sent(*texts)
+    assert_captured(vault, "claude-code")  # `claude -p` too: its Stop hook captures
+
+
+# ---------------------------------------------------------------------------------------------- codex
+def codex_config(home: Path, url: str) -> None:
+    """Codex pointed at the stand-in: a model provider of ours, HTTP streaming (no WebSocket)."""
+    cfg = home / ".codex" / "config.toml"
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text(
+        'model = "gpt-standin"\nmodel_provider = "standin"\n\n[model_providers.standin]\nname = "standin"\n'
+        f'base_url = "{url}/v1"\nwire_api = "responses"\nenv_key = "OPENAI_API_KEY"\nsupports_websockets = false\n',
+        encoding="utf-8",
+    )
+
+
+def test_codex_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
+    codex = cli("codex")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    texts = []
+    for prompt in (ON_TOPIC, OFF_TOPIC):
+        with StandIn("openai") as api:
+            codex_config(Path.home(), api.url)  # the user's own settings; install keeps them
+            run("hooks", "install", "--agent", "codex")
+            env = agent_env(api, OPENAI_API_KEY="sk-standin")
+            # No --dangerously-bypass-hook-trust: the trust install recorded is what lets the hooks run.
+            p = session([codex, "exec", "--skip-git-repo-check", prompt], env, project)
+            assert StandIn.ANSWER_TEXT in p.stdout
+            texts.append(sent(api))
+    assert_memory_sent(*texts)
+    assert_captured(vault, "codex")  # its Stop hook, after the turn
+
+
+# ---------------------------------------------------------------------------------------------- gemini
+def test_gemini_cli_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
+    gemini = cli("gemini")
+    settings = Path.home() / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n', encoding="utf-8")
+    run("hooks", "install", "--agent", "gemini")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    texts = []
+    for prompt in (ON_TOPIC, OFF_TOPIC):
+        with StandIn("gemini") as api:
+            env = agent_env(api, GOOGLE_GEMINI_BASE_URL=api.url, GEMINI_API_KEY="standin-key",
+                            GEMINI_CLI_TRUST_WORKSPACE="true")
+            # A model named: no routing call to a classifier model first.
+            p = session([gemini, "-m", "gemini-2.5-flash", "-p", prompt], env, project)
+            assert StandIn.ANSWER_TEXT in p.stdout
+            texts.append(sent(api))
+    assert_memory_sent(*texts)
+    assert_captured(vault, "gemini")  # its AfterAgent hook, after the turn
