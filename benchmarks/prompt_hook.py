@@ -1,7 +1,11 @@
 """The prompt hook as installed, on prompts a developer types: does it speak only when it helps?
 
     python -m benchmarks.prompt_hook --sizes 0,500,3000 --work /tmp/promptwork   # build once, rerun fast
-    python -m benchmarks.prompt_hook --sizes 0 --split tune --limit 40            # a small smoke
+    python -m benchmarks.prompt_hook --sizes 0 --split tune --every 2             # a small smoke
+    python -m benchmarks.prompt_hook --full --build-only --work /tmp/promptwork   # build the vaults, stop
+    cp -a /tmp/promptwork /tmp/mine && python -m benchmarks.prompt_hook --full --work /tmp/mine
+
+``python -m benchmarks.run`` runs it as a smoke only (the memories alone, every other tune prompt).
 
 The data (``benchmarks/prompts/``, written for this benchmark): ``memories.json``, 63 typed memories of
 one made-up team (Ferrywise, a ferry-ticketing product), 9 of them later evolved (the old text is
@@ -75,7 +79,6 @@ NAME = "prompt_hook"
 DATA = Path(__file__).parent / "prompts"
 FULL_SIZES = (0, 500, 3000)
 QUICK_SIZES = (0,)
-QUICK_LIMIT = 30  # prompts of the tune split in --quick (run.py's smoke)
 TARGETS = {"quiet": 0.90, "quiet_chitchat": 1.0, "right": 0.90, "first": 0.80, "items": 1.5,
            "followup_resolved": 0.90, "old_injected": 0}
 STYLES = ("imperative", "question", "error", "filepath", "typo", "oneword", "chitchat", "followup", "mixed",
@@ -531,8 +534,12 @@ def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None 
     from .common import embedding_pack
 
     memories, prompts = load_data()
-    sizes = tuple(sizes or (QUICK_SIZES if cfg.quick else FULL_SIZES))
-    chosen = select(prompts, split or ("tune" if cfg.quick else None), every or (2 if cfg.quick else 1))
+    # Called without sizes (by benchmarks.run, quick or full) this is the smoke: the memories alone and
+    # every other tune prompt; the full sizes run alone (`python -m benchmarks.prompt_hook --full`).
+    smoke = sizes is None
+    sizes = tuple(sizes or QUICK_SIZES)
+    split = split or ("tune" if smoke else "all")
+    chosen = select(prompts, split, every or (2 if smoke else 1))
     pack, why = embedding_pack()
     out: list[dict[str, Any]] = []
     for size in sizes:
@@ -564,7 +571,7 @@ def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None 
             out.append(row)
             log(f"prompt_hook: {size}: hook {fmt_line(row['hook']['metrics']['all'])}")
     return {"sizes": list(sizes), "targets": TARGETS, "params": dict(PARAMS), "prompts": len(chosen),
-            "split": split or ("tune" if cfg.quick else "all"), "embedding_pack": str(pack) if pack else why,
+            "split": split, "smoke": smoke, "embedding_pack": str(pack) if pack else why,
             "vaults": out}
 
 
@@ -653,13 +660,14 @@ def _args(ap: Any) -> None:
                                                   "with --full, 0 with --quick)")
     ap.add_argument("--split", choices=("tune", "held", "all"), default=None,
                     help="which prompts (default: all with --full, tune with --quick)")
-    ap.add_argument("--every", type=int, default=None, help="every n-th prompt only (default: 2 with --quick)")
+    ap.add_argument("--every", type=int, default=None, help="every n-th prompt only (default: all)")
     ap.add_argument("--no-baselines", action="store_true", help="the hook alone")
     ap.add_argument("--build-only", action="store_true", help="build (or check) the work dirs and stop")
 
 
 def _kwargs(args: Any) -> dict[str, Any]:
-    return {"work": args.work, "sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else None,
+    default = FULL_SIZES if args.mode == "full" else QUICK_SIZES
+    return {"work": args.work, "sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else default,
             "split": args.split, "every": args.every, "baselines": not args.no_baselines}
 
 
