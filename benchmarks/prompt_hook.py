@@ -340,6 +340,17 @@ class NoteMap:
         return self._texts[path]
 
 
+def last_status(state_root: Path) -> dict[str, Any]:
+    """The prompt hook's own record of its last run (``<state dir>/hooks/status.json``): its mode
+    (hybrid, lexical-server, timeout, ...), items and duration."""
+    try:
+        doc = json.loads((state_root / "hooks" / "status.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    last = (doc.get("last") or {}).get("prompt") or {}
+    return {k: last.get(k) for k in ("mode", "items", "durationMs", "serverMs", "ok", "session_id")}
+
+
 def run_hook(command: str, env: Mapping[str, str], p: Mapping[str, Any], folder: Path,
              notes: NoteMap) -> dict[str, Any]:
     transcript = write_transcript(folder, p) if p.get("transcript") else None
@@ -352,7 +363,11 @@ def run_hook(command: str, env: Mapping[str, str], p: Mapping[str, Any], folder:
         doc = json.loads(r.stdout.strip().splitlines()[-1])
         ctx = str((doc.get("hookSpecificOutput") or {}).get("additionalContext") or "")
     items = [notes.item(x["path"], x["title"]) for x in parse_context(ctx)]
-    return {"injected": items, "chars": len(ctx), "ms": round(ms, 1), "rc": r.returncode,
+    st = last_status(Path(env["HIVE_BRAIN_STATE_DIR"]))
+    if st.get("session_id") != f"bench-{p['id']}":
+        st = {"mode": "unknown (no status record)"}
+    return {"injected": items, "chars": len(ctx), "ms": round(ms, 1), "rc": r.returncode, "mode": st.get("mode"),
+            "hook_ms": st.get("durationMs"), "server_ms": st.get("serverMs"),
             **({"stderr": r.stderr.strip()[-300:]} if r.returncode else {})}
 
 
@@ -563,6 +578,12 @@ def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None 
             row: dict[str, Any] = {"size": size, "info": maps["info"], "load": [load0, load_average()],
                                    "server": {"start_s": srv["start_s"], "semantic": (st.get("semantic") or {})},
                                    "hook_run": ran, "hook": {"metrics": breakdown(hook), "records": hook}}
+            modes: dict[str, int] = {}
+            for r in hook:
+                modes[str(r["mode"])] = modes.get(str(r["mode"]), 0) + 1
+            row["hook"]["modes"] = modes
+            row["hook"]["ms_p50"] = sorted(r["ms"] for r in hook)[len(hook) // 2] if hook else None
+            log(f"prompt_hook: {size}: hook modes {modes}, wall p50 {row['hook']['ms_p50']} ms")
             errors = [r for r in hook if r["rc"]]
             if errors:
                 log(f"prompt_hook: {size}: {len(errors)} hook runs failed, e.g. {errors[0].get('stderr')}")
@@ -636,6 +657,9 @@ def report(result: Mapping[str, Any], console: Any) -> None:
                 "targets right >= 0.90, first >= 0.80, quiet >= 0.90 (chit-chat 1.00), items <= 1.5, follow-ups >= "
                 "0.90, old 0; baselines with an oracle threshold (chosen on these prompts)",
                 COLUMNS, rows(result), console)
+    for v in result["vaults"]:
+        console.print(f"{v['info']['notes']:,} notes: hook modes {v['hook'].get('modes')}, wall p50 "
+                      f"{v['hook'].get('ms_p50')} ms, load {v.get('load')}")
     print_table("prompt hook by style (all splits)",
                 ["vault", "style", "n", "need", "right", "first", "quiet", "items", "chars/no-mem"],
                 style_rows(result), console)
