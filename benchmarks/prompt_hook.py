@@ -569,12 +569,14 @@ def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None 
             log(f"prompt_hook: {size}: {maps['info']['notes']} notes ({'reused' if maps['info'].get('reused') else 'built'}); "
                 f"{len(chosen)} prompts; embedding pack {pack or why}")
             load0 = load_average()
+            reset_usage(v.state)
             with running_server(v.root, v.state) as srv:
                 t0 = time.perf_counter()
                 st = wait_server_idle(v.state)
                 log(f"prompt_hook: {size}: server pid {srv['pid']} ready, no passages to embed, read-ahead done "
                     f"({time.perf_counter() - t0:.1f} s after start; semantic {((st.get('semantic') or {}).get('on'))})")
                 hook, ran = hook_records(vault, d / "state", chosen, notes, str(settings.model_dir))
+            reset_usage(v.state)
             row: dict[str, Any] = {"size": size, "info": maps["info"], "load": [load0, load_average()],
                                    "server": {"start_s": srv["start_s"], "semantic": (st.get("semantic") or {})},
                                    "hook_run": ran, "hook": {"metrics": breakdown(hook), "records": hook}}
@@ -693,6 +695,17 @@ def _kwargs(args: Any) -> dict[str, Any]:
     default = FULL_SIZES if args.mode == "full" else QUICK_SIZES
     return {"work": args.work, "sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else default,
             "split": args.split, "every": args.every, "baselines": not args.no_baselines}
+
+
+def reset_usage(state: Path) -> list[str]:
+    """Forget the usage the hook logged in an earlier run (it feeds ranking): every run of a kept work
+    dir starts from none, as a new user's vault does."""
+    gone = []
+    for p in sorted(state.glob("usage-*")):
+        if p.is_file():
+            p.unlink()
+            gone.append(p.name)
+    return gone
 
 
 def build_only(work: Path, sizes: Sequence[int]) -> None:
