@@ -143,10 +143,21 @@ def _seed_embcache(work: Path, size: int, state: Path) -> str | None:
     if ours.exists():
         return None
     for sib in sorted(work.parent.glob("*/state/*/embcache.sqlite"), key=lambda p: -p.stat().st_size):
-        if sib.parent.parent.parent.name != str(size):
+        if sib.parent != state:
             _copy_sqlite(sib, ours)
             return str(sib)
     return None
+
+
+def _drop_stale_states(state: Path) -> list[str]:
+    """State dirs of an earlier vault built at this path (another vault id): its cache is copied in by
+    now and nothing reads them again."""
+    gone = []
+    for d in sorted(state.parent.iterdir()):
+        if d != state and d.is_dir() and (d / "catalog.sqlite").exists():
+            shutil.rmtree(d)
+            gone.append(d.name)
+    return gone
 
 
 def build_vault(work: Path, size: int, memories: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -181,6 +192,7 @@ def build_vault(work: Path, size: int, memories: Sequence[Mapping[str, Any]]) ->
             head[m["key"]] = r["path"]
     t_write = time.perf_counter() - t0
     seeded = _seed_embcache(work, size, eng.vault.state)
+    _drop_stale_states(eng.vault.state)
     log(f"prompt_hook: {size}: {refs['count']} reference notes and {len(memories)} memories written in "
         f"{t_write:.1f} s; embedding{' (cache from ' + seeded + ')' if seeded else ''} ...")
     last = [0.0]

@@ -20,7 +20,9 @@ A note is capped near :data:`MAX_CHARS` (cut at a paragraph), as a user's pasted
 The candidates are sorted by path, shuffled with a fixed seed and the first ``count`` written, so the
 500-note set is the start of the 3,000-note set (a vault built from the larger set can reuse the smaller
 one's embeddings) and the same Python writes the same bytes every run: the notes are produced in a child
-interpreter with ``PYTHONHASHSEED=0`` (set reprs in signatures) and addresses (``at 0x...``) removed.
+interpreter with ``PYTHONHASHSEED=0`` (set reprs in signatures) and no environment but ``PATH`` and the
+locale, addresses (``at 0x...``), ``os.environ`` and ``sys.executable`` defaults removed from signatures, and a note that would
+still hold this machine's ``PATH``/``HOME``/``PWD`` stops the run.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ SKIP = {"antigravity", "this", "idlelib", "turtledemo", "tkinter", "turtle", "te
         "sre_constants", "distutils"}
 SKIP_PARTS = {"test", "tests", "idle_test", "__main__"}
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+# A default of os.environ (cgi.parse, ...) would print this process's whole environment into a note.
+ENVIRON = re.compile(r"environ\(\{.*?\}\)")
+# What the child interpreter inherits: nothing of this machine's environment but what Python needs.
+CHILD_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR")
 
 
 def _first_paragraph(doc: str) -> str:
@@ -80,7 +86,8 @@ def _signature(name: str, obj: Any) -> str:
         sig = str(inspect.signature(obj))
     except (TypeError, ValueError):
         return name
-    return name + ADDRESS.sub("", sig)
+    sig = ENVIRON.sub("os.environ", ADDRESS.sub("", sig)).replace(repr(sys.executable), "sys.executable")
+    return name + sig
 
 
 def _doc(obj: Any) -> str:
@@ -233,6 +240,12 @@ def write_notes(root: Path, count: int, seed: int = SEED) -> dict[str, Any]:
     if count > len(notes):
         raise SystemExit(f"this Python documents only {len(notes)} notes, fewer than {count}")
     chosen = choose(list(notes), count, seed)
+    # Long enough to be this machine's and nobody's documentation.
+    marks = [v for v, n in ((os.environ.get("PATH", ""), 20), (os.environ.get("PWD", ""), 12),
+                            (os.environ.get("HOME", ""), 12), (sys.executable, 24)) if len(v) > n]
+    leaked = [r for r in notes if any(m in notes[r] for m in marks)]
+    if leaked:
+        raise RuntimeError(f"notes would hold this machine's environment: {', '.join(leaked[:3])}")
     digest = hashlib.sha256()
     for rel in chosen:
         p = root / rel
@@ -247,7 +260,8 @@ def write_refs(root: Path, count: int, seed: int = SEED, python: str | None = No
     """:func:`write_notes` in a child interpreter with a fixed hash seed (the same bytes every run)."""
     if count <= 0:
         return {"count": 0, "paths": [], "sha256": None}
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    env = {k: v for k, v in os.environ.items() if k in CHILD_ENV_KEEP}
+    env["PYTHONHASHSEED"] = "0"
     r = subprocess.run([python or sys.executable, "-m", "benchmarks.prompt_refs", "--out", str(root), "--count",
                         str(count), "--seed", str(seed), "--json"], env=env, capture_output=True, text=True,
                        cwd=Path(__file__).resolve().parents[1], timeout=900)
