@@ -139,6 +139,7 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
     lex_hits = view.lexical.search(query.lexical, where=And((where, In("unit", ("passage", "whole")))), limit=pool)
     note_hits = view.lexical.search(query.lexical, where=And((where, In("unit", ("note", "whole")))), limit=pool)
     info["term_weights"] = view.lexical.term_weights(query.words)
+    info["n_docs"] = view.lexical.doc_count()
     info["lexicalMs"] = round((time.perf_counter() - t0) * 1000, 2)
     cands: dict[str, Cand] = {}
     for h in note_hits:
