@@ -21,7 +21,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from . import capsule, cmrc, freshness, locomo, operations, resources, scale, smallvault, startup, writes
+from . import (
+    capsule,
+    cmrc,
+    freshness,
+    locomo,
+    operations,
+    prompt_hook,
+    resources,
+    scale,
+    smallvault,
+    startup,
+    writes,
+)
 from .common import (
     add_common_args,
     config_from_args,
@@ -39,8 +51,10 @@ from .common import (
     write_result,
 )
 
+# prompt_hook runs here as a smoke only (the memories alone, every other tune prompt); its three vault
+# sizes run alone: python -m benchmarks.prompt_hook --full --work DIR.
 BENCHMARKS: dict[str, ModuleType] = {m.NAME: m for m in (startup, locomo, cmrc, smallvault, scale, freshness, resources,
-                                                          writes, operations, capsule)}
+                                                          writes, operations, capsule, prompt_hook)}
 
 
 def parse_only(value: str | None) -> list[str]:

@@ -298,3 +298,90 @@ def test_hive_brain_system_indexes_a_real_vault(tmp_path, monkeypatch):
     r.open()
     r.index([])
     assert "Ann.md" in [h.doc_id for h in r.search("what is the name of Ann's puppy?", 5)]
+
+
+# --------------------------------------------------------------------------- prompt hook benchmark
+
+
+def _rec(style: str, needs: list[str], injected: list[tuple[str | None, bool]], chars: int = 0,
+         split: str = "tune") -> dict:
+    return {"style": style, "split": split, "needs": needs, "chars": chars,
+            "injected": [{"key": k, "old": old} for k, old in injected]}
+
+
+def test_prompt_hook_metrics_arithmetic():
+    from benchmarks.prompt_hook import breakdown, metrics
+
+    recs = [
+        _rec("question", ["a"], [("a", False), ("x", False)], 800),          # right, first
+        _rec("question", ["b"], [("x", False), ("b", False)], 600),          # right, not first
+        _rec("followup", ["c"], [(None, True)], 300, split="held"),          # only an old version: wrong
+        _rec("followup", ["d"], [("d", False)], 200, split="held"),          # resolved
+        _rec("chitchat", [], [], 0),                                          # quiet
+        _rec("chitchat", [], [("x", False)], 500, split="held"),             # noisy chit-chat
+        _rec("coding", [], [], 0, split="held"),
+        _rec("coding", [], [("y", False), ("z", False), (None, True)], 900),  # noisy, with an old version
+    ]
+    m = metrics(recs)
+    assert (m["n"], m["n_need"], m["n_none"]) == (8, 4, 4)
+    assert m["right"] == 0.75 and m["first"] == 0.5
+    assert m["quiet"] == 0.5 and m["quiet_chitchat"] == 0.5
+    assert m["items"] == round((2 + 2 + 1 + 1 + 1 + 3) / 6, 2)
+    assert m["chars"] == round((800 + 600 + 300 + 200 + 500 + 900) / 6, 2)
+    assert m["chars_per_nomem"] == round((0 + 500 + 0 + 900) / 4, 2)
+    assert m["old_injected"] == 2
+    assert m["followup_resolved"] == 0.5
+    assert m["balanced"] == round((0.75 + 0.5) / 2, 3)
+    b = breakdown(recs)
+    assert b["tune"]["n"] == 4 and b["held"]["n"] == 4 and b["all"] == m
+    assert b["styles"]["chitchat"]["quiet"] == 0.5 and "typo" not in b["styles"]
+    empty = metrics([])
+    assert empty["right"] is None and empty["balanced"] is None and empty["old_injected"] == 0
+
+
+def test_prompt_hook_context_parsing_and_oracle_threshold():
+    from benchmarks.prompt_hook import NoteMap, oracle, parse_context
+
+    ctx = ("[hive-brain: hybrid recall]\n<hive-brain-recall>\n"
+           "### Beta builds (procedure, 2026-12-02, mem-1) — Memory/a.md\n> text\n(supersedes 1 earlier version: mem-0)\n\n"
+           "### json.dumps — Reference/python/json/dumps.md\n> more\n</hive-brain-recall>\n")
+    assert parse_context(ctx) == [{"title": "Beta builds", "path": "Memory/a.md"},
+                                  {"title": "json.dumps", "path": "Reference/python/json/dumps.md"}]
+    assert parse_context("") == []
+    notes = NoteMap({"head": {"beta": "Memory/a.md"}, "old": {"beta": ["Memory/a0.md"]},
+                     "titles": {"Memory/a.md": "Beta builds", "Memory/a0.md": "Beta builds",
+                                "Reference/python/json/dumps.md": "json.dumps"}})
+    assert notes.item("Memory/a.md")["key"] == "beta"
+    old = notes.item("Memory/a0.md")
+    assert old["key"] is None and old["old"] and old["oldOf"] == "beta"
+    prompts = [{"id": "p1", "style": "question", "split": "tune", "needs": ["beta"]},
+               {"id": "p2", "style": "chitchat", "split": "held", "needs": []}]
+    scores = {"p1": [("Memory/a.md", 5.0)], "p2": [("Reference/python/json/dumps.md", 3.0)]}
+    t, recs = oracle(scores, prompts, notes, k=1)
+    assert t == 5.0  # the one threshold that injects for p1 and stays quiet on p2
+    assert [len(r["injected"]) for r in recs] == [1, 0]
+
+
+def test_prompt_data_is_labelled_consistently():
+    from benchmarks.prompt_hook import STYLES, load_data
+
+    memories, prompts = load_data()  # check_data raises on a dangling label or a follow-up without reply
+    assert len(memories) >= 60 and sum(1 for m in memories if m.get("evolve")) >= 8
+    assert len(prompts) >= 130
+    for st in STYLES:
+        assert sum(1 for p in prompts if p["style"] == st) >= 8, st
+    need = sum(1 for p in prompts if p["needs"]) / len(prompts)
+    assert 0.40 <= need <= 0.50
+    tune = sum(1 for p in prompts if p["split"] == "tune") / len(prompts)
+    assert 0.45 <= tune <= 0.55
+
+
+def test_prompt_refs_order_is_a_seeded_prefix():
+    from benchmarks.prompt_refs import _cap, choose
+
+    paths = [f"Reference/python/m{i}.md" for i in range(50)]
+    small, large = choose(paths, 10), choose(list(reversed(paths)), 30)
+    assert large[:10] == small and len(set(large)) == 30
+    assert choose(paths, 10, seed=1) != small
+    text = "\n\n".join(["a" * 40] * 10)
+    assert _cap(text, 100) == "\n\n".join(["a" * 40] * 2)
