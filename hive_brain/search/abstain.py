@@ -81,6 +81,12 @@ def memory_is_weak(typed: Sequence[Features], query: Query, params: Mapping[str,
 
 
 
+def _words(d: Mapping) -> float:
+    """The prompt's words the note holds (rarity-weighted coverage) times how specific the rarest of
+    them is in this vault (``specificity``): high only when a word few notes have is there."""
+    return float(d.get("coverage") or 0.0) * float(d.get("specificity") or 0.0)
+
+
 def hook_evidence(hit: Mapping, params: Mapping[str, float] = PARAMS) -> tuple[float, str]:
     """How strongly one hit, on its own, says it answers the prompt, and what that rests on
     (``rerank``: the second model's gap over the background; ``e5``: the first model's gap, plus the
@@ -88,7 +94,7 @@ def hook_evidence(hit: Mapping, params: Mapping[str, float] = PARAMS) -> tuple[f
     words alone, the in-process answer without vectors). Read from ``scoreDetails`` only: the hits may
     come from the server, and a reader can check the gate against the details shown."""
     d = hit.get("scoreDetails") or {}
-    words = float(d.get("coverage") or 0.0) * float(d.get("specificity") or 0.0)
+    words = _words(d)
     rr = d.get("rerankGap")
     if rr is not None:
         return float(rr), "rerank"
@@ -123,8 +129,14 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
             continue
         ev, basis = hook_evidence(h, P)
         need = _hook_need(basis, h.get("kind"), P)
-        d["hookGate"] = {"evidence": round(ev, 4), "basis": basis, "need": round(need, 4), "kept": ev >= need}
-        if ev >= need:
+        # The vault's own rare words, most of them in the note, answer whatever the models say: neither
+        # knows "zorbulator", and the second model reads an unknown word as noise.
+        words = _words(d)
+        words_need = P["hook_words"] + (P["hook_words_note"] if h.get("kind") not in ("memory", "conversation") else 0.0)
+        ok = ev >= need or words >= words_need
+        d["hookGate"] = {"evidence": round(ev, 4), "basis": basis, "need": round(need, 4), "words": round(words, 4),
+                         "wordsNeed": round(words_need, 4), "kept": ok}
+        if ok:
             judged.append((ev, h))
         elif why is None:
             why = f"best match's evidence ({basis}) {ev:+.3f} is under the {need:.3f} the hook needs"
