@@ -156,7 +156,8 @@ def replay(work: Path, size: int, overrides: dict[str, float], split: str | None
         pack = contextual_answer(rec, p["prompt"], ctx[p["id"]], budget=6000, params=P)
         items = [it["path"] for it in pack.get("items") or []]
         need = [heads[k] for k in p["needs"] if k in heads]
-        rows.append({"id": p["id"], "style": p["style"], "needs": bool(p["needs"]), "items": items,
+        ev = {g["path"]: g["evidence"] for g in pack.get("gate") or [] if g.get("basis") == "rerank"}
+        rows.append({"id": p["id"], "style": p["style"], "needs": bool(p["needs"]), "items": items, "evidence": ev,
                      "chars": pack.get("chars") or 0, "right": any(x in need for x in items),
                      "first": bool(items) and items[0] in need, "old": sum(1 for x in items if x in old),
                      "kinds": [it.get("kind") for it in pack.get("items") or []]})
@@ -185,9 +186,67 @@ def _print(label: str, m: dict[str, Any]) -> None:
           f"items {m['items']:.2f} chars/none {m['chars_none']:5d} old {m['old']} followup {m['followup']:.3f}")
 
 
+def objective(ms: list[dict[str, Any]]) -> float:
+    """The balance the targets ask for, at the worst size: right memory injected and nothing injected
+    when none is needed weigh alike; chit-chat that is not quiet, or an old version, disqualifies."""
+    if any(m["quiet_chit"] < 1.0 or m["old"] for m in ms):
+        return -1.0
+    return min((m["right"] + m["first"]) / 2 + m["quiet"] for m in ms) / 2
+
+
+def grid(work: Path, sizes: list[int], space: dict[str, list[float]], split: str | None, top: int) -> None:
+    import itertools
+
+    names = list(space)
+    out = []
+    for combo in itertools.product(*(space[n] for n in names)):
+        v = dict(zip(names, combo, strict=True))
+        ms = [metrics(replay(work, size, v, split)) for size in sizes]
+        out.append((objective(ms), v, ms))
+    out.sort(key=lambda x: -x[0])
+    for obj, v, ms in out[:top]:
+        print(f"{obj:.3f} {json.dumps(v)}")
+        for size, m in zip(sizes, ms, strict=True):
+            _print(f"   {size}", m)
+
+
+def usage_calibration(work: Path, sizes: list[int], base: dict[str, float]) -> None:
+    """Would calibrating the gate per vault from the Stop hook's usage signal help? Simulated: the tune
+    half is asked under a permissive gate; every injected note is logged as retrieved, and as used
+    (final-answer) when it is a memory the prompt needs (a reply that used it: the best case for the
+    signal). Per vault, the second model's threshold is then the one that keeps the most used notes
+    net of unused ones among those logged; the held half is asked with it and with the shared one."""
+    from hive_brain.search.abstain import hook_evidence
+    from hive_brain.search.params import PARAMS
+
+    loose = {**base, "hook_rr": 0.1, "hook_rr_note": 0.1}
+    for size in sizes:
+        data = json.loads((work / f"size{size}" / "calls.json").read_text(encoding="utf-8"))
+        heads = data["heads"]
+        _m, prompts = load()
+        need = {p["id"]: {heads[k] for k in p["needs"] if k in heads} for p in prompts}
+        logged: list[tuple[float, bool, bool]] = []  # evidence, used, reference note
+        for r in replay(work, size, loose, "tune"):
+            for path, kind in zip(r["items"], r["kinds"], strict=True):
+                ev = r["evidence"].get(path)
+                if ev is not None:
+                    logged.append((ev, path in need[r["id"]], kind != "memory"))
+        best_t, best_v = PARAMS["hook_rr"], None
+        for t in sorted({round(e, 3) for e, _u, _n in logged} | {PARAMS["hook_rr"]}):
+            v = sum((1 if u else -1) for e, u, n in logged if e >= t and not n)
+            if best_v is None or v > best_v:
+                best_t, best_v = t, v
+        shared = metrics(replay(work, size, base, "held"))
+        cal = metrics(replay(work, size, {**base, "hook_rr": best_t}, "held"))
+        print(f"{size}: {len(logged)} injections logged on tune ({sum(u for _e, u, _n in logged)} used); "
+              f"calibrated hook_rr {best_t:.3f} (shared {PARAMS['hook_rr']:.3f})")
+        _print("   held, shared", shared)
+        _print("   held, calibrated", cal)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("record", "eval", "curve", "misses"))
+    ap.add_argument("cmd", choices=("record", "eval", "curve", "misses", "grid", "usage"))
     ap.add_argument("--work", required=True)
     ap.add_argument("--size", type=int, default=None)
     ap.add_argument("--sizes", default="0")
@@ -195,6 +254,8 @@ def main() -> None:
     ap.add_argument("--state")
     ap.add_argument("--split", default="tune", help="tune | held | all")
     ap.add_argument("--try", dest="tries", action="append", default=[], help="JSON PARAMS overrides (repeatable)")
+    ap.add_argument("--grid", help='JSON {param: [values]}: every combination, best (mean of right and quiet) first')
+    ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--param")
     ap.add_argument("--values")
     args = ap.parse_args()
@@ -206,6 +267,12 @@ def main() -> None:
         return
     sizes = [args.size] if args.size is not None else [int(x) for x in args.sizes.split(",")]
     variants = [json.loads(t) for t in args.tries] or [{}]
+    if args.cmd == "usage":
+        usage_calibration(work, sizes, variants[0])
+        return
+    if args.cmd == "grid":
+        grid(work, sizes, json.loads(args.grid), split, args.top)
+        return
     if args.cmd == "curve":
         variants = [{args.param: float(v)} for v in args.values.split(",")]
     for size in sizes:

@@ -100,6 +100,11 @@ def hook_evidence(hit: Mapping, params: Mapping[str, float] = PARAMS) -> tuple[f
         return float(rr), "rerank"
     gap = d.get("semanticGap")
     if gap is not None:
+        if hit.get("kind") == "memory":
+            # The floor rises with the index (the best of more notes comes nearer by chance), but typed
+            # memory is the same few notes however many documents sit beside it: at +3,000 reference
+            # notes the allowance alone took "vipps" and "infra/gke/main.tf" under the bar.
+            gap = float(gap) + float(d.get("floorAllowance") or 0.0)
         return float(gap) + params["hook_w_words"] * words, "e5"
     return words, "lexical"
 
@@ -157,8 +162,10 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
         if h.get("status") == "superseded" or h.get("historical"):
             continue
         d = h.setdefault("scoreDetails", {})
-        if h.get("kind") not in ("memory", "conversation") and float(d.get("titleCoverage") or 0.0) < 1.0:
-            pass
+        if h.get("kind") not in ("memory", "conversation") and not P["hook_referent_notes"]:
+            # A reference page's one-word title ("merge", "return") is in any reply about code.
+            d["hookGate"] = {"kept": False, "basis": "referent", "why": "reference material is no referent"}
+            continue
         d["hookGate"] = {"kept": True, "basis": "referent"}
         refs.append(h)
     for h in refs:

@@ -172,7 +172,8 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
             # The vectors were moved aside (the next catch-up rebuilds them): answer lexically.
             view.vectors = None
             view.warnings.append(f"{e.message}; answering lexically until it is rebuilt")
-        info["background_top3"] = qc["background_top3"] + size_allowance(view, params)
+        info["floor_allowance"] = size_allowance(view, params)
+        info["background_top3"] = qc["background_top3"] + info["floor_allowance"]
         info["semanticMs"] = round((time.perf_counter() - t0) * 1000, 2)
     info["semantic"] = bool(sem_hits) or (semantic and view.vectors is not None and view.embedder is not None)
     sims = [h.similarity for h in sem_hits]

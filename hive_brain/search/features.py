@@ -58,6 +58,7 @@ class Features:
     semantic: float | None = None
     semantic_z: float | None = None
     gap: float | None = None  # best cosine minus the background floor
+    floor_allowance: float = 0.0  # the part of that floor that grows with the index (candidates.size_allowance)
     late: float | None = None  # MaxSim of the question's and the note's best passage's token vectors
     late_gap: float | None = None  # MaxSim of the best passage minus the background's (abstention's top hits)
     rr_sim: float | None = None  # the second model's cosine with the note's best passage
@@ -134,6 +135,7 @@ def details(f: Features, b: Breakdown) -> dict[str, Any]:
         "semantic": round(f.semantic, 4) if f.semantic is not None else None, "semanticRank": f.sem_rank,
         "semanticZ": round(f.semantic_z, 3) if f.semantic_z is not None else None,
         "semanticGap": round(f.gap, 4) if f.gap is not None else None,
+        "floorAllowance": round(f.floor_allowance, 4),
         "rrf": round(b.rrf, 5), "support": round(b.support, 5), "coverage": round(f.coverage, 3),
         "titleCoverage": round(f.title_coverage, 3), "specificity": round(f.specificity, 3), "exactTitle": f.exact_title, "keyMatch": f.key_match,
         "aliasMatch": f.alias_match, "confidence": f.confidence, "status": f.status, "inWindow": f.in_window,
@@ -211,6 +213,7 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
         _words(f, c, e, query, q_weighted, q_total, docs, P, idf_top)
         _note(f, c, e, query, docs, P)
         f.bm25, f.bm25_note = c.lex, c.lex_doc
+        f.floor_allowance = float(info.get("floor_allowance") or 0.0)
         f.bm25_norm = c.lex / lex_max if c.lex else 0.0
         if c.sem > -1:
             f.semantic = c.sem
