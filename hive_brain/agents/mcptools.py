@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-if TYPE_CHECKING:
-    from .mcp import Tools
+# The session (agents.mcp.Tools), typed loosely: agents.mcp imports this module, not the other way.
+Tools = Any
 
 RECALL_TEXT_CHARS = 600
 

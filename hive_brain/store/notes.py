@@ -168,12 +168,48 @@ def parse_text(path: str, text: str, raw_sha: str | None = None) -> Note:
     except yaml.YAMLError as e:
         first = str(e).splitlines()[0] if str(e) else "invalid YAML"
         return Note(path, {}, text, raw_sha, problem=f"broken YAML frontmatter: {first}")
+    except RecursionError:
+        return Note(path, {}, text, raw_sha, problem="YAML frontmatter nested too deeply")
+    hostile = _hostile(meta)
+    if hostile:
+        return Note(path, {}, text, raw_sha, problem=f"YAML frontmatter {hostile}")
     if not isinstance(meta, dict):
         return Note(path, {}, text, raw_sha, problem="frontmatter is not a key/value mapping")
     meta = {str(k): v for k, v in meta.items()}
     note = Note(path, meta, text[body_at:], raw_sha)
     note.extra["frontmatter"] = fm  # the user's own text: a rewrite keeps what it does not change
     return note
+
+
+MAX_FM_DEPTH = 32
+MAX_FM_NODES = 20_000  # counted with every repeat of an alias: an alias bomb is caught, not expanded
+MAX_FM_SCALAR = 100_000
+
+
+def _hostile(meta: Any) -> str | None:
+    """What makes frontmatter unusable by every later step (which walk it recursively): a value that
+    contains itself (``tags: &a [*a]``), nesting deeper than any note needs, an alias bomb, a huge
+    scalar. Such a note is reported by doctor and skipped, like broken YAML (issue 28)."""
+    budget = [MAX_FM_NODES]
+    stack: list[tuple[Any, int, frozenset[int]]] = [(meta, 0, frozenset())]
+    while stack:
+        v, depth, above = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0:
+            return f"has more than {MAX_FM_NODES:,} values (aliases counted each time they are used)"
+        if isinstance(v, str | bytes):
+            if len(v) > MAX_FM_SCALAR:
+                return f"holds a value over {MAX_FM_SCALAR:,} characters"
+            continue
+        if isinstance(v, dict | list | tuple | set):
+            if id(v) in above:
+                return "holds a value that contains itself (a self-referencing alias)"
+            if depth >= MAX_FM_DEPTH:
+                return f"is nested deeper than {MAX_FM_DEPTH} levels"
+            inner = above | {id(v)}
+            items = [x for kv in v.items() for x in kv] if isinstance(v, dict) else list(v)
+            stack.extend((x, depth + 1, inner) for x in items)
+    return None
 
 
 def _plain(v: Any) -> Any:

@@ -1,0 +1,34 @@
+"""One hand-written note whose YAML is hostile (a self-referencing alias, deep nesting, an alias
+bomb, a huge scalar) breaks no command: it is reported by doctor, named, and skipped (issue 28)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import doctor, remember, run
+
+HOSTILE = {
+    "self-alias": "---\ntitle: Loop\ntags: &a [*a]\n---\nbody of the looping note\n",
+    "self-alias-map": "---\ntitle: Loop map\nextra: &m {self: *m}\n---\nbody\n",
+    "deep": "---\ntitle: Deep\nx: " + "[" * 5000 + "]" * 5000 + "\n---\nbody\n",
+    "bomb": "---\ntitle: Bomb\n" + "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 9)) + "---\nbody\n",
+    "huge": "---\ntitle: Huge\nsummary: " + "y" * 300_000 + "\n---\nbody\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_frontmatter_is_reported_and_skipped(vault_path, name):
+    remember("Deploy target", "We deploy the web app to Fly.io.", "decision")
+    (vault_path / "Ideas").mkdir(exist_ok=True)
+    (vault_path / "Ideas" / f"{name}.md").write_text(HOSTILE[name], encoding="utf-8")
+    # Every command that reads the vault still works, and the good memory is still found.
+    hits = run("recall", "where do we deploy the web app", "--lexical")["hits"]
+    assert hits and hits[0]["title"] == "Deploy target"
+    assert run("status")["unreadableNotes"] >= 1
+    run("rebuild-index")
+    run("browse", "Ideas")
+    remember("Another", "A write after the hostile note was seen.", "fact")
+    found = doctor()
+    text = str(found["problems"])
+    assert f"Ideas/{name}.md" in text, found["problems"]
