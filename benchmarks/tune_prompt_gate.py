@@ -216,7 +216,6 @@ def usage_calibration(work: Path, sizes: list[int], base: dict[str, float]) -> N
     (final-answer) when it is a memory the prompt needs (a reply that used it: the best case for the
     signal). Per vault, the second model's threshold is then the one that keeps the most used notes
     net of unused ones among those logged; the held half is asked with it and with the shared one."""
-    from hive_brain.search.abstain import hook_evidence
     from hive_brain.search.params import PARAMS
 
     loose = {**base, "hook_rr": 0.1, "hook_rr_note": 0.1}

@@ -77,8 +77,7 @@ def test_an_acknowledgement_and_a_generic_coding_task_inject_nothing_in_a_20_not
         assert [it["id"] for it in pack["items"]][:1] == [ids[title]], (prompt, pack.get("gate"))
 
 
-_WORDS = ("test format log release token build parse date string error file read write value list "
-          "function module class option config default type return object field record stream").split()
+_WORDS = ["test", "format", "log", "release", "token", "build", "parse", "date", "string", "error", "file", "read", "write", "value", "list", "function", "module", "class", "option", "config", "default", "type", "return", "object", "field", "record", "stream"]
 
 
 @pytest.mark.slow
