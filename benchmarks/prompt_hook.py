@@ -406,7 +406,7 @@ def hook_records(vault: Path, state_root: Path, prompts: Sequence[Mapping[str, A
         recs = []
         for p in prompts:
             rec = run_hook(command, env, p, home / "project", notes)
-            fallbacks = []
+            fallbacks: list[dict] = []
             # On a loaded machine the server can miss the hook's deadline and the hook falls back to
             # in-process lexical recall: that measures the machine, not the gate. Such a prompt is asked
             # again (at most RETRIES times) and every fallback is kept in the record.

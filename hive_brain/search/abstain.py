@@ -155,7 +155,7 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
     if P["hook_by_evidence"]:
         out.sort(key=lambda h: -h["scoreDetails"]["hookGate"]["evidence"])
     have = {h["path"] for h in out}
-    refs = []
+    refs: list[dict] = []
     for h in referents:
         if len(refs) >= P["hook_referents"]:
             break
