@@ -37,6 +37,7 @@ __all__ = ["BACKGROUND", "CANDIDATES", "KINDS_ALL", "PARAMS", "Cand", "View", "b
 
 KINDS_ALL = ("memory", "note", "conversation", "core")
 DROP_BELOW = PARAMS["drop_below"]  # the default of search(drop_ratio=...)
+DAY_S = 86400
 
 
 @dataclass
@@ -207,7 +208,11 @@ def _versions_until(q: Query) -> int | None:
     """The moment whose memory versions answer: the cutoff, else the end of a window the question names."""
     if q.cutoff is not None:
         return q.cutoff
-    return q.window[1] - 1 if q.window is not None else None
+    # A period ("in January 2025", "in 2024") asks what was true then. A single day ("on 2026-11-03")
+    # names an event, and the note recording it (a trade log, its roll-up) is often written later.
+    if q.window is not None and q.window[1] - q.window[0] > DAY_S:
+        return q.window[1] - 1
+    return None
 
 
 def _head(catalog: Catalog, e: Entry, cutoff: int | None) -> Entry:
