@@ -260,7 +260,7 @@ def test_mcp_remember_refuses_a_secret_in_tags(vault_path):
 
     asyncio.run(go())
     is_error, msg = seen["res"]
-    assert is_error and "--tags" in msg and GH not in msg
+    assert is_error and "tags=" in msg and GH not in msg  # MCP errors name the tool field, not the CLI flag
 
 
 def test_conversation_capture_redacts_the_new_formats():
