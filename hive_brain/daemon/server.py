@@ -226,7 +226,9 @@ class Server:
         deadline = time.monotonic() + REPLACED_HOLDER_WAIT_S
         while not self._pidlock.acquire(0, command="serve", info=who):
             held = self._pidlock.holder_info() or {}
-            wait = held.get("command") == registry.PROBE or held.get("stateIno") not in (None, ino)
+            # Nothing readable: the holder exited between our try and this look (the old server of a
+            # replaced state dir does just that), or is writing its info: try again, within the deadline.
+            wait = not held or held.get("command") == registry.PROBE or held.get("stateIno") not in (None, ino)
             if not wait or time.monotonic() >= deadline:
                 raise AlreadyRunning(f"hive-brain serve is already running (pid {held.get('pid')}) for {self.vault.root}",
                                      hint="stop it with `hive-brain serve --stop`")
