@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
@@ -68,3 +71,34 @@ def doctor() -> dict:
     found = bool(res["problems"] or res["conflicts"] or res["damagedNow"])
     assert res["_exit"] == (1 if found else 0), res
     return res
+
+
+@contextmanager
+def hung_server(state: Path) -> Iterator[list[object]]:
+    """A listener at the vault's server socket that accepts and never answers, behind a ready marker
+    naming this (live) process: a hung server. Yields the connections it accepted; closed on exit."""
+    import os
+    import socket
+    import threading
+
+    from hive_brain.rpc import client
+
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(client.socket_path(state)))
+    listener.listen(8)
+    (state / client.READY_NAME).write_text(f"{os.getpid()}\n")
+    accepted: list[object] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(conn)  # and never answer
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield accepted
+    finally:
+        listener.close()

@@ -24,7 +24,7 @@ from hive_brain.config import resolve
 from hive_brain.memory.operations import usage_counts
 from hive_brain.rpc import client
 
-from .helpers import remember
+from .helpers import hung_server, remember
 
 READY_WITHIN = 90.0
 
@@ -279,38 +279,20 @@ def test_the_fast_paths_json_refuses_what_json_refuses():
 def test_a_server_that_hangs_costs_the_prompt_one_wait_not_two(vault_path, tmp_path):
     """The fast path gives up on a silent server at the deadline less the lexical reserve; the full
     path is told and answers in-process without asking the server again."""
-    import socket as socket_mod
-    import threading
-
     from hive_brain.engine import Engine
     from hive_brain.store.vault import open_vault
 
     remember("Release steps", "Tag the commit, then run make release and announce it in #eng.", "procedure")
     Engine.from_settings(resolve()).rebuild()
     state = open_vault(resolve()).state
-    listener = socket_mod.socket(socket_mod.AF_UNIX, socket_mod.SOCK_STREAM)
-    listener.bind(str(client.socket_path(state)))
-    listener.listen(8)
-    (state / client.READY_NAME).touch()
-    accepted: list[object] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            accepted.append(conn)  # and never answer
-
-    threading.Thread(target=accept, daemon=True).start()
     # One deadline for the whole hook: of the default 1.5 s the lexical answer has 0.5 s after the
     # server's share, which a loaded test machine can spend on the interpreter alone; 3 s keeps 1 s.
     os.environ["HIVE_BRAIN_HOOK_DEADLINE"] = "3"
     try:
-        out = _installed_prompt_hook("what are the release steps after tagging the commit?")
+        with hung_server(state) as accepted:
+            out = _installed_prompt_hook("what are the release steps after tagging the commit?")
     finally:
         del os.environ["HIVE_BRAIN_HOOK_DEADLINE"]
-        listener.close()
     assert out.returncode == 0, out.stderr
     assert "make release" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
     last = hooks.read_status(resolve().state_dir)["last"]["prompt"]

@@ -102,35 +102,17 @@ def test_one_starter_when_many_hooks_find_the_server_down(vault_path, monkeypatc
 def test_a_hung_server_costs_the_prompt_one_deadline_recorded_as_it_was(vault_path):
     """A real listener that never answers: the fast path waits its share of the one deadline, the
     lexical answer comes in the rest, and the status file records the whole wait."""
-    import socket as socket_mod
-    import threading
+    from .helpers import hung_server
 
     state = _indexed(vault_path)
-    listener = socket_mod.socket(socket_mod.AF_UNIX, socket_mod.SOCK_STREAM)
-    listener.bind(str(client.socket_path(state)))
-    listener.listen(8)
-    (state / client.READY_NAME).write_text(f"{os.getpid()}\n")  # a live process, ready, hung
-    accepted: list[object] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            accepted.append(conn)
-
-    threading.Thread(target=accept, daemon=True).start()
     from hive_brain.agents.settingsfile import hook_executable
 
     env = dict(os.environ, HIVE_AGENT_ID="claude-code", HIVE_BRAIN_HOOK_DEADLINE="3")
-    try:
+    with hung_server(state) as accepted:
         t0 = time.monotonic()
         out = subprocess.run([*hook_executable(), "hook", "prompt"], input=_payload(), capture_output=True,
                              text=True, timeout=60, env=env)
         wall = time.monotonic() - t0
-    finally:
-        listener.close()
     assert out.returncode == 0, out.stderr
     assert "make release" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
     last = hooks.read_status(resolve().state_dir)["last"]["prompt"]

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,8 +19,7 @@ from hypothesis import strategies as st
 from hive_brain.cli import text, thin
 from hive_brain.cli.app import main as cli_main
 from hive_brain.config import resolve
-from hive_brain.rpc import client
-from tests.helpers import remember
+from tests.helpers import hung_server, remember
 
 READY_WITHIN = 120.0
 REPO = Path(__file__).parents[1]
@@ -222,28 +219,13 @@ def test_a_write_the_server_took_but_never_answered_is_not_done_again(vault_path
     from hive_brain.store.vault import open_vault
 
     state = open_vault(resolve()).state
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(client.socket_path(state)))
-    listener.listen(8)
-    (state / client.READY_NAME).write_text(str(os.getpid()))
-    accepted: list[object] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            accepted.append(conn)  # and never answer
-
-    threading.Thread(target=accept, daemon=True).start()
     os.environ["HIVE_BRAIN_LOCK_TIMEOUT"] = "0.5"
     try:
-        p, mods = _proc(PROBE.replace("main()", "import hive_brain.writer as w; w.SERVER_MARGIN_S = 0.5\nmain()"),
-                        "remember", "--type", "fact", "--title", "Unconfirmed", "--content", "Sent once.", "--json")
+        with hung_server(state) as accepted:
+            p, mods = _proc(PROBE.replace("main()", "import hive_brain.writer as w; w.SERVER_MARGIN_S = 0.5\nmain()"),
+                            "remember", "--type", "fact", "--title", "Unconfirmed", "--content", "Sent once.", "--json")
     finally:
         os.environ.pop("HIVE_BRAIN_LOCK_TIMEOUT", None)
-        listener.close()
     assert p.returncode == 1, (p.stdout, p.stderr)
     out = json.loads(p.stdout)
     assert out["error"] == "WriteUnconfirmed" and "may have been applied" in out["message"]
