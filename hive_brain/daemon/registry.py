@@ -42,15 +42,20 @@ def runtime_dir() -> Path:
 
         base = fallback_socket_dir()
     for d in (base, base / SERVERS_DIR):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(d, 0o700)
-        st = os.lstat(d)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-            raise HiveBrainError(f"{d} is not a directory owned by you; refusing to keep server locks there",
-                                 hint=f"remove {d}")
-        if st.st_mode & 0o077:
-            os.chmod(d, 0o700)
+        private_dir(d, "keep server locks there", hint=f"remove {d}")
     return base
+
+
+def private_dir(d: Path, purpose: str, *, hint: str) -> None:
+    """``d`` made (0700) or checked as a directory of this user's alone: the runtime and socket folders
+    may be under /tmp, where another user could have made them first."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(d, 0o700)
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise HiveBrainError(f"{d} is not a directory owned by you; refusing to {purpose}", hint=hint)
+    if st.st_mode & 0o077:
+        os.chmod(d, 0o700)
 
 
 def lock_path(state_dir: Path | str) -> Path:

@@ -98,14 +98,7 @@ def _prepare_socket_dir(sock: Path, state_dir: Path) -> None:
         state_dir.mkdir(parents=True, exist_ok=True)
         return
     d = fallback_socket_dir()
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(d, 0o700)
-    st = os.lstat(d)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        raise HiveBrainError(f"{d} is not a directory owned by you; refusing to put the server socket there",
-                             hint=f"remove {d}, or use a shorter HIVE_BRAIN_STATE_DIR")
-    if st.st_mode & 0o077:
-        os.chmod(d, 0o700)
+    registry.private_dir(d, "put the server socket there", hint=f"remove {d}, or use a shorter HIVE_BRAIN_STATE_DIR")
 
 
 # ---------------------------------------------------------------------------------------------- logging
