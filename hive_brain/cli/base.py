@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from ..errors import HiveBrainError, StateDamaged
-from .text import pending_line
+from .text import count, pending_line, pending_write_line
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -142,11 +142,8 @@ def say(as_json: bool, data: Any, line: Callable[[], str]) -> None:
 
 
 def print_pending_writes(c: Any, records: list[dict]) -> None:
-    """Writes kept because the vault was busy (queued) or refused when applied later (failed)."""
     for w in records:
-        what = f" {w['what']}" if w.get("what") else ""
-        err = f": {w['error']}" if w.get("error") else ""
-        c.print(f"pending write {w['id']} ({w['state']}): {w['op']}{what}{err}", markup=False)
+        c.print(pending_write_line(w), markup=False)
 
 
 def memory_id_argument(fn: Callable) -> Callable:
@@ -183,11 +180,6 @@ def out(as_json: bool, data: Any, human: Callable[[Any], None], *, plain: bool =
 
 
 # ---------------------------------------------------------------------------------------------- for people
-def count(n: float) -> str:
-    """2002 -> "2,002": counts as a person reads them (JSON keeps the number)."""
-    return f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
-
-
 def duration(seconds: float) -> str:
     """A duration in the unit a person would say: 340 ms, 9.4 s, 4 min 12 s, 31 min, 2 h 5 min."""
     s = max(0.0, float(seconds))

@@ -262,11 +262,17 @@ def render(items: list[dict], agent: str | None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def core_text(engine: EngineLike, agent: str | None, budget: int = 6000) -> str:
-    """Core memory as Markdown under ``budget`` characters ("" when the vault holds none)."""
+def core_pack(engine: EngineLike, agent: str | None, budget: int = 6000) -> dict[str, Any]:
+    """Core memory under ``budget`` characters: ``{agent, budget, chars, items, text}`` (text "" when
+    the vault holds none). What ``hive-brain core`` prints, in-process or from the server."""
     items = core_items(engine, agent, budget)
     text = render(items, agent)
     while items and len(text) > budget:  # the fit above is an estimate; the budget is a promise
         items.pop()
         text = render(items, agent)
-    return text
+    return {"agent": agent, "budget": budget, "chars": len(text), "items": items, "text": text}
+
+
+def core_text(engine: EngineLike, agent: str | None, budget: int = 6000) -> str:
+    """Core memory as Markdown under ``budget`` characters ("" when the vault holds none)."""
+    return str(core_pack(engine, agent, budget)["text"])
