@@ -99,6 +99,12 @@ def fail(err: HiveBrainError, as_json: bool) -> None:
     sys.exit(err.exit_code)
 
 
+def _no_color() -> None:
+    import os
+
+    os.environ["NO_COLOR"] = "1"  # rich (and whatever else prints) honours the convention
+
+
 def command(name: str | None = None, *, group: click.Group | None = None, with_json: bool = True, **kw: Any):
     """A command whose core errors turn into one-line messages (or JSON) and exit codes.
 
@@ -108,8 +114,10 @@ def command(name: str | None = None, *, group: click.Group | None = None, with_j
 
     def deco(fn: Callable) -> click.Command:
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, no_color_: bool = False, **kwargs: Any) -> Any:
             as_json = kwargs.get("as_json", False)
+            if no_color_:
+                _no_color()
             try:
                 return fn(*args, **kwargs)
             except HiveBrainError as e:
@@ -128,6 +136,8 @@ def command(name: str | None = None, *, group: click.Group | None = None, with_j
 
         if with_json:
             wrapper = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(wrapper)
+        # Taken after the command too (`hive-brain recall q --no-color`), as people type it.
+        wrapper = click.option("--no-color", "no_color_", is_flag=True, hidden=True)(wrapper)
         make = group.command if group is not None else click.command
         return make(name, **kw)(click.pass_obj(wrapper))
 
@@ -263,9 +273,7 @@ def main(ctx: click.Context, vault: str | None, agent: str | None, owner_key: st
     Read:    hive-brain recall "which package manager do we use?"
     """
     if no_color:
-        import os
-
-        os.environ["NO_COLOR"] = "1"  # rich (and whatever else prints) honours the convention
+        _no_color()
     ctx.obj = State(vault, agent, owner_key)
 
 

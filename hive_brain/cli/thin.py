@@ -27,7 +27,7 @@ TYPE_CHECKING = False  # typing for the type checker only
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["COMMANDS", "GLOBAL", "Fallback", "main", "recall_args"]
+__all__ = ["COMMANDS", "EVERY", "GLOBAL", "Fallback", "main", "recall_args"]
 
 RECALL_TIMEOUT_S = 60.0  # the Reader's own (reader.Reader.timeout)
 NOTHING_FOUND_EXIT = 3  # as cli/search.py: 1 is a refusal or failure, 2 a usage error
@@ -37,6 +37,8 @@ NOTHING_FOUND_EXIT = 3  # as cli/search.py: 1 is a refusal or failure, 2 a usage
 GLOBAL: dict[str, tuple[str, str, Any]] = {
     "--vault": ("vault", "str", None), "--agent": ("agent", "str", None), "--no-color": ("no_color", "flag", False),
 }
+# Options every command takes after its name as well (cli.base.command adds them).
+EVERY: dict[str, tuple[str, str, Any]] = {"--no-color": ("no_color_", "flag", False)}
 _RECALL: dict[str, tuple[str, str, Any]] = {
     "--scope": ("scope", "tiered|agent-memory|full-vault", "tiered"),
     "--type": ("types", "multi", ()),
@@ -152,7 +154,9 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
     if cmd not in COMMANDS:
         raise Fallback(f"command {cmd!r}")
     positional, spec = COMMANDS[cmd]
-    got, _ = _options(rest[1:], spec, positional)
+    got, _ = _options(rest[1:], {**spec, **EVERY}, positional)
+    if got.pop("no_color_"):
+        glob["no_color"] = True
     return cmd, got, glob
 
 
