@@ -243,3 +243,17 @@ def test_a_folder_where_the_lock_file_belongs_is_moved_aside_and_writes_go_on(va
     assert code == 0 and any(x["file"] == "lock" for x in status["damaged"]), status["damaged"]
     code, doc, _ = _cli("doctor")
     assert code == 0, doc
+
+
+def test_a_damaged_generation_is_warned_of_once(vault_path):
+    """The fall-back to the newest verified generation is found at each of a command's looks at
+    `current` (its catch-up, the publish, the view); recall printed the same warning twice."""
+    remember("Package manager", "Use pnpm.")
+    remember("Release steps", "Tag the commit, push the tag.", "procedure")
+    state = Engine.open().vault.state
+    newest = sorted((state / "generations" / "gens").glob("*.json"))[-1]
+    newest.write_text("junk", encoding="utf-8")
+    code, res, _ = _cli("recall", "package manager")
+    assert code == 0 and res["hits"]
+    damaged = [w for w in res["warnings"] if "is damaged" in w]
+    assert len(damaged) == 1, res["warnings"]

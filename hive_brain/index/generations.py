@@ -257,6 +257,11 @@ class GenerationStore:
         except (OSError, ValueError):
             return None
 
+    def _warn(self, message: str) -> None:
+        # current_id runs several times per command (the catch-up, its publish, the view): one warning each.
+        if message not in self.warnings:
+            self.warnings.append(message)
+
     def current_id(self) -> int | None:
         """The newest verified generation at or below `current` (falls back and warns if damaged)."""
         ptr = self.root / "current"
@@ -266,7 +271,7 @@ class GenerationStore:
         except FileNotFoundError:
             wanted = None
         except (OSError, ValueError):
-            self.warnings.append("the `current` pointer is damaged; using the newest verified generation")
+            self._warn("the `current` pointer is damaged; using the newest verified generation")
         ids = self.ids()
         if wanted is None and not ids:
             return None
@@ -274,13 +279,13 @@ class GenerationStore:
         for gid in reversed(candidates):
             if self.verify(gid):
                 if wanted is not None and gid != wanted:
-                    self.warnings.append(
+                    self._warn(
                         f"generation {wanted} is damaged; reading the newest verified generation {gid} instead "
                         "(run `hive-brain rebuild-index` to repair)"
                     )
                 return gid
         if ids:
-            self.warnings.append("no generation verifies; run `hive-brain rebuild-index`")
+            self._warn("no generation verifies; run `hive-brain rebuild-index`")
         return None
 
     def publish(self, new_manifest: dict[str, str], *, index: dict[str, Any], label: str, force_checkpoint: bool = False) -> Generation:
