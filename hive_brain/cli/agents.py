@@ -292,7 +292,12 @@ def core_cmd(state: State, agent_id: str | None, budget: int, as_json: bool) -> 
 
     eng = State(state.vault_flag, agent_id or state.agent_flag, state.owner_key_flag).engine()
     res = core_pack(eng, eng.settings.agent_id, budget)
-    out(as_json, res, lambda c: click.echo(res["text"] or NO_CORE))
+    def human(c: Any) -> None:
+        click.echo(res["text"] or NO_CORE)
+        for w in res["warnings"]:
+            click.echo(f"warning: {w}", err=True)
+
+    out(as_json, res, human)
 
 
 # ---------------------------------------------------------------------------------------------- consolidate

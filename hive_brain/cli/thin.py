@@ -384,6 +384,9 @@ def run(argv: list[str]) -> int:
         sys.stdout.write(_dump(res) + "\n")
     else:
         sys.stdout.write(_human(cmd, res, _ansi if _styled(glob) else text.no_style) + "\n")
+        if cmd == "core":
+            for w in res.get("warnings") or []:
+                sys.stderr.write(f"warning: {w}\n")
     if v.get("exit_status") and (res.get("abstained") or not (res.get("hits") or res.get("context"))):
         return NOTHING_FOUND_EXIT
     return 0
