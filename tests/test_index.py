@@ -137,8 +137,12 @@ def test_prune_keeps_checkpoint_and_coverage(small_vault):
     assert eng.replay("fact number", gens[0]["id"])["generation"] == gens[0]["id"]
     cov = eng.indexer.gens.coverage_path()
     cov.write_text("{broken")
-    # A damaged record of the last prune is kept aside and written anew from the generations on disk:
-    # pruning goes on (it paused for good, and rebuild-index, the advice given, never touched it).
+    bad = run("generations", "--prune", ok=False)
+    assert bad["error"] == "GenerationCorrupt" and "paused" in bad["message"]  # DESIGN: pruning pauses
+    # ... and the advice it gives is the way out: rebuild-index keeps the damaged record aside and
+    # writes it anew from the generations on disk (before, nothing ever touched it: paused for good).
+    assert "rebuild-index" in bad["hint"]
+    run("rebuild-index")
     remember("Fact 6", "Fact number 6 holds.", "fact")
     again = run("generations", "--prune", "--keep", "3")
     assert len([g for g in again["generations"] if g["verified"]]) == 3

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..errors import LockTimeout, NoteError, StateDamaged
+from ..errors import GenerationCorrupt, LockTimeout, NoteError, StateDamaged
 from ..store.catalog import Catalog
 from ..store.fsutil import (
     connect_sqlite,
@@ -530,6 +530,11 @@ class Indexer:
             found.append(f"index/vectors: {problem}")
         if found:
             self._write_in_flight(FULL)
+        try:
+            self.gens.read_coverage()
+        except GenerationCorrupt as e:  # the last prune's record: written anew, no notes to re-read
+            self.gens.repair_coverage()
+            found.append(f"generations/coverage.json: {e.__cause__ or e}")
         return found
 
     def _unqueue(self, *, full: bool, removed: list[str]) -> None:
