@@ -258,7 +258,9 @@ def _matches(rule: _Rule, text: str, low: str, longest: int, longs: str, longs_l
 
 
 _B64_MIN = 24  # the shortest base64 word worth decoding: 18 bytes, shorter than any token a rule takes
-_B64_WORD = r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/_=-])"
+# Mixed case: base64 of text always is, and hex digests (content_hash, git shas) are not.
+_B64_WORD = (r"(?<![A-Za-z0-9+/_-])(?=[A-Za-z0-9+/_-]*[A-Z])(?=[A-Za-z0-9+/_-]*[a-z])[A-Za-z0-9+/_-]{24,}={0,2}"
+             r"(?![A-Za-z0-9+/_=-])")
 
 
 def _wrapped(text: str) -> list[Finding]:
