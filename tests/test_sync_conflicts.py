@@ -361,3 +361,25 @@ def test_two_devices_evolving_one_version_fork_the_chain_and_repair_joins_it(vau
     nxt = run("evolve", "--memory-id", "mem-otherdevice01", "--content", "CI runs on GitLab CI.")
     hits = run("recall", "where does CI run", "--scope", "full-vault")["hits"]
     assert [h["id"] for h in hits if h["id"] in (a["id"], b["id"], "mem-otherdevice01", nxt["id"])] == [nxt["id"]]
+
+
+def test_git_markers_are_not_indexed_and_both_sides_stay_findable(vault_path: Path) -> None:
+    """A pull that left ``<<<<<<< HEAD`` ... ``>>>>>>> origin/main`` in a note: the marker lines are no
+    note text (a question about "origin main" or "HEAD" must not match them), both sides' lines are
+    (nothing of either device's edit is lost to search), and doctor names the note."""
+    m = remember("Restart procedure", "Restart the api with systemctl restart api.", "procedure")
+    p = vault_path / m["path"]
+    text = p.read_text(encoding="utf-8")
+    body_at = text.index("Restart the api")
+    merged = (text[:body_at] + "<<<<<<< HEAD\nRestart the api with systemctl restart api.\n=======\n"
+              "Restart the api with docker compose restart api.\n>>>>>>> 4f2a9c1 (laptop: zqtheirs)\n")
+    p.write_text(merged, encoding="utf-8")
+    assert [(c["kind"], c["path"]) for c in doctor()["conflicts"]] == [("gitMarkers", m["path"])]
+    for q in ("how do we restart the api with docker compose", "how do we restart the api with systemctl"):
+        hits = [h for h in run("recall", q, "--scope", "full-vault")["hits"] if h["id"] == m["id"]]
+        assert len(hits) == 1, (q, hits)
+        assert "<<<<<<<" not in hits[0]["passage"]["text"] and ">>>>>>>" not in hits[0]["passage"]["text"]
+        assert "=======" not in hits[0]["passage"]["text"]
+    assert "docker compose" in hits[0]["passage"]["text"] and "systemctl" in hits[0]["passage"]["text"]
+    # The marker line's own words are not indexed: its commit subject finds nothing.
+    assert not [h for h in run("recall", "zqtheirs", "--scope", "full-vault")["hits"] if h["id"] == m["id"]]
