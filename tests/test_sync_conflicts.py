@@ -383,3 +383,17 @@ def test_git_markers_are_not_indexed_and_both_sides_stay_findable(vault_path: Pa
     assert "docker compose" in hits[0]["passage"]["text"] and "systemctl" in hits[0]["passage"]["text"]
     # The marker line's own words are not indexed: its commit subject finds nothing.
     assert not [h for h in run("recall", "zqtheirs", "--scope", "full-vault")["hits"] if h["id"] == m["id"]]
+
+
+def test_a_syncthing_folder_never_carries_staged_files(vault_path: Path) -> None:
+    """Syncthing shares every file of a folder (marked by `.stfolder`) unless the device-local
+    `.stignore` says not: a write's staged files would reach the other device, whose recovery clears
+    them as leftovers, and that deletion would come back here mid-write. The first write adds the
+    line (a `.stignore` of the user's own keeps its lines); `init` writes it too."""
+    assert "/.hive-brain/staging" in (vault_path / ".stignore").read_text(encoding="utf-8").splitlines()
+    (vault_path / ".stignore").write_text("// mine\n*.bak\n", encoding="utf-8")
+    (vault_path / ".stfolder").mkdir()
+    m = remember("Mirror", "The package mirror is at mirror.internal.", "fact")
+    run("update", "--memory-id", m["id"], "--content", "The package mirror moved to mirror2.internal.")
+    assert (vault_path / ".stignore").read_text(encoding="utf-8").splitlines() == [
+        "// mine", "*.bak", "/.hive-brain/staging"]
