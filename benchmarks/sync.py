@@ -170,9 +170,8 @@ class GitEngine:
         _git(self.root, "init", "--bare", "-q", str(self.bare))
         _git(self.a.vault, "init", "-q")
         self._backup(self.a)
-        _git(self.a.vault, "push", "-q", "-u", str(self.bare), "HEAD:main")
         _git(self.a.vault, "remote", "add", "origin", str(self.bare))
-        _git(self.a.vault, "branch", "-q", "--set-upstream-to=origin/main")
+        _git(self.a.vault, "push", "-q", "-u", "origin", "HEAD:main")
         self.b.vault.parent.mkdir(parents=True, exist_ok=True)
         _git(self.root, "clone", "-q", str(self.bare), str(self.b.vault))
 
