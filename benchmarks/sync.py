@@ -177,7 +177,9 @@ class GitEngine:
 
     def _backup(self, dev: Device) -> None:
         _git(dev.vault, "add", "-A")
-        if _git(dev.vault, "diff", "--cached", "--quiet", ok=False).returncode:
+        # A merge that stopped is committed even when its result equals our side (a modify/delete kept ours).
+        merging = (dev.vault / ".git" / "MERGE_HEAD").exists()
+        if merging or _git(dev.vault, "diff", "--cached", "--quiet", ok=False).returncode:
             _git(dev.vault, "commit", "-q", "-m", f"vault backup: {dev.name}")
 
     def sync_one(self, dev: Device) -> None:
