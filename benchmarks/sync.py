@@ -94,8 +94,9 @@ class Device:
         self.server_pid: int | None = None
 
     def cli(self, *args: str, ok: bool = True) -> Any:
+        # cwd: `-m` puts it first on sys.path, and a vault found from it would beat HIVE_BRAIN_VAULT.
         p = subprocess.run([sys.executable, "-m", "hive_brain", *args, "--json"], env=self.env, capture_output=True,
-                           text=True, timeout=120)
+                           text=True, timeout=120, cwd=REPO)
         # `doctor` exits 1 when it found something to fix: that is its answer.
         if ok and not (p.returncode == 0 or (args[:1] == ("doctor",) and p.returncode == 1)):
             raise AssertionError(f"{self.name}: hive-brain {' '.join(args)} exited {p.returncode}: {p.stdout}{p.stderr}")

@@ -397,3 +397,17 @@ def test_a_syncthing_folder_never_carries_staged_files(vault_path: Path) -> None
     run("update", "--memory-id", m["id"], "--content", "The package mirror moved to mirror2.internal.")
     assert (vault_path / ".stignore").read_text(encoding="utf-8").splitlines() == [
         "// mine", "*.bak", "/.hive-brain/staging"]
+
+
+def test_repair_plans_the_same_new_ids_on_two_devices_with_the_same_notes(vault_path: Path, tmp_path: Path) -> None:
+    """Two devices whose sync delivered the same copies plan the same repair, new ids included: a
+    repair confirmed on each (before either synced) writes the same notes, not two rival id sets."""
+    m = remember("Prod region", "The production cluster runs in region ap-south-1.", "decision")
+    _copies(vault_path, m["path"])
+    plan = run("repair-conflicts")
+    other = Device(tmp_path, "desktop")
+    shutil.copytree(vault_path, other.vault, ignore=shutil.ignore_patterns("staging"))
+    theirs = other.cli("repair-conflicts")
+    new_ids = [x.get("newId") for x in plan["pairs"]]
+    assert len(new_ids) == 2 and all(new_ids) and len(set(new_ids)) == 2
+    assert new_ids == [x.get("newId") for x in theirs["pairs"]]
