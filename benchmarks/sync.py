@@ -263,7 +263,6 @@ class SyncthingEngine:
             if time.monotonic() > deadline:
                 raise AssertionError("the two Syncthing instances did not connect within 60 s")
             time.sleep(0.3)
-        self.settle()
 
     def _configure(self, dev: Device, other: Device, gui: int, listen: int, other_listen: int) -> None:
         path = self._home(dev) / "config.xml"
@@ -326,7 +325,7 @@ class SyncthingEngine:
             time.sleep(0.5)
             if self._idle() and self.a.files() == self.b.files():
                 same_since = same_since or time.monotonic()
-                if time.monotonic() - same_since > 2.5:
+                if time.monotonic() - same_since > 1.5:  # the watcher's delay (1 s) and a poll
                     return
             else:
                 same_since = None
@@ -457,7 +456,8 @@ class Run:
         duplicates that leaves are the repair's. A note whose frontmatter merged keeps our side."""
         for rel in paths:
             p = self.a.vault / rel
-            out, side = [], None
+            out: list[str] = []
+            side: str | None = None
             for line in p.read_text(encoding="utf-8").split("\n"):
                 if line.startswith("<<<<<<< "):
                     side = "ours"
