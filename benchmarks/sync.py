@@ -379,6 +379,7 @@ class Run:
         self.acked: dict[str, str] = {}  # memory id -> the device that acknowledged it
         self.deleted: set[str] = set()
         self.violations: list[str] = []
+        self.round = 0
         self.counts = {"writes": 0, "conflicts": 0, "repaired": 0, "gitMarkers": 0, "lost": 0}
 
     def __enter__(self) -> Run:
@@ -402,6 +403,8 @@ class Run:
         return dict(res)
 
     def remember(self, dev: Device, title: str, content: str, type_: str = "fact") -> dict[str, Any]:
+        if self.round:  # a later round's memories are new ones, not the first round's keys again
+            title, content = f"{title} {self.round}", f"{content} Round {self.round}."
         return self.write(dev, "remember", "--type", type_, "--title", title, "--content", content)
 
     def violate(self, msg: str) -> None:
@@ -597,7 +600,7 @@ def run_scenario(root: Path, engine: str, scenario: str, *, rounds: int = 1, n: 
     root.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with Run(root, engine) as r:
-        for _ in range(rounds):
+        for r.round in range(rounds):
             SCENARIOS[scenario](r, n)
             r.check()
         counts = dict(r.counts)
