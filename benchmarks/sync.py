@@ -396,6 +396,9 @@ class Run:
         self.engine.stop()
 
     def write(self, dev: Device, *args: str) -> dict[str, Any]:
+        if self.round and "--content" in args:  # not the content of an earlier round (a DuplicateContent)
+            i = args.index("--content") + 1
+            args = (*args[:i], f"{args[i]} Round {self.round}.", *args[i + 1:])
         res = dev.cli(*args)
         self.counts["writes"] += 1
         if "id" in res and args[0] in ("remember", "evolve"):
@@ -404,7 +407,7 @@ class Run:
 
     def remember(self, dev: Device, title: str, content: str, type_: str = "fact") -> dict[str, Any]:
         if self.round:  # a later round's memories are new ones, not the first round's keys again
-            title, content = f"{title} {self.round}", f"{content} Round {self.round}."
+            title = f"{title} {self.round}"
         return self.write(dev, "remember", "--type", type_, "--title", title, "--content", content)
 
     def violate(self, msg: str) -> None:
