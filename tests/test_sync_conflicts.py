@@ -411,3 +411,20 @@ def test_repair_plans_the_same_new_ids_on_two_devices_with_the_same_notes(vault_
     new_ids = [x.get("newId") for x in plan["pairs"]]
     assert len(new_ids) == 2 and all(new_ids) and len(set(new_ids)) == 2
     assert new_ids == [x.get("newId") for x in theirs["pairs"]]
+
+
+def test_repair_confirmed_on_two_devices_before_either_synced_writes_the_same_notes(vault_path: Path,
+                                                                                     tmp_path: Path) -> None:
+    """Each device repairs the copies a sync delivered to both, a second apart, before the next sync:
+    they write byte-identical notes, so the engines have nothing to merge (git no conflict on an
+    `updated:` line, Syncthing no new conflict copy)."""
+    m = remember("Prod region", "The production cluster runs in region ap-south-1.", "decision")
+    _copies(vault_path, m["path"])
+    other = Device(tmp_path, "desktop")
+    shutil.copytree(vault_path, other.vault, ignore=shutil.ignore_patterns("staging"))
+    here = run("repair-conflicts", "--confirm")
+    time.sleep(1.1)  # `updated` has whole seconds: the other device's clock has moved on
+    theirs = other.cli("repair-conflicts", "--confirm")
+    assert here["changed"] and sorted(here["changed"]) == sorted(theirs["changed"])
+    for rel in here["changed"]:
+        assert (vault_path / rel).read_bytes() == (other.vault / rel).read_bytes(), rel

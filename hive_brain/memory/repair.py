@@ -118,7 +118,9 @@ def _plan(engine: EngineLike, found: list[dict[str, Any]]) -> _Plan:
 
 
 def _stage(tx: Any, plan: _Plan) -> None:
-    ts = now_iso()
+    # The newest `updated` among the notes repaired, not the clock: a repair changes no content, and two
+    # devices repairing the same notes (before their next sync) then write the same bytes.
+    ts = max((str(e.meta.get("updated") or "") for e, _c, _v in plan.edits.values()), default="") or now_iso()
     for e, changes, versions in plan.edits.values():
         note = tx.load(e)
         meta = dict(note.meta)
