@@ -17,8 +17,8 @@ offline for a while, then back. After the engine settles, the checks:
 
 - the two vaults hold the same notes; every acknowledged write is there exactly once (by id, or in a
   conflict doctor names); one active version per key, or the conflict is listed by ``doctor`` on both
-  (the same list), ``repair-conflicts`` plans the same repair on both, and ``--confirm`` on one device
-  (synced over) leaves none on either; git markers are named by ``doctor`` and never indexed; a person
+  (the same list), ``repair-conflicts`` plans the same repair on both, and ``--confirm`` on both before
+  either syncs writes the same notes and leaves none on either; git markers are named by ``doctor`` and never indexed; a person
   resolving them (keeping both sides) and a repair leave none;
 - each device's index equals its notes (``benchmarks.chaos.index_problems``), with no temp file
   (``.syncthing.*.tmp``) or staged file in it; recall on both gives the same top results;
@@ -439,10 +439,16 @@ class Run:
         if pa != pb:
             self.violate(f"repair-conflicts plans differ: {pa[:2]} / {pb[:2]}")
         if plans[self.a.name]["pairs"]:
-            fixed = self.a.cli("repair-conflicts", "--confirm")
-            self.counts["repaired"] += len(fixed.get("changed", []))
-            if fixed.get("remaining"):
-                self.violate(f"repair left {fixed['remaining']} conflicts")
+            # Confirmed on both devices before either syncs (two people, or one on each machine): the
+            # two repairs must be the same notes, or the engine makes a new conflict of them.
+            fixed = {d.name: d.cli("repair-conflicts", "--confirm") for d in (self.a, self.b)}
+            self.counts["repaired"] += len(fixed[self.a.name].get("changed", []))
+            for name, res in fixed.items():
+                if res.get("remaining"):
+                    self.violate(f"{name}: repair left {res['remaining']} conflicts")
+            wrote = {d.name: {p: d.files().get(p) for p in fixed[d.name].get("changed", [])} for d in (self.a, self.b)}
+            if wrote[self.a.name] != wrote[self.b.name]:
+                self.violate(f"the two devices' repairs wrote different notes: {sorted(wrote[self.a.name])[:3]}")
             self.engine.settle()
         for d in (self.a, self.b):
             left = [c for c in d.cli("doctor")["conflicts"] if c["kind"] != "syncCopy"]
