@@ -121,10 +121,14 @@ class Device:
         return st.get("pid") == self.server_pid
 
     def files(self) -> dict[str, str]:
-        """Every file a sync carries -> sha256 (temp files of the engines included: they must go)."""
+        """Every file a sync carries -> sha256. Syncthing's temp files (``.syncthing.<name>.tmp``) are not
+        carried: one it pulled into and then dropped (the same bytes were already there) stays on that
+        device until ``keepTemporariesH``; they must never be indexed (``check_devices``)."""
         out = {}
         for f in sorted(self.vault.rglob("*")):
             rel = f.relative_to(self.vault).as_posix()
+            if f.name.startswith(".syncthing.") and f.name.endswith(".tmp"):
+                continue
             if f.is_file() and not any(rel.startswith(x) or f"/{x}" in f"/{rel}" for x in LOCAL):
                 out[rel] = hashlib.sha256(f.read_bytes()).hexdigest()
         return out
@@ -380,7 +384,7 @@ class Run:
         self.deleted: set[str] = set()
         self.violations: list[str] = []
         self.round = 0
-        self.counts = {"writes": 0, "conflicts": 0, "repaired": 0, "gitMarkers": 0, "lost": 0}
+        self.counts = {"writes": 0, "conflicts": 0, "repaired": 0, "gitMarkers": 0, "tempFiles": 0, "lost": 0}
 
     def __enter__(self) -> Run:
         self.a.cli("init", str(self.a.vault))
@@ -419,9 +423,10 @@ class Run:
         fa, fb = self.a.files(), self.b.files()
         if fa != fb:
             self.violate(f"the vaults differ: {sorted(set(fa.items()) ^ set(fb.items()))[:4]}")
-        temps = [p for p in fa if ".syncthing." in p or p.endswith(".tmp") or "/.hive-brain/staging/" in f"/{p}"]
+        temps = [p for p in fa if p.endswith(".tmp") or "/.hive-brain/staging/" in f"/{p}"]
         if temps:
             self.violate(f"temp files carried: {temps[:3]}")
+        self.counts["tempFiles"] += sum(1 for d in (self.a, self.b) for _ in d.vault.rglob(".syncthing.*.tmp"))
         docs = {d.name: d.cli("doctor") for d in (self.a, self.b)}
         found = {n: sorted((c["kind"], c.get("id") or c.get("path")) for c in doc["conflicts"]) for n, doc in docs.items()}
         if found[self.a.name] != found[self.b.name]:
@@ -642,10 +647,10 @@ def run(cfg: Any, *, engines: tuple[str, ...] = ("git", "syncthing"), rounds: in
 def report(result: dict[str, Any], console: Any) -> None:
     from .common import print_table
 
-    rows = [[r["engine"], r["scenario"], r["writes"], r["conflicts"], r["gitMarkers"], r["repaired"], r["lost"],
+    rows = [[r["engine"], r["scenario"], r["writes"], r["conflicts"], r["gitMarkers"], r["repaired"], r["tempFiles"], r["lost"],
              len(r["violations"]), r["wall_s"]] for r in result["rows"]]
     print_table(f"Two devices, real sync engines ({result['rounds']} round(s) per scenario)",
-                ["engine", "scenario", "writes", "conflicts", "git markers", "repaired", "lost", "violations", "s"],
+                ["engine", "scenario", "writes", "conflicts", "git markers", "repaired", "st temp files", "lost", "violations", "s"],
                 rows, console)
     for engine, why in result["skipped"].items():
         console.print(f"{engine}: skipped ({why})")
