@@ -517,7 +517,9 @@ class Run:
                 self.violate(f"recall {q!r} differs: {ta} / {tb}")
         for d in (self.a, self.b):
             if not d.server_alive():
-                self.violate(f"{d.name}: the server started at the beginning is gone")
+                logs = sorted(d.state.rglob("server.log"))
+                last = logs[0].read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:] if logs else []
+                self.violate(f"{d.name}: the server started at the beginning is gone: {' | '.join(last)}")
 
 
 def both_remember(r: Run, n: int) -> None:
