@@ -278,3 +278,20 @@ def test_read_only_handle_never_creates_or_writes(tmp_path):
     (tmp_path / "lex" / "hive-lexical.json").write_text("{}")
     with pytest.raises(IndexError_):
         LexicalIndex(tmp_path / "lex", read_only=True, reset_incompatible=True)
+
+
+def test_equal_scores_come_in_the_same_order_whatever_order_the_notes_were_indexed(tmp_path):
+    """Two devices index the same notes in different orders (one wrote them one by one, the other got
+    them in one sync): passages with equal BM25 must still rank alike on both, not in insertion order."""
+    docs = [_doc(f"Runbook/step-{i}.md", f"Runbook step {i}", f"Step zqstep{i} of the runbook restarts worker {i}.",
+                 [], "shared", "") for i in range(6)]
+    orders = []
+    for name, seq in (("one", docs), ("two", docs[::-1])):
+        ix = LexicalIndex(tmp_path / name)
+        for d in seq:
+            with ix.writer() as w:
+                w.add(d)
+        hits = ix.search("how do we restart the runbook worker")
+        assert len({round(h.score, 6) for h in hits}) == 1  # a tie, which the order must break alike
+        orders.append([h.passage_id for h in hits])
+    assert orders[0] == orders[1]

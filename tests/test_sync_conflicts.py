@@ -361,3 +361,70 @@ def test_two_devices_evolving_one_version_fork_the_chain_and_repair_joins_it(vau
     nxt = run("evolve", "--memory-id", "mem-otherdevice01", "--content", "CI runs on GitLab CI.")
     hits = run("recall", "where does CI run", "--scope", "full-vault")["hits"]
     assert [h["id"] for h in hits if h["id"] in (a["id"], b["id"], "mem-otherdevice01", nxt["id"])] == [nxt["id"]]
+
+
+def test_git_markers_are_not_indexed_and_both_sides_stay_findable(vault_path: Path) -> None:
+    """A pull that left ``<<<<<<< HEAD`` ... ``>>>>>>> origin/main`` in a note: the marker lines are no
+    note text (a question about "origin main" or "HEAD" must not match them), both sides' lines are
+    (nothing of either device's edit is lost to search), and doctor names the note."""
+    m = remember("Restart procedure", "Restart the api with systemctl restart api.", "procedure")
+    p = vault_path / m["path"]
+    text = p.read_text(encoding="utf-8")
+    body_at = text.index("Restart the api")
+    merged = (text[:body_at] + "<<<<<<< HEAD\nRestart the api with systemctl restart api.\n=======\n"
+              "Restart the api with docker compose restart api.\n>>>>>>> 4f2a9c1 (laptop: zqtheirs)\n")
+    p.write_text(merged, encoding="utf-8")
+    assert [(c["kind"], c["path"]) for c in doctor()["conflicts"]] == [("gitMarkers", m["path"])]
+    for q in ("how do we restart the api with docker compose", "how do we restart the api with systemctl"):
+        hits = [h for h in run("recall", q, "--scope", "full-vault")["hits"] if h["id"] == m["id"]]
+        assert len(hits) == 1, (q, hits)
+        assert "<<<<<<<" not in hits[0]["passage"]["text"] and ">>>>>>>" not in hits[0]["passage"]["text"]
+        assert "=======" not in hits[0]["passage"]["text"]
+    assert "docker compose" in hits[0]["passage"]["text"] and "systemctl" in hits[0]["passage"]["text"]
+    # The marker line's own words are not indexed: its commit subject finds nothing.
+    assert not [h for h in run("recall", "zqtheirs", "--scope", "full-vault")["hits"] if h["id"] == m["id"]]
+
+
+def test_a_syncthing_folder_never_carries_staged_files(vault_path: Path) -> None:
+    """Syncthing shares every file of a folder (marked by `.stfolder`) unless the device-local
+    `.stignore` says not: a write's staged files would reach the other device, whose recovery clears
+    them as leftovers, and that deletion would come back here mid-write. The first write adds the
+    line (a `.stignore` of the user's own keeps its lines); `init` writes it too."""
+    assert "/.hive-brain/staging" in (vault_path / ".stignore").read_text(encoding="utf-8").splitlines()
+    (vault_path / ".stignore").write_text("// mine\n*.bak\n", encoding="utf-8")
+    (vault_path / ".stfolder").mkdir()
+    m = remember("Mirror", "The package mirror is at mirror.internal.", "fact")
+    run("update", "--memory-id", m["id"], "--content", "The package mirror moved to mirror2.internal.")
+    assert (vault_path / ".stignore").read_text(encoding="utf-8").splitlines() == [
+        "// mine", "*.bak", "/.hive-brain/staging"]
+
+
+def test_repair_plans_the_same_new_ids_on_two_devices_with_the_same_notes(vault_path: Path, tmp_path: Path) -> None:
+    """Two devices whose sync delivered the same copies plan the same repair, new ids included: a
+    repair confirmed on each (before either synced) writes the same notes, not two rival id sets."""
+    m = remember("Prod region", "The production cluster runs in region ap-south-1.", "decision")
+    _copies(vault_path, m["path"])
+    plan = run("repair-conflicts")
+    other = Device(tmp_path, "desktop")
+    shutil.copytree(vault_path, other.vault, ignore=shutil.ignore_patterns("staging"))
+    theirs = other.cli("repair-conflicts")
+    new_ids = [x.get("newId") for x in plan["pairs"]]
+    assert len(new_ids) == 2 and all(new_ids) and len(set(new_ids)) == 2
+    assert new_ids == [x.get("newId") for x in theirs["pairs"]]
+
+
+def test_repair_confirmed_on_two_devices_before_either_synced_writes_the_same_notes(vault_path: Path,
+                                                                                     tmp_path: Path) -> None:
+    """Each device repairs the copies a sync delivered to both, a second apart, before the next sync:
+    they write byte-identical notes, so the engines have nothing to merge (git no conflict on an
+    `updated:` line, Syncthing no new conflict copy)."""
+    m = remember("Prod region", "The production cluster runs in region ap-south-1.", "decision")
+    _copies(vault_path, m["path"])
+    other = Device(tmp_path, "desktop")
+    shutil.copytree(vault_path, other.vault, ignore=shutil.ignore_patterns("staging"))
+    here = run("repair-conflicts", "--confirm")
+    time.sleep(1.1)  # `updated` has whole seconds: the other device's clock has moved on
+    theirs = other.cli("repair-conflicts", "--confirm")
+    assert here["changed"] and sorted(here["changed"]) == sorted(theirs["changed"])
+    for rel in here["changed"]:
+        assert (vault_path / rel).read_bytes() == (other.vault / rel).read_bytes(), rel

@@ -26,6 +26,7 @@ from typing import Any
 from ..config import Settings
 from ..errors import GenerationCorrupt, LockTimeout, NoteError, StateDamaged
 from ..store.catalog import Catalog
+from ..store.copies import without_git_markers
 from ..store.fsutil import (
     connect_sqlite,
     fsync_dir,
@@ -45,8 +46,8 @@ from .generations import GenerationStore
 PASSAGE_WORDS = 200
 # Bump when passage splitting or the indexed document changes: the next catch-up rebuilds in full.
 # 5: secrets are scrubbed from everything indexed (the detector's own version is part of the key too);
-# 6: inline #tags are tags, aliases are searched as title words.
-PASSAGES_VERSION = 6
+# 6: inline #tags are tags, aliases are searched as title words; 7: git conflict marker lines are not text.
+PASSAGES_VERSION = 7
 WINDOW_TURNS = 3  # conversation turns per vector-only window
 WINDOW_STRIDE = 2
 FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
@@ -126,7 +127,10 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
 
     aliases, tags = to_text_list(meta.get("aliases")), note_tags(meta, note.body)
     terms: list[str] = []
-    for p in split_passages(title, note.body, max_words=PASSAGE_WORDS, date=date_str):
+    # A pull that stopped on a conflict leaves marker lines in the note: both sides are the note's text
+    # (doctor names the note), the markers and the commit subjects on them are not.
+    body = without_git_markers(note.body)
+    for p in split_passages(title, body, max_words=PASSAGE_WORDS, date=date_str):
         etext = embed_text(title, p, date=date_str if kind == "conversation" else None)
         th = sha256_bytes(etext.encode("utf-8"))
         pid = f"{path}#{p.index}"

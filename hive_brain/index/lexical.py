@@ -319,6 +319,9 @@ class LexicalIndex:
                 float(score),
                 _doc_dict(d) if fetch else None,
             ))
+        # Equal scores would come in index order, which differs between devices that indexed the same
+        # notes in another order (a sync delivers them at once): the passage id breaks the tie alike.
+        out.sort(key=lambda h: (-h.score, h.passage_id))
         return out
 
     def matching(self, where: Pred, *, limit: int = 50) -> list[LexHit]:

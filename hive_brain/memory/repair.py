@@ -22,7 +22,7 @@ import difflib
 from typing import Any
 
 from ..store.catalog import Entry
-from ..store.notes import new_memory_id, now_iso, render
+from ..store.notes import derived_memory_id, now_iso, render
 from .conflicts import REPAIRABLE, find
 from .layers import require_owner
 from .ports import EngineLike
@@ -98,9 +98,13 @@ def _plan(engine: EngineLike, found: list[dict[str, Any]]) -> _Plan:
                 copy = copies.get(x["path"])
                 if head is None or copy is None:
                     continue
-                new_id = new_memory_id()
+                # Derived from the notes, not drawn at random: two devices holding the same copies
+                # (a sync delivered them to both) plan, and write, the same repair.
+                seed = f"hive-brain/conflict-copy/{head.id}/{copy.path}/{copy.sha}"
+                new_id, n = derived_memory_id(seed), 0
                 while new_id in taken:
-                    new_id = new_memory_id()
+                    n += 1
+                    new_id = derived_memory_id(f"{seed}/{n}")
                 taken.add(new_id)
                 plan.set_aside("duplicateId", head, copy, new_id=new_id)
         elif c["kind"] == "duplicateKey":
@@ -114,7 +118,9 @@ def _plan(engine: EngineLike, found: list[dict[str, Any]]) -> _Plan:
 
 
 def _stage(tx: Any, plan: _Plan) -> None:
-    ts = now_iso()
+    # The newest `updated` among the notes repaired, not the clock: a repair changes no content, and two
+    # devices repairing the same notes (before their next sync) then write the same bytes.
+    ts = max((str(e.meta.get("updated") or "") for e, _c, _v in plan.edits.values()), default="") or now_iso()
     for e, changes, versions in plan.edits.values():
         note = tx.load(e)
         meta = dict(note.meta)

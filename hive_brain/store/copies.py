@@ -50,3 +50,26 @@ def original_of(path: str) -> str | None:
 def has_git_markers(text: str) -> bool:
     """True when a note holds an unresolved git merge (``<<<<<<< ours`` ... ``>>>>>>> theirs``)."""
     return bool(_GIT_OPEN.search(text) and _GIT_CLOSE.search(text))
+
+
+_GIT_LINE = re.compile(r"^(?:<{7}|\|{7}|>{7})(?: .*)?$|^={7}$")
+
+
+def without_git_markers(text: str) -> str:
+    """``text`` with the marker lines of each unresolved merge blanked (both sides' lines kept, so
+    neither device's edit is lost to search; blank, not removed, so line numbers still point into the
+    note). A ``=======`` outside a merge is a heading underline and stays."""
+    if not has_git_markers(text):
+        return text
+    lines = text.split("\n")
+    depth = 0
+    for i, line in enumerate(lines):
+        if line.startswith("<<<<<<<") and _GIT_LINE.match(line):
+            depth += 1
+        elif depth and _GIT_LINE.match(line):
+            if line.startswith(">>>>>>>"):
+                depth -= 1
+        else:
+            continue
+        lines[i] = ""
+    return "\n".join(lines)

@@ -112,6 +112,7 @@ class Transaction:
         tdir = jdir / self.id
         sdir = self.vault.staging / self.id
         tdir.mkdir(parents=True)
+        self.vault.keep_staging_local()
         sdir.mkdir(parents=True)
         record: dict[str, Any] = {"id": self.id, "label": self.label, "state": "preparing", "ops": []}
         for i, op in enumerate(self.ops):
@@ -163,6 +164,7 @@ class Transaction:
             raise changed_on_disk(op.path)
         assert op.data is not None
         sdir = self.vault.staging / self.id
+        self.vault.keep_staging_local()
         sdir.mkdir(parents=True)
         crash_point("after-record")
         staged = sdir / "0.md"

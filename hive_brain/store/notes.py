@@ -96,9 +96,14 @@ def path_id(path: str) -> str:
     """The id of a typed memory whose frontmatter gives none (a note made from the vault's memory
     template): derived from its vault path, so every device reaches the same id from the notes alone;
     written into the note the first time hive-brain rewrites it, and stable from then on."""
+    return derived_memory_id("hive-brain/path-id/" + path)
+
+
+def derived_memory_id(seed: str) -> str:
+    """A memory id every device derives alike from the same ``seed`` (what the notes say)."""
     import hashlib
 
-    n = int.from_bytes(hashlib.sha256(("hive-brain/path-id/" + path).encode("utf-8")).digest()[:17], "big")
+    n = int.from_bytes(hashlib.sha256(seed.encode("utf-8")).digest()[:17], "big")
     return "mem-" + "".join(_CROCKFORD[(n >> (5 * i)) & 31] for i in range(26)).lower()
 
 

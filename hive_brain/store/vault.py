@@ -20,6 +20,9 @@ BRAIN_SERVICES_DIR = "Operations/Brain Services"  # generated views for Obsidian
 OKF_EXPORT_DIR = BRAIN_SERVICES_DIR + "/OKF Export"
 # Folders that never hold notes to index: our own marker, Obsidian's config, VCS and trash.
 IGNORED_DIRS = {MARKER_DIR, ".obsidian", ".git", ".trash", ".stfolder", ".stversions", "node_modules"}
+# Syncthing's per-device ignore file (never synced itself) and the line that keeps staged files local.
+STIGNORE = ".stignore"
+STIGNORE_STAGING = f"/{MARKER_DIR}/staging"
 
 
 def template_dir() -> Path:
@@ -73,6 +76,28 @@ class Vault:
     def staging(self) -> Path:
         # Staged files live inside the vault so the final rename is atomic (same file system).
         return self.root / MARKER_DIR / "staging"
+
+    def keep_staging_local(self) -> None:
+        """Before staging: in a Syncthing folder (it marks each with ``.stfolder``) make sure the
+        device-local ``.stignore`` excludes staging. Syncthing would carry a write's staged files to the
+        other device, whose recovery clears them as leftovers, and bring that deletion back here
+        mid-write. Git needs nothing: ``init`` leaves a ``.gitignore`` in the marker dir, which syncs."""
+        if (self.root / ".stfolder").exists():
+            ensure_stignore(self.root)
+
+
+def ensure_stignore(root: Path) -> None:
+    """Add :data:`STIGNORE_STAGING` to ``root/.stignore`` unless it is there (the user's lines stay)."""
+    f = root / STIGNORE
+    try:
+        text = f.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    if STIGNORE_STAGING in text.splitlines():
+        return
+    from .fsutil import atomic_write_text
+
+    atomic_write_text(f, text + ("" if not text or text.endswith("\n") else "\n") + STIGNORE_STAGING + "\n")
 
 
 def _read_marker(root: Path) -> str | None:
@@ -189,6 +214,7 @@ def init_vault(path: Path, settings: Settings, *, nest: bool = False) -> tuple[V
         atomic_write_text(marker / MARKER_FILE, json.dumps({"vault_id": uuid.uuid4().hex, "format": 1}, indent=2) + "\n")
         # Staging is per-device scratch; sync tools should not carry it.
         atomic_write_text(marker / ".gitignore", "staging/\n")
+    ensure_stignore(root)
     s = Settings(**{**settings.__dict__, "vault": root})
     return open_vault(s), created
 
