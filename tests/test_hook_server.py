@@ -298,3 +298,40 @@ def test_a_server_that_hangs_costs_the_prompt_one_wait_not_two(vault_path, tmp_p
     last = hooks.read_status(resolve().state_dir)["last"]["prompt"]
     assert last["mode"] == "lexical" and "no answer in time" in last["serverError"]
     assert len(accepted) == 1
+
+
+def test_a_prompt_while_the_server_is_still_embedding_is_answered_hybrid(vault_path, with_model):
+    """Issue 26: "ready" must mean hybrid-ready for a prompt. Right after ready the server still embeds
+    the vault's passages and reads them ahead for the reranker; a prompt then must get the hybrid answer
+    (with the memory it asks about) in the hook's share of its deadline, and embedding must go on
+    between prompts (it made no progress while prompts ran)."""
+    from hive_brain.agents.quick import local_reserve
+    from hive_brain.config import default
+    from hive_brain.daemon.server import Server
+
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.", "preference")
+    filler = vault_path / "Projects" / "filler"
+    filler.mkdir(parents=True)
+    for i in range(150):
+        (filler / f"note-{i:03d}.md").write_text(
+            f"# Filler {i}\n\nMeeting {i} went over the quarterly roadmap for team {i % 7} and its budget.\n\n"
+            f"## Follow-up {i}\n\nAction items: review ticket {i * 13}, update the wiki page on service {i % 11}.\n",
+            encoding="utf-8")
+    share = float(default("hook_deadline")) - local_reserve(float(default("hook_deadline")))
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(READY_WITHIN)
+        first = client.call(srv.state, "status", timeout=10)["semantic"]
+        assert first["pendingPassages"] > 0 or first["rerankAhead"] > 0, "nothing left to embed: the test says nothing"
+        # Prompts one after another (a user typing fast) until every passage is embedded: each answered
+        # hybrid, and the embedding finishes between them (the vector table is written in flushes, so
+        # "pending" drops in steps).
+        modes: list[str] = []
+        t_end = time.monotonic() + READY_WITHIN
+        while client.call(srv.state, "status", timeout=10)["semantic"]["pendingPassages"]:
+            assert time.monotonic() < t_end, f"embedding made no progress while prompts ran ({len(modes)} prompts)"
+            res = client.call(srv.state, "prompt", {"prompt": "which package manager should I use for node?",
+                                                    "budget": 4000}, timeout=max(share, 3.0))
+            modes.append(res["mode"])
+            assert "pnpm" in res["context"], res
+            time.sleep(0.2)
+        assert modes and set(modes) == {"hybrid"}, modes
