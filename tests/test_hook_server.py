@@ -335,3 +335,29 @@ def test_a_prompt_while_the_server_is_still_embedding_is_answered_hybrid(vault_p
             assert "pnpm" in res["context"], res
             time.sleep(0.2)
         assert modes and set(modes) == {"hybrid"}, modes
+
+
+def test_reading_ahead_for_the_reranker_stops_for_a_request_in_flight(vault_path, with_model):
+    """A read-ahead step ran 16 notes (~40 passages, up to a second of model time on a loaded machine)
+    whatever came in meanwhile: a prompt waited for it past its share of the deadline. It now goes a
+    few notes at a time and stops for a request."""
+    from hive_brain.daemon.server import Server
+    from hive_brain.engine import Engine
+
+    filler = vault_path / "Projects" / "filler"
+    filler.mkdir(parents=True)
+    for i in range(40):
+        (filler / f"note-{i:03d}.md").write_text(f"# Filler {i}\n\nMeeting {i} went over the roadmap of team {i}.\n",
+                                                 encoding="utf-8")
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(READY_WITHIN)
+        loop = srv.indexing
+        loop.begin_request()
+        try:
+            time.sleep(1.0)  # a step the indexing thread had begun ends (and no new one starts)
+            before = loop.rerank_ahead
+            assert before > 0, "nothing left to read ahead: the test says nothing"
+            loop._rerank_warm(Engine.open().indexer)
+            assert loop.rerank_ahead == before
+        finally:
+            loop.end_request()
