@@ -76,6 +76,18 @@ def _moment(state: Path) -> str:
     return "embedding" if sem.get("pendingPassages") or sem.get("rerankAhead") else "idle"
 
 
+def _server_cpu(state: Path) -> tuple[int | None, float | None]:
+    """(pid, user + system CPU seconds so far) of the vault's server."""
+    from hive_brain.rpc import client
+
+    pid = (client.read_info(state) or {}).get("pid")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return pid, None
+    return pid, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _kind(stdout: str) -> str:
     if not stdout.strip():
         return "empty"
@@ -167,7 +179,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rec.one("stopped")
             _until(rec, {"embedding", "idle"}, args.prompts * 4, 600)
             log("cold: ready; prompts while it embeds")
+            from hive_brain.rpc import client
+
+            to_embed = int((client.call(state, "status", timeout=10).get("semantic") or {}).get("pendingPassages") or 0)
+            pid0, cpu0 = _server_cpu(state)
+            t_embed = time.monotonic()
             _until(rec, {"idle"}, args.prompts * 2, args.embed_timeout)
+            pid1, cpu1 = _server_cpu(state)
+            embed = {"passages": to_embed, "wall_s": round(time.monotonic() - t_embed, 1),
+                     "server_cpu_s": round(cpu1 - cpu0, 1) if cpu0 is not None and cpu1 is not None and pid0 == pid1 else None}
+            if embed["server_cpu_s"]:
+                embed["passages_per_cpu_s"] = round(to_embed / embed["server_cpu_s"], 1)
+            log(f"cold: embedding {embed}")
             log("cold: idle; prompts quiet and loaded")
             for _ in range(args.prompts):
                 rec.one("idle")
@@ -186,14 +209,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             stop_server(state)
             rec.one("restart")
             t_end = time.monotonic() + 300
-            from hive_brain.rpc import client
-
             while not client.server_ready(state) and time.monotonic() < t_end:
                 rec.one("restart")
             rec.one("restart")  # the first prompt after ready
         finally:
             stop_server(state)
-    return {"notes": args.notes, "prompts_per_moment": args.prompts, "moments": rec.table(), "prompts": rec.rows,
+    return {"notes": args.notes, "prompts_per_moment": args.prompts, "moments": rec.table(), "embedding": embed,
+            "prompts": rec.rows,
             "commit": git_commit(), "load_start": load0, "load_end": load_average(),
             "seconds": round(time.perf_counter() - t0, 1)}
 
@@ -218,6 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(f"cold moments, {res['notes']} notes (load {res['load_start']} → {res['load_end']})",
                 ["moment", "prompts", "hybrid", "lexical", "empty", "p50 ms", "p95 ms", f"{FLOOR} p50", "× floor", "late"],
                 rows, make_console())
+    log(f"embedding (reranker read-ahead and prompts included in the server's CPU): {res['embedding']}")
     log(f"wrote {path}")
     return 0
 
