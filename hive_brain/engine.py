@@ -19,6 +19,7 @@ class Engine:
     def __init__(self, vault: Vault, settings: Settings) -> None:
         self.vault = vault
         self.settings = settings
+        self._started_server = False  # a read of this engine started the server (_fallback_view)
 
     @classmethod
     def open(cls, vault_path: str | Path | None = None, **flags: Any) -> Engine:
@@ -88,11 +89,29 @@ class Engine:
         from .reader import Reader
 
         return Reader(self.vault.state, agent=self.settings.agent_id, use_server=self.settings.use_server,
-                      local_view=lambda semantic: self.view(semantic=semantic), auth=self.settings.auth)
+                      local_view=self._fallback_view, auth=self.settings.auth)
+
+    def _fallback_view(self, semantic: bool):
+        """The view a read uses when the server does not answer. With a server in use and started on
+        demand (the defaults), the models belong to it: loading both here cost a cold `recall` 21 s and
+        950 MB (issue 30), so the read starts the server and answers lexically at once, saying so.
+        ``HIVE_BRAIN_USE_SERVER=0`` or ``autostart = false`` keep the in-process hybrid read."""
+        s = self.settings
+        if not (semantic and s.use_server and s.autostart and self.indexer.pack_dir is not None):
+            return self.view(semantic=semantic)
+        from .rpc.client import autostart
+        from .search.view import SERVER_STARTING
+
+        self._started_server = autostart(s) or self._started_server
+        view = self.view(semantic=False)
+        if view is not None:
+            view.warnings.append(SERVER_STARTING)
+            view.semantic_off_reason = SERVER_STARTING
+        return view
 
     def recall(self, query: str, *, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:
-            res = self.reader.recall(query, semantic=semantic, **opts)
+            res = self._mark_started(self.reader.recall(query, semantic=semantic, **opts))
         else:
             from .search.recall import search
 
@@ -104,6 +123,11 @@ class Engine:
 
             res["operational"] = search_operations(self.vault.state, query, agent=self.settings.agent_id,
                                                    limit=int(opts.get("limit") or 10))
+        return res
+
+    def _mark_started(self, res: dict) -> dict:
+        if self._started_server and res.get("via") != "server":
+            res["serverStarted"] = True
         return res
 
     # -- maintenance ----------------------------------------------------------------------------
@@ -146,7 +170,7 @@ class Engine:
 
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
         if view is None:
-            pack = self.reader.answer(query, budget=budget, semantic=semantic, **opts)
+            pack = self._mark_started(self.reader.answer(query, budget=budget, semantic=semantic, **opts))
             from .memory.operations import log_retrieved
 
             log_retrieved(self.vault.state, pack.get("items") or [], agent=self.settings.agent_id)

@@ -298,3 +298,66 @@ def test_a_server_that_hangs_costs_the_prompt_one_wait_not_two(vault_path, tmp_p
     last = hooks.read_status(resolve().state_dir)["last"]["prompt"]
     assert last["mode"] == "lexical" and "no answer in time" in last["serverError"]
     assert len(accepted) == 1
+
+
+def test_a_prompt_while_the_server_is_still_embedding_is_answered_hybrid(vault_path, with_model):
+    """Issue 26: "ready" must mean hybrid-ready for a prompt. Right after ready the server still embeds
+    the vault's passages and reads them ahead for the reranker; a prompt then must get the hybrid answer
+    (with the memory it asks about) in the hook's share of its deadline, and embedding must go on
+    between prompts (it made no progress while prompts ran)."""
+    from hive_brain.agents.quick import local_reserve
+    from hive_brain.config import default
+    from hive_brain.daemon.server import Server
+
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.", "preference")
+    filler = vault_path / "Projects" / "filler"
+    filler.mkdir(parents=True)
+    for i in range(150):
+        (filler / f"note-{i:03d}.md").write_text(
+            f"# Filler {i}\n\nMeeting {i} went over the quarterly roadmap for team {i % 7} and its budget.\n\n"
+            f"## Follow-up {i}\n\nAction items: review ticket {i * 13}, update the wiki page on service {i % 11}.\n",
+            encoding="utf-8")
+    share = float(default("hook_deadline")) - local_reserve(float(default("hook_deadline")))
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(READY_WITHIN)
+        first = client.call(srv.state, "status", timeout=10)["semantic"]
+        assert first["pendingPassages"] > 0 or first["rerankAhead"] > 0, "nothing left to embed: the test says nothing"
+        # Prompts one after another (a user typing fast) until every passage is embedded: each answered
+        # hybrid, and the embedding finishes between them (the vector table is written in flushes, so
+        # "pending" drops in steps).
+        modes: list[str] = []
+        t_end = time.monotonic() + READY_WITHIN
+        while client.call(srv.state, "status", timeout=10)["semantic"]["pendingPassages"]:
+            assert time.monotonic() < t_end, f"embedding made no progress while prompts ran ({len(modes)} prompts)"
+            res = client.call(srv.state, "prompt", {"prompt": "which package manager should I use for node?",
+                                                    "budget": 4000}, timeout=max(share, 3.0))
+            modes.append(res["mode"])
+            assert "pnpm" in res["context"], res
+            time.sleep(0.2)
+        assert modes and set(modes) == {"hybrid"}, modes
+
+
+def test_reading_ahead_for_the_reranker_stops_for_a_request_in_flight(vault_path, with_model):
+    """A read-ahead step ran 16 notes (~40 passages, up to a second of model time on a loaded machine)
+    whatever came in meanwhile: a prompt waited for it past its share of the deadline. It now goes a
+    few notes at a time and stops for a request."""
+    from hive_brain.daemon.server import Server
+    from hive_brain.engine import Engine
+
+    filler = vault_path / "Projects" / "filler"
+    filler.mkdir(parents=True)
+    for i in range(40):
+        (filler / f"note-{i:03d}.md").write_text(f"# Filler {i}\n\nMeeting {i} went over the roadmap of team {i}.\n",
+                                                 encoding="utf-8")
+    with Server(resolve(), log_to_stderr=False) as srv:
+        assert srv.wait_ready(READY_WITHIN)
+        loop = srv.indexing
+        loop.begin_request()
+        try:
+            time.sleep(1.0)  # a step the indexing thread had begun ends (and no new one starts)
+            before = loop.rerank_ahead
+            assert before > 0, "nothing left to read ahead: the test says nothing"
+            loop._rerank_warm(Engine.open().indexer)
+            assert loop.rerank_ahead == before
+        finally:
+            loop.end_request()

@@ -120,3 +120,38 @@ def test_a_prompt_with_no_server_is_answered_lexically_and_starts_one(autostart,
     status = json.loads((resolve().state_dir / "hooks" / "status.json").read_text())["last"]["prompt"]
     assert status["mode"] == "lexical" and status["serverStarted"] is True
     _wait_ready(autostart)
+
+
+def test_a_cold_hybrid_recall_is_answered_lexically_at_once_and_starts_the_server(autostart, vault_path, with_model,
+                                                                                  monkeypatch):
+    """Issue 30: a recall that finds no server must not load the models in its own process (21 s, 950 MB
+    measured); it answers lexically at once, says so in its warnings, starts the server, and the next
+    recall is the server's hybrid answer."""
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "0")
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "1")
+    from hive_brain.embedding import embedder as embedder_mod
+
+    loads: list[object] = []
+    real = embedder_mod.get_embedder
+    monkeypatch.setattr(embedder_mod, "get_embedder", lambda *a, **k: loads.append(a) or real(*a, **k))
+    first = run("recall", "which package manager do we use?")
+    assert first.get("via") != "server" and first["serverStarted"] is True
+    assert first["semantic"] is False and first["hits"][0]["title"] == "Package manager"
+    assert any("server is starting" in w for w in first["warnings"]), first["warnings"]
+    assert "server is starting" in (first["semanticOff"] or "")
+    assert not loads, "the calling process loaded a model"
+    pack = run("answer", "which package manager do we use?")
+    assert any("server is starting" in w for w in pack["recall"]["warnings"])
+    _wait_ready(autostart)
+    second = run("recall", "which package manager do we use?")
+    assert second["via"] == "server" and second["semantic"] is True
+
+
+def test_with_use_server_off_a_recall_is_hybrid_in_process(vault_path, with_model, monkeypatch):
+    monkeypatch.setenv("HIVE_BRAIN_USE_SERVER", "0")
+    monkeypatch.setenv("HIVE_BRAIN_AUTOSTART", "1")
+    remember("Package manager", "Use pnpm for JavaScript projects, never npm.")
+    res = run("recall", "which package manager do we use?")
+    assert res["semantic"] is True and "serverStarted" not in res
+    assert not any("server is starting" in w for w in res["warnings"])

@@ -36,7 +36,9 @@ def run_demo(path: Path, settings: Settings, *, semantic: bool = True) -> dict[s
     from ..store.vault import init_vault
 
     vault, created = init_vault(path, settings)
-    eng = Engine(vault, Settings(**{**settings.__dict__, "vault": vault.root}))
+    # In-process reads, hybrid when semantic: the demo shows what recall finds, not a server starting
+    # (with autostart on, a read that finds no server answers lexically and starts one: Engine._fallback_view).
+    eng = Engine(vault, Settings(**{**settings.__dict__, "vault": vault.root, "autostart": False}))
     made = []
     for mtype, title, content, tags in MEMORIES:
         existing = eng.catalog.by_key(derive_memory_key(mtype, title))

@@ -32,7 +32,12 @@ RESYNC_S = 30.0  # full stat scan as a safety net for events the watcher missed 
 POLL_RESYNC_S = 2.0  # the scan interval when no file watcher could be started
 PROMOTION_MARKER = "promotion-pass"  # <state>/promotion-pass: when a server last ran the promotion pass
 PROMOTION_LOCK_S = 0.5  # a busy vault only postpones the pass to the next cycle
-RERANK_WARM_BATCH = 16  # notes per idle step: a step stays well under a question's wait
+# Reading ahead for the reranker goes a few notes at a time, for about RERANK_SLICE_S, and stops as
+# soon as a request comes in: a step of 16 notes (~40 passages) took 0.4-1 s of model time on a loaded
+# machine, and a prompt arriving meanwhile waited for it past its share of the hook's deadline
+# (benchmarks/cold.py: prompts during embedding at 300 notes, p95 1.2 s, one lost).
+RERANK_WARM_STEP = 2
+RERANK_SLICE_S = 0.1
 
 
 def promotion_pass(eng: Any, every_s: float, log: logging.Logger) -> dict[str, Any] | None:
@@ -460,10 +465,13 @@ class IndexingLoop:
     def _rerank_warm(self, idx: Any) -> None:
         from ..search import features, rerank
 
-        batch, self._rr_todo = self._rr_todo[:RERANK_WARM_BATCH], self._rr_todo[RERANK_WARM_BATCH:]
+        t_end = time.monotonic() + RERANK_SLICE_S
         try:
-            rerank.warm(self._rr_model, idx.lexical, batch, store=idx.embcache)
-            features.warm_terms(idx.lexical, batch)  # coverage's word sets: a quarter of a 10k prompt op
+            # _inflight is read without the condition: a stale read costs one more short step.
+            while self._rr_todo and not self._inflight and time.monotonic() < t_end:
+                batch, self._rr_todo = self._rr_todo[:RERANK_WARM_STEP], self._rr_todo[RERANK_WARM_STEP:]
+                rerank.warm(self._rr_model, idx.lexical, batch, store=idx.embcache)
+                features.warm_terms(idx.lexical, batch)  # coverage's word sets: a quarter of a 10k prompt op
         except Exception:  # noqa: BLE001 - questions still compute what they need; stop reading ahead
             self.log.exception("reading ahead for the reranker failed; it computes on demand")
             self._rr_todo = []

@@ -22,6 +22,8 @@ from typing import Any
 
 NO_PACK = "no embedding pack installed (run `hive-brain model install`)"
 NOT_EMBEDDED = "{n} passages are not embedded yet; semantic search covers the rest"
+SERVER_STARTING = ("the server is starting (or not answering): a lexical answer for now; the next questions are "
+                   "answered hybrid by the server")
 WRITER_BUSY = "another process is writing; results may miss its last change"
 
 
