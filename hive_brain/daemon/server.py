@@ -259,7 +259,16 @@ class Server:
         return None
 
     def _life(self) -> None:
+        from . import memory
+
+        trim = "trim" in memory.levers()
+        trimmed = 0.0
         while not self.stopping.wait(LIFE_CHECK_S):
+            if trim and self.sockets.last_active > trimmed:
+                t0 = time.monotonic()
+                memory.trim()
+                trimmed = time.monotonic()
+                self.log.info("malloc_trim %.1f ms", (trimmed - t0) * 1000)
             try:
                 why = self.check_life()
             except Exception:  # noqa: BLE001 - a check that fails must not stop a healthy server
@@ -345,6 +354,10 @@ class Server:
 # ---------------------------------------------------------------------------------------------- entry points
 def run_foreground(settings: Settings, *, on_started: Callable[[Server], None] | None = None) -> int:
     """``hive-brain serve``: serve until ``stop``, SIGTERM or SIGINT; returns the exit code."""
+    from . import memory
+
+    if "arena2" in memory.levers():
+        memory.limit_arenas()
     srv = Server(settings)
     srv.start()
     previous: dict[signal.Signals, Any] = {}

@@ -253,6 +253,13 @@ def _load_session(pack_dir: Path, threads: int) -> Any:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # errors only: warnings about unused initializers are noise
+    lev = set(filter(None, os.environ.get("HIVE_BRAIN_RSS_LEVERS", "").split(",")))  # TEMPORARY (measurement)
+    if "noarena" in lev:
+        options.enable_cpu_mem_arena = False
+    if "nopattern" in lev:
+        options.enable_mem_pattern = False
+    if "shrink" in lev:
+        options.add_session_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
     try:
         return ort.InferenceSession(
             str(pack_dir / modelpack.MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
