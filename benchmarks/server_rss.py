@@ -41,6 +41,7 @@ AGENT = fixtures.QUERY_AGENT
 # Environments for the server process; each is one lever alone (applied on top of the defaults).
 VARIANTS: dict[str, dict[str, str]] = {
     "base": {},
+    "main": {"PYTHONPATH": "/work/main"},  # the code before this branch (measurement only)
     "arena2": {"MALLOC_ARENA_MAX": "2"},
     "mallopt2": {"HIVE_BRAIN_RSS_LEVERS": "arena2"},
     "trim": {"HIVE_BRAIN_RSS_LEVERS": "trim"},
@@ -48,6 +49,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "nopattern": {"HIVE_BRAIN_RSS_LEVERS": "nopattern"},
     "ortboth": {"HIVE_BRAIN_RSS_LEVERS": "noarena,nopattern"},
     "all": {"HIVE_BRAIN_RSS_LEVERS": "arena2,trim,noarena,nopattern"},
+    "noarena_trim": {"HIVE_BRAIN_RSS_LEVERS": "trim,noarena"},
 }
 
 

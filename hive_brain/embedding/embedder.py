@@ -258,6 +258,16 @@ def _load_session(pack_dir: Path, threads: int) -> Any:
         options.enable_cpu_mem_arena = False
     if "nopattern" in lev:
         options.enable_mem_pattern = False
+    if "basic" in lev:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    if "extended" in lev:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    if "noopt" in lev:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    if "noprepack" in lev:
+        options.add_session_config_entry("session.disable_prepacking", "1")
+    if "nofold" in lev:
+        options.add_session_config_entry("optimization.disable_specified_optimizers", "ConstantFolding")
     if "shrink" in lev:
         options.add_session_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
     try:
