@@ -53,6 +53,14 @@ VARIANTS: dict[str, dict[str, str]] = {
 }
 
 
+def log_tail(state: Path, lines: int = 30) -> None:
+    """The server's last log lines on stderr: the state dir is removed when the run fails."""
+    try:
+        print("\n".join((state / "server.log").read_text().splitlines()[-lines:]), file=sys.stderr)
+    except OSError:
+        pass
+
+
 def mem_mb(pid: int) -> dict[str, float]:
     return {k: round(v / 1024, 1) for k, v in proc_memory_kb(pid).items()}
 
@@ -104,14 +112,22 @@ def run(notes: int, recalls: int, step: int, rounds: int, variants: Sequence[str
 
     out: dict[str, Any] = {"notes": notes, "recalls": recalls, "load_start": load_average(), "runs": []}
     with temp_state_dir() as _root, temp_dir("hb-bench-rss-") as work, model_dir(pack):
+        # A runtime dir of its own: a `serve --stop --all` elsewhere on the machine must not stop these
+        # servers mid-run (seen: a run's first server vanished while it embedded).
+        os.environ["XDG_RUNTIME_DIR"] = str(work / "run")
+        (work / "run").mkdir(mode=0o700)
         vault = work / "vault"
         fx = fixtures.generate(vault, notes, queries=min(recalls, 200))
         questions = fx["questions"]
         state = Engine.open(vault).vault.state
         log(f"server_rss {notes}: first server indexes and embeds the vault")
         t0 = time.perf_counter()
-        with running_server(vault, state, timeout=3600.0):
-            wait_server_idle(state, timeout=3600.0)
+        try:
+            with running_server(vault, state, timeout=3600.0):
+                wait_server_idle(state, timeout=3600.0)
+        except Exception:
+            log_tail(state)
+            raise
         out["index_s"] = round(time.perf_counter() - t0, 1)
         for r in range(rounds):
             for name in variants:

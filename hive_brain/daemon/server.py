@@ -262,13 +262,10 @@ class Server:
         from . import memory
 
         trim = "trim" in memory.levers()
-        trimmed = 0.0
+        trimmed: tuple[Any, ...] | None = None
         while not self.stopping.wait(LIFE_CHECK_S):
-            if trim and self.sockets.last_active > trimmed:
-                t0 = time.monotonic()
-                memory.trim()
-                trimmed = time.monotonic()
-                self.log.info("malloc_trim %.1f ms", (trimmed - t0) * 1000)
+            if trim:
+                trimmed = self._trim_heap(trimmed)
             try:
                 why = self.check_life()
             except Exception:  # noqa: BLE001 - a check that fails must not stop a healthy server
@@ -277,6 +274,20 @@ class Server:
             if why:
                 self.stop_because(why)
                 return
+
+    def _trim_heap(self, trimmed: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+        """``malloc_trim`` once the server has gone quiet after work (requests, catch-ups, embedding,
+        reading ahead): what that work freed goes back to the system instead of staying in the heap.
+        Returns the work done so far, to trim again only after more."""
+        from . import memory
+
+        loop = self.indexing
+        snap = loop.snap
+        work = (self.sockets.stats["requests"], loop.cycles, loop.rerank_ahead, snap.pending if snap else None)
+        if work == trimmed or time.monotonic() - self.sockets.last_active < LIFE_CHECK_S:
+            return trimmed
+        memory.trim()
+        return work
 
     def stop_because(self, why: str) -> None:
         if self.stop_reason is None:
