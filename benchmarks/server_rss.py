@@ -7,7 +7,7 @@ alike. Per run: time to ``ready``, RSS (``/proc/<pid>/status``: VmRSS, RssAnon, 
 idle after ready, then after every ``--step`` of ``--recalls`` semantic recalls (the curve), and the
 recalls' latency (p50/p95).
 
-    python -m benchmarks.server_rss --notes 1000 --recalls 200 --variants base,arena2
+    python -m benchmarks.server_rss --notes 1000 --recalls 200 --before /work/main --variants before,base
 """
 
 from __future__ import annotations
@@ -37,19 +37,13 @@ from .common import (
 )
 
 NAME = "server_rss"
+QUIET_S = 5.0
 AGENT = fixtures.QUERY_AGENT
-# Environments for the server process; each is one lever alone (applied on top of the defaults).
+# Environments for the server process, each on top of the defaults; ``--before PATH`` adds "before":
+# the server run from another checkout (PYTHONPATH), e.g. main, for before/after in one interleaved run.
 VARIANTS: dict[str, dict[str, str]] = {
     "base": {},
-    "main": {"PYTHONPATH": "/work/main"},  # the code before this branch (measurement only)
-    "arena2": {"MALLOC_ARENA_MAX": "2"},
-    "mallopt2": {"HIVE_BRAIN_RSS_LEVERS": "arena2"},
-    "trim": {"HIVE_BRAIN_RSS_LEVERS": "trim"},
-    "noarena": {"HIVE_BRAIN_RSS_LEVERS": "noarena"},
-    "nopattern": {"HIVE_BRAIN_RSS_LEVERS": "nopattern"},
-    "ortboth": {"HIVE_BRAIN_RSS_LEVERS": "noarena,nopattern"},
-    "all": {"HIVE_BRAIN_RSS_LEVERS": "arena2,trim,noarena,nopattern"},
-    "noarena_trim": {"HIVE_BRAIN_RSS_LEVERS": "trim,noarena"},
+    "arena_env": {"MALLOC_ARENA_MAX": "2"},
 }
 
 
@@ -94,6 +88,8 @@ def one_run(vault: Path, state: Path, questions: Sequence[Mapping[str, Any]], en
                 lat.append(time.perf_counter() - t1)
                 if (i + 1) % step == 0:
                     curve.append({"recalls": i + 1, **mem_mb(pid)})
+            time.sleep(QUIET_S)  # the server trims its heap once quiet (daemon/server.py, _trim_heap)
+            curve.append({"recalls": recalls, "quiet_s": QUIET_S, **mem_mb(pid)})
             return {"ready_s": round(ready_s, 2), "idle_s": round(idle_s, 2), "curve": curve,
                     "latency": latency_summary(lat)}
     finally:
@@ -162,13 +158,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--variants", default="base")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--before", type=Path, default=None, help="a checkout whose server is the 'before' variant")
     a = ap.parse_args(argv)
+    if a.before is not None:
+        VARIANTS["before"] = {"PYTHONPATH": str(a.before.resolve())}
     variants = a.variants.split(",")
     for v in variants:
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r} (known: {', '.join(VARIANTS)})")
     result = run(a.notes, a.recalls, a.step, a.rounds, variants)
-    head = ["variant", "runs", "ready s", "idle RSS MB", "idle anon MB", f"RSS after {a.recalls} MB", "peak MB",
+    head = ["variant", "runs", "ready s", "idle RSS MB", "idle anon MB", f"RSS after {a.recalls} + {QUIET_S:g} s quiet MB", "peak MB",
             "recall p50 ms", "p95 ms"]
     print(f"server RSS, {result['notes']} notes hybrid, load {result['load_start']} -> {result['load_end']}")
     print(" | ".join(head))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import os
 from typing import Any
 
 _M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
@@ -27,11 +26,6 @@ def _libc() -> Any:
 
 
 _LIBC = _libc()
-
-
-def levers() -> set[str]:
-    # TEMPORARY (measurement): which levers the benchmark turned on for this server process.
-    return set(filter(None, os.environ.get("HIVE_BRAIN_RSS_LEVERS", "").split(",")))
 
 
 def limit_arenas(n: int = ARENAS) -> bool:

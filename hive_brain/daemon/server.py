@@ -259,14 +259,10 @@ class Server:
         return None
 
     def _life(self) -> None:
-        from . import memory
-
-        trim = "trim" in memory.levers()
         trimmed: tuple[Any, ...] | None = None
         while not self.stopping.wait(LIFE_CHECK_S):
-            if trim:
-                trimmed = self._trim_heap(trimmed)
             try:
+                trimmed = self._trim_heap(trimmed)
                 why = self.check_life()
             except Exception:  # noqa: BLE001 - a check that fails must not stop a healthy server
                 self.log.exception("life check failed")
@@ -367,8 +363,7 @@ def run_foreground(settings: Settings, *, on_started: Callable[[Server], None] |
     """``hive-brain serve``: serve until ``stop``, SIGTERM or SIGINT; returns the exit code."""
     from . import memory
 
-    if "arena2" in memory.levers():
-        memory.limit_arenas()
+    memory.limit_arenas()  # before any thread starts: each would get an arena of its own
     srv = Server(settings)
     srv.start()
     previous: dict[signal.Signals, Any] = {}
