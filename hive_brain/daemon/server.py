@@ -259,8 +259,10 @@ class Server:
         return None
 
     def _life(self) -> None:
+        trimmed: tuple[Any, ...] | None = None
         while not self.stopping.wait(LIFE_CHECK_S):
             try:
+                trimmed = self._trim_heap(trimmed)
                 why = self.check_life()
             except Exception:  # noqa: BLE001 - a check that fails must not stop a healthy server
                 self.log.exception("life check failed")
@@ -268,6 +270,20 @@ class Server:
             if why:
                 self.stop_because(why)
                 return
+
+    def _trim_heap(self, trimmed: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+        """``malloc_trim`` once the server has gone quiet after work (requests, catch-ups, embedding,
+        reading ahead): what that work freed goes back to the system instead of staying in the heap.
+        Returns the work done so far, to trim again only after more."""
+        from . import memory
+
+        loop = self.indexing
+        snap = loop.snap
+        work = (self.sockets.stats["requests"], loop.cycles, loop.rerank_ahead, snap.pending if snap else None)
+        if work == trimmed or time.monotonic() - self.sockets.last_active < LIFE_CHECK_S:
+            return trimmed
+        memory.trim()
+        return work
 
     def stop_because(self, why: str) -> None:
         if self.stop_reason is None:
@@ -345,6 +361,9 @@ class Server:
 # ---------------------------------------------------------------------------------------------- entry points
 def run_foreground(settings: Settings, *, on_started: Callable[[Server], None] | None = None) -> int:
     """``hive-brain serve``: serve until ``stop``, SIGTERM or SIGINT; returns the exit code."""
+    from . import memory
+
+    memory.limit_arenas()  # before any thread starts: each would get an arena of its own
     srv = Server(settings)
     srv.start()
     previous: dict[signal.Signals, Any] = {}

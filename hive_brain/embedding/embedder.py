@@ -253,6 +253,12 @@ def _load_session(pack_dir: Path, threads: int) -> Any:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # errors only: warnings about unused initializers are noise
+    # No CPU arena and no memory pattern: both keep the largest run's tensors for the session's life
+    # (a warm server's four sessions held ~300 MB that way after the reranker's batches of 32). Freed
+    # tensors go back to malloc instead, which the server trims when quiet (daemon/memory.py); recall
+    # latency did not change (docs/benchmarks.md, issue 26).
+    options.enable_cpu_mem_arena = False
+    options.enable_mem_pattern = False
     try:
         return ort.InferenceSession(
             str(pack_dir / modelpack.MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]

@@ -20,7 +20,7 @@ from .candidates import Cand, background_tokens
 from .params import PARAMS
 from .textcache import TextCache
 
-_CACHE = TextCache(20000)  # passages; ~30 kB each at 40 tokens (float16)
+_CACHE = TextCache(20000, max_bytes=64 << 20)  # passages; ~30 kB each at 40 tokens (float16), 390 kB at 512
 
 
 def available(embedder: Any) -> bool:

@@ -12,10 +12,13 @@ from typing import Any
 
 class TextCache:
     """Least-recently-used, thread-safe; values are stored as float16 (half the memory, and the
-    scores read from them agree to 3 places)."""
+    scores read from them agree to 3 places). Bounded by count and, when given, by the values' bytes:
+    per-token vectors vary 50-fold in size with the passage, so a count alone bounds nothing."""
 
-    def __init__(self, max_items: int) -> None:
+    def __init__(self, max_items: int, max_bytes: int | None = None) -> None:
         self.max_items = max_items
+        self.max_bytes = max_bytes
+        self.nbytes = 0
         self._items: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -32,6 +35,7 @@ class TextCache:
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self.nbytes = 0
 
     def get(self, namespace: str, texts: Sequence[str], compute: Callable[[list[str]], Sequence[Any]]) -> list[Any]:
         """One value per text, in order: cached ones as they are, the rest from one ``compute`` call
@@ -49,7 +53,12 @@ class TextCache:
             values = compute(list(todo.values()))
             with self._lock:
                 for k, v in zip(todo, values, strict=True):
+                    old = self._items.pop(k, None)  # another thread computed it meanwhile
+                    if old is not None:
+                        self.nbytes -= old.nbytes
                     have[k] = self._items[k] = v.astype("float16")
-                while len(self._items) > self.max_items:
-                    self._items.popitem(last=False)
+                    self.nbytes += have[k].nbytes
+                while self._items and (len(self._items) > self.max_items
+                                       or (self.max_bytes is not None and self.nbytes > self.max_bytes)):
+                    self.nbytes -= self._items.popitem(last=False)[1].nbytes
         return [have[k] for k in keys]

@@ -1,0 +1,186 @@
+"""Server RSS over its life: where a warm hybrid server's memory goes and whether it stays flat.
+
+One synthetic vault (``benchmarks/fixtures.py``) with the embedding pack, indexed and embedded by a
+first server; then the server restarted on it once per *variant* (an environment for the server
+process, e.g. ``MALLOC_ARENA_MAX=2``), rounds interleaved so machine load falls on every variant
+alike. Per run: time to ``ready``, RSS (``/proc/<pid>/status``: VmRSS, RssAnon, RssFile, VmHWM) when
+idle after ready, then after every ``--step`` of ``--recalls`` semantic recalls (the curve), and the
+recalls' latency (p50/p95).
+
+    python -m benchmarks.server_rss --notes 1000 --recalls 200 --before /work/main --variants before,base
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from . import fixtures
+from .common import (
+    embedding_pack,
+    latency_summary,
+    load_average,
+    log,
+    model_dir,
+    proc_memory_kb,
+    running_server,
+    temp_dir,
+    temp_state_dir,
+    wait_server_idle,
+)
+
+NAME = "server_rss"
+QUIET_S = 5.0
+AGENT = fixtures.QUERY_AGENT
+# Environments for the server process, each on top of the defaults; ``--before PATH`` adds "before":
+# the server run from another checkout (PYTHONPATH), e.g. main, for before/after in one interleaved run.
+VARIANTS: dict[str, dict[str, str]] = {
+    "base": {},
+    "arena_env": {"MALLOC_ARENA_MAX": "2"},
+}
+
+
+def log_tail(state: Path, lines: int = 30) -> None:
+    """The server's last log lines on stderr: the state dir is removed when the run fails."""
+    try:
+        print("\n".join((state / "server.log").read_text().splitlines()[-lines:]), file=sys.stderr)
+    except OSError:
+        pass
+
+
+def mem_mb(pid: int) -> dict[str, float]:
+    return {k: round(v / 1024, 1) for k, v in proc_memory_kb(pid).items()}
+
+
+def one_run(vault: Path, state: Path, questions: Sequence[Mapping[str, Any]], env: Mapping[str, str],
+            recalls: int, step: int) -> dict[str, Any]:
+    from hive_brain.rpc import client
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the server inherits this process's environment (client.spawn_server)
+    try:
+        t0 = time.perf_counter()
+        with running_server(vault, state, timeout=600.0) as srv:
+            ready_s = time.perf_counter() - t0
+            for k, v in saved.items():  # restore at once: this process's own allocations are not measured
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            wait_server_idle(state, timeout=1800.0)
+            idle_s = time.perf_counter() - t0
+            time.sleep(1.0)
+            pid = srv["pid"]
+            curve = [{"recalls": 0, **mem_mb(pid)}]
+            lat = []
+            for i in range(recalls):
+                q = questions[i % len(questions)]
+                t1 = time.perf_counter()
+                client.call(state, "recall", {"query": q["question"], "agent": AGENT, "semantic": True, "limit": 10},
+                            timeout=30.0)
+                lat.append(time.perf_counter() - t1)
+                if (i + 1) % step == 0:
+                    curve.append({"recalls": i + 1, **mem_mb(pid)})
+            time.sleep(QUIET_S)  # the server trims its heap once quiet (daemon/server.py, _trim_heap)
+            curve.append({"recalls": recalls, "quiet_s": QUIET_S, **mem_mb(pid)})
+            return {"ready_s": round(ready_s, 2), "idle_s": round(idle_s, 2), "curve": curve,
+                    "latency": latency_summary(lat)}
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run(notes: int, recalls: int, step: int, rounds: int, variants: Sequence[str]) -> dict[str, Any]:
+    pack, why = embedding_pack()
+    if pack is None:
+        raise SystemExit(f"server_rss needs the embedding pack: {why}")
+    from hive_brain.engine import Engine
+
+    out: dict[str, Any] = {"notes": notes, "recalls": recalls, "load_start": load_average(), "runs": []}
+    with temp_state_dir() as _root, temp_dir("hb-bench-rss-") as work, model_dir(pack):
+        # A runtime dir of its own: a `serve --stop --all` elsewhere on the machine must not stop these
+        # servers mid-run (seen: a run's first server vanished while it embedded).
+        os.environ["XDG_RUNTIME_DIR"] = str(work / "run")
+        (work / "run").mkdir(mode=0o700)
+        vault = work / "vault"
+        fx = fixtures.generate(vault, notes, queries=min(recalls, 200))
+        questions = fx["questions"]
+        state = Engine.open(vault).vault.state
+        log(f"server_rss {notes}: first server indexes and embeds the vault")
+        t0 = time.perf_counter()
+        try:
+            with running_server(vault, state, timeout=3600.0):
+                wait_server_idle(state, timeout=3600.0)
+        except Exception:
+            log_tail(state)
+            raise
+        out["index_s"] = round(time.perf_counter() - t0, 1)
+        for r in range(rounds):
+            for name in variants:
+                log(f"server_rss {notes}: round {r + 1}, {name}")
+                res = one_run(vault, state, questions, VARIANTS[name], recalls, step)
+                out["runs"].append({"variant": name, "round": r + 1, **res})
+    out["load_end"] = load_average()
+    return out
+
+
+def summary(result: Mapping[str, Any]) -> list[list[Any]]:
+    rows = []
+    names = list(dict.fromkeys(r["variant"] for r in result["runs"]))
+    for name in names:
+        runs = [r for r in result["runs"] if r["variant"] == name]
+        idle = median(r["curve"][0]["VmRSS"] for r in runs)
+        anon = median(r["curve"][0].get("RssAnon", 0) for r in runs)
+        end = median(r["curve"][-1]["VmRSS"] for r in runs)
+        peak = max(r["curve"][-1].get("VmHWM", 0) for r in runs)
+        p50 = median(r["latency"]["median_ms"] for r in runs)
+        p95 = median(r["latency"]["p95_ms"] for r in runs)
+        ready = median(r["ready_s"] for r in runs)
+        rows.append([name, len(runs), ready, idle, anon, end, peak, round(p50, 1), round(p95, 1)])
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--notes", type=int, default=1000)
+    ap.add_argument("--recalls", type=int, default=200)
+    ap.add_argument("--step", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--variants", default="base")
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--before", type=Path, default=None, help="a checkout whose server is the 'before' variant")
+    a = ap.parse_args(argv)
+    if a.before is not None:
+        VARIANTS["before"] = {"PYTHONPATH": str(a.before.resolve())}
+    variants = a.variants.split(",")
+    for v in variants:
+        if v not in VARIANTS:
+            ap.error(f"unknown variant {v!r} (known: {', '.join(VARIANTS)})")
+    result = run(a.notes, a.recalls, a.step, a.rounds, variants)
+    head = ["variant", "runs", "ready s", "idle RSS MB", "idle anon MB", f"RSS after {a.recalls} + {QUIET_S:g} s quiet MB", "peak MB",
+            "recall p50 ms", "p95 ms"]
+    print(f"server RSS, {result['notes']} notes hybrid, load {result['load_start']} -> {result['load_end']}")
+    print(" | ".join(head))
+    for row in summary(result):
+        print(" | ".join(str(x) for x in row))
+    for r in result["runs"]:
+        print(r["variant"], r["round"], "curve VmRSS:", [c["VmRSS"] for c in r["curve"]])
+    path = a.json or Path("benchmarks/results") / f"{NAME}-{result['notes']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

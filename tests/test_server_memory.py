@@ -1,0 +1,68 @@
+"""What keeps a long-running server's memory bounded (issue 26): bounded caches, the C heap's
+arenas and trimming, and the options the server's ONNX sessions are built with. Nothing is timed
+here; benchmarks/server_rss.py measures the RSS."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hive_brain.daemon import memory
+from hive_brain.embedding.embedder import _load_session
+from hive_brain.search import late, rerank
+from hive_brain.search.textcache import TextCache
+
+
+def test_text_cache_is_bounded_by_bytes_not_only_by_count() -> None:
+    cache = TextCache(1000, max_bytes=10 * 384 * 2 * 100)  # room for 10 passages of 100 tokens
+    big = lambda todo: [np.ones((100, 384), dtype=np.float32) for _ in todo]  # noqa: E731
+    cache.get("k", [f"passage {i}" for i in range(25)], big)
+    assert len(cache) == 10 and cache.nbytes == 10 * 100 * 384 * 2
+    # the least recently used went first: the last ten stay, a hit moves one to the end
+    assert cache.key("k", "passage 24") in cache and cache.key("k", "passage 14") not in cache
+    cache.get("k", ["passage 15"], big)
+    cache.get("k", ["new one"], big)
+    assert cache.key("k", "passage 15") in cache and cache.key("k", "passage 16") not in cache
+    cache.clear()
+    assert cache.nbytes == 0 and len(cache) == 0
+
+
+def test_the_servers_vector_caches_have_a_byte_bound() -> None:
+    # per-token vectors are 768 bytes a token: 20,000 passages of 512 tokens would be 7.5 GB
+    assert late._CACHE.max_bytes is not None and late._CACHE.max_bytes <= 128 << 20
+    assert rerank._CACHE.max_items * 384 * 2 <= 64 << 20  # one pooled float16 vector per passage
+
+
+def test_the_models_sessions_keep_no_arena_between_runs(pack_dir: Path) -> None:
+    # The CPU arena and the memory pattern keep the largest run's tensors for the session's life: in a
+    # warm server, hundreds of MB after the reranker's first batches (benchmarks/server_rss.py).
+    options = _load_session(pack_dir, 1).get_session_options()
+    assert options.enable_cpu_mem_arena is False
+    assert options.enable_mem_pattern is False
+
+
+@pytest.mark.skipif(memory._LIBC is None, reason="not glibc: the heap is left to the platform")
+def test_the_heap_levers_reach_glibc() -> None:
+    assert memory.limit_arenas(memory.ARENAS) is True
+    memory.trim()  # no error; whether pages were released depends on the heap
+
+
+def test_the_server_trims_its_heap_once_quiet_after_work(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hive_brain.config import resolve
+    from hive_brain.daemon.server import Server
+
+    calls: list[int] = []
+    monkeypatch.setattr(memory, "trim", lambda: calls.append(1) or True)
+    srv = Server(resolve(), log_to_stderr=False)
+    srv.sockets.last_active = time.monotonic() - 60
+    done = srv._trim_heap(None)
+    assert calls == [1]
+    assert srv._trim_heap(done) == done and calls == [1]  # nothing new happened: no second trim
+    srv.sockets.stats["requests"] += 1
+    srv.sockets.last_active = time.monotonic()  # a request just now: not quiet yet
+    assert srv._trim_heap(done) == done and calls == [1]
+    srv.sockets.last_active = time.monotonic() - 60
+    assert srv._trim_heap(done) != done and calls == [1, 1]
