@@ -23,9 +23,13 @@ ANSWER = "Noted: the stand-in model answered."
 class StandIn:
     ANSWER_TEXT = ANSWER
 
-    def __init__(self, api: str, answer: str = ANSWER) -> None:
+    def __init__(self, api: str, answer: str = ANSWER, tool_call: tuple[str, dict] | None = None) -> None:
+        """``tool_call`` (a tool's name, its input): the first model call that offers a tool of that
+        name is answered with a call of it instead of the text, as the model would (``anthropic`` only)."""
         self.api = api
         self.answer = answer
+        self.tool_call = tool_call
+        self.tool_called = False
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         standin = self
@@ -97,6 +101,9 @@ class StandIn:
                     self._json({"input_tokens": 10})
                     return
                 model = body.get("model", "claude")
+                if standin._wants_tool(body):
+                    self._anthropic_tool_use(body, model)
+                    return
                 msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
                        "stop_reason": None, "stop_sequence": None,
                        "usage": {"input_tokens": 10, "output_tokens": 1}}
@@ -114,6 +121,32 @@ class StandIn:
                     ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
                                                                           "stop_sequence": None},
                                        "usage": {"output_tokens": 2}}),
+                    ("message_stop", {"type": "message_stop"}),
+                ])
+
+            def _anthropic_tool_use(self, body: dict, model: str) -> None:
+                assert standin.tool_call is not None
+                name, args = standin.tool_call
+                block = {"type": "tool_use", "id": "toolu_standin_1", "name": name, "input": args}
+                msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
+                       "stop_reason": None, "stop_sequence": None,
+                       "usage": {"input_tokens": 10, "output_tokens": 1}}
+                if not body.get("stream"):
+                    self._json({**msg, "content": [block], "stop_reason": "tool_use"})
+                    return
+                # As the API streams a tool call: the block opens with an empty input, then the
+                # input arrives as partial JSON.
+                self._sse([
+                    ("message_start", {"type": "message_start", "message": msg}),
+                    ("content_block_start", {"type": "content_block_start", "index": 0,
+                                             "content_block": {**block, "input": {}}}),
+                    ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                             "delta": {"type": "input_json_delta",
+                                                       "partial_json": json.dumps(args)}}),
+                    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use",
+                                                                          "stop_sequence": None},
+                                       "usage": {"output_tokens": 5}}),
                     ("message_stop", {"type": "message_stop"}),
                 ])
 
@@ -165,6 +198,16 @@ class StandIn:
         with self._lock:
             self.requests.append({"method": method, "path": path, "body": body, "headers": headers})
 
+    def _wants_tool(self, body: dict) -> bool:
+        """Whether this call gets the tool call: the first one offering the tool by that name."""
+        if self.tool_call is None:
+            return False
+        with self._lock:
+            if self.tool_called or self.tool_call[0] not in tool_names(body):
+                return False
+            self.tool_called = True
+            return True
+
     def model_calls(self) -> list[dict]:
         """The requests that asked the model for an answer (not token counts or model lists)."""
         keys = {"anthropic": "/v1/messages", "openai": "/responses", "gemini": "generateContent"}
@@ -181,3 +224,9 @@ class StandIn:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+
+
+def tool_names(body: Any) -> list[str]:
+    """The names of the tools a model call offered (Anthropic's ``tools`` list)."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return [t.get("name", "") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []

@@ -201,3 +201,55 @@ def test_gemini_cli_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
             texts.append(sent(api))
     assert_memory_sent(*texts)
     assert_captured(vault, "gemini")  # its AfterAgent hook, after the turn
+
+
+# ---------------------------------------------------------------------------------------------- mcp
+CLAUDE_RECALL = "mcp__hive-brain__recall"  # Claude Code's name for an MCP tool: mcp__<server>__<tool>
+
+
+def tool_results(body: dict) -> list[str]:
+    """The text of every ``tool_result`` block the agent sent back to the model."""
+    out = []
+    for m in body.get("messages") or []:
+        for b in m.get("content") if isinstance(m.get("content"), list) else []:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                c = b.get("content")
+                out.append(c if isinstance(c, str) else "".join(x.get("text", "") for x in c or []))
+    return out
+
+
+def test_claude_code_runs_the_mcp_recall_tool(vault, tmp_path):
+    """The model calls hive-brain's recall through MCP; Claude Code runs `hive-brain mcp` as registered
+    by the command `hooks install` prints, and sends the hits back to the model as data (JSON)."""
+    import shlex
+
+    from tests.standins import tool_names
+
+    claude = cli("claude")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    hint = run("hooks", "install", "--agent", "claude-code")["hint"]
+    add = shlex.split(hint.split("run: ", 1)[1])
+    assert add[:3] == ["claude", "mcp", "add"], hint
+    results = []
+    for question in ("billing service deploy day", "capital of France"):
+        with StandIn("anthropic", tool_call=(CLAUDE_RECALL, {"query": question})) as api:
+            env = agent_env(api, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="sk-ant-standin",
+                            DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                            DISABLE_AUTOUPDATER="1", ENABLE_TOOL_SEARCH="false")
+            # ENABLE_TOOL_SEARCH=false: MCP tools in the request's `tools` list, not deferred behind
+            # Claude Code's ToolSearch (which a one-call stand-in model would have to drive first).
+            if not results:
+                session([claude, *add[1:]], env, project)  # as the user runs it: `claude mcp add ...`
+            p = session([claude, "-p", "Look it up in memory.", "--allowedTools", CLAUDE_RECALL], env, project)
+            calls = api.model_calls()
+            offered = sorted({n for c in calls for n in tool_names(c["body"])})
+            print("DEBUG", offered, p.stdout[-500:], p.stderr[-1500:], (Path.home() / ".claude.json").read_text()[:3000] if (Path.home() / ".claude.json").exists() else "no .claude.json")
+            assert api.tool_called, f"no model call offered {CLAUDE_RECALL}; MCP tools offered: {offered}"
+            back = [r for c in calls for r in tool_results(c["body"])]
+            assert len(back) == 1, f"not one tool result sent back: {back}\n{p.stdout[-1000:]}"
+            results.append(json.loads(back[0]))
+    on, off = results
+    assert any(FACT in h["text"] for h in on["hits"]), on  # the memory, a JSON string field: data
+    assert not any("ramen" in h["text"] for h in on["hits"][:1]), on
+    assert not off["hits"] or off["abstained"], off  # nothing found for an off-topic question
