@@ -25,7 +25,7 @@ class StandIn:
 
     def __init__(self, api: str, answer: str = ANSWER, tool_call: tuple[str, dict] | None = None) -> None:
         """``tool_call`` (a tool's name, its input): the first model call that offers a tool of that
-        name is answered with a call of it instead of the text, as the model would (``anthropic`` only)."""
+        name is answered with a call of it instead of the text, as the model would (``anthropic``, ``openai``)."""
         self.api = api
         self.answer = answer
         self.tool_call = tool_call
@@ -150,7 +150,41 @@ class StandIn:
                     ("message_stop", {"type": "message_stop"}),
                 ])
 
+            def _openai_tool_call(self, body: dict) -> None:
+                assert standin.tool_call is not None
+                name, args = standin.tool_call
+                now = int(time.time())
+                # A tool inside a namespace (Codex offers an MCP server's tools as one): "<namespace>.<tool>".
+                namespace, _, function = name.rpartition(".")
+                item = {"type": "function_call", "id": "fc_1", "call_id": "call_standin_1", "name": function,
+                        **({"namespace": namespace} if namespace else {}),
+                        "arguments": json.dumps(args), "status": "completed"}
+                resp = {"id": "resp_1", "object": "response", "created_at": now, "status": "in_progress",
+                        "model": body.get("model", "gpt"), "output": []}
+                usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+                         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+                # As the Responses API streams a function call: the item, its arguments, the item done.
+                self._sse([
+                    ("response.created", {"type": "response.created", "response": resp}),
+                    ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                                    "item": {**item, "arguments": "", "status": "in_progress"}}),
+                    ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta",
+                                                                "item_id": "fc_1", "output_index": 0,
+                                                                "delta": item["arguments"]}),
+                    ("response.function_call_arguments.done", {"type": "response.function_call_arguments.done",
+                                                               "item_id": "fc_1", "output_index": 0,
+                                                               "arguments": item["arguments"]}),
+                    ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0,
+                                                   "item": item}),
+                    ("response.completed", {"type": "response.completed",
+                                            "response": {**resp, "status": "completed", "output": [item],
+                                                         "usage": usage}}),
+                ])
+
             def _openai(self, body: dict) -> None:
+                if standin._wants_tool(body):
+                    self._openai_tool_call(body)
+                    return
                 now = int(time.time())
                 item = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
                         "content": [{"type": "output_text", "text": standin.answer, "annotations": []}]}
@@ -227,6 +261,13 @@ class StandIn:
 
 
 def tool_names(body: Any) -> list[str]:
-    """The names of the tools a model call offered (Anthropic's ``tools`` list)."""
+    """The names of the tools a model call offered (the ``tools`` list, Anthropic's and OpenAI's); a
+    tool inside an OpenAI ``namespace`` tool as ``<namespace>.<tool>``."""
     tools = body.get("tools") if isinstance(body, dict) else None
-    return [t.get("name", "") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    names = []
+    for t in tools if isinstance(tools, list) else []:
+        if isinstance(t, dict) and t.get("type") == "namespace":
+            names += [f"{t.get('name')}.{f.get('name')}" for f in t.get("tools") or [] if isinstance(f, dict)]
+        elif isinstance(t, dict) and t.get("name"):
+            names.append(t["name"])
+    return names

@@ -253,3 +253,45 @@ def test_claude_code_runs_the_mcp_recall_tool(vault, tmp_path):
     assert any(FACT in h["text"] for h in on["hits"]), on  # the memory, a JSON string field: data
     assert on["hits"][0]["title"] == "Billing deploy window", on  # the right memory first
     assert off["hits"] == [] and off["abstained"], off  # nothing found for an off-topic question
+
+
+def function_call_outputs(body: dict) -> list[str]:
+    """The tool's own text in every ``function_call_output`` item the agent sent back (OpenAI
+    Responses). Codex sends an MCP result as content parts, a "Wall time: ...\nOutput:" part first."""
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    out = []
+    for it in items:
+        if isinstance(it, dict) and it.get("type") == "function_call_output":
+            o = it.get("output")
+            out.append(o if isinstance(o, str) else (o or [{}])[-1].get("text", ""))
+    return out
+
+
+CODEX_RECALL = "mcp__hive_brain.recall"  # Codex offers an MCP server as a namespace tool, `-` made `_`
+
+
+def test_codex_runs_the_mcp_recall_tool(vault, tmp_path):
+    """The model calls hive-brain's recall through MCP; Codex runs `hive-brain mcp` from the
+    ``[mcp_servers.hive-brain]`` table `hooks install --agent codex` wrote, and sends the hits back."""
+    from tests.standins import tool_names
+
+    codex = cli("codex")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    results = []
+    for question in ("billing service deploy day", "capital of France"):
+        with StandIn("openai", tool_call=(CODEX_RECALL, {"query": question})) as api:
+            codex_config(Path.home(), api.url)
+            run("hooks", "install", "--agent", "codex")
+            env = agent_env(api, OPENAI_API_KEY="sk-standin")
+            p = session([codex, "exec", "--skip-git-repo-check", "Look it up in memory."], env, project)
+            calls = api.model_calls()
+            offered = sorted({n for c in calls for n in tool_names(c["body"]) if n.startswith("mcp__")})
+            assert api.tool_called, f"no model call offered {CODEX_RECALL}; tools offered: {offered}"
+            back = [r for c in calls for r in function_call_outputs(c["body"])]
+            assert len(back) == 1, f"not one tool result sent back: {back}\n{p.stdout[-1000:]}"
+            assert StandIn.ANSWER_TEXT in p.stdout
+            results.append(json.loads(back[0]))
+    on, off = results
+    assert on["hits"][0]["title"] == "Billing deploy window" and FACT in on["hits"][0]["text"], on
+    assert off["hits"] == [] and off["abstained"], off
