@@ -284,7 +284,10 @@ def test_codex_runs_the_mcp_recall_tool(vault, tmp_path):
             codex_config(Path.home(), api.url)
             run("hooks", "install", "--agent", "codex")
             env = agent_env(api, OPENAI_API_KEY="sk-standin")
-            p = session([codex, "exec", "--skip-git-repo-check", "Look it up in memory."], env, project)
+            # required: `codex exec` waits for the server's start; without it the first model call
+            # sometimes went out before `hive-brain mcp` was up, offering none of its tools.
+            p = session([codex, "exec", "--skip-git-repo-check", "-c", "mcp_servers.hive-brain.required=true",
+                         "Look it up in memory."], env, project)
             calls = api.model_calls()
             offered = sorted({n for c in calls for n in tool_names(c["body"]) if n.startswith("mcp__")})
             assert api.tool_called, f"no model call offered {CODEX_RECALL}; tools offered: {offered}"
