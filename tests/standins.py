@@ -210,7 +210,11 @@ class StandIn:
                 if ":countTokens" in self.path:
                     self._json({"totalTokens": 10})
                     return
-                chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": standin.answer}]},
+                part: dict[str, Any] = {"text": standin.answer}
+                if standin._wants_tool(body):
+                    assert standin.tool_call is not None
+                    part = {"functionCall": {"name": standin.tool_call[0], "args": standin.tool_call[1]}}
+                chunk = {"candidates": [{"content": {"role": "model", "parts": [part]},
                                          "finishReason": "STOP", "index": 0}],
                          "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 2,
                                            "totalTokenCount": 12},
@@ -266,7 +270,9 @@ def tool_names(body: Any) -> list[str]:
     tools = body.get("tools") if isinstance(body, dict) else None
     names = []
     for t in tools if isinstance(tools, list) else []:
-        if isinstance(t, dict) and t.get("type") == "namespace":
+        if isinstance(t, dict) and isinstance(t.get("functionDeclarations"), list):  # Gemini
+            names += [f.get("name", "") for f in t["functionDeclarations"] if isinstance(f, dict)]
+        elif isinstance(t, dict) and t.get("type") == "namespace":
             names += [f"{t.get('name')}.{f.get('name')}" for f in t.get("tools") or [] if isinstance(f, dict)]
         elif isinstance(t, dict) and t.get("name"):
             names.append(t["name"])

@@ -298,3 +298,48 @@ def test_codex_runs_the_mcp_recall_tool(vault, tmp_path):
     on, off = results
     assert on["hits"][0]["title"] == "Billing deploy window" and FACT in on["hits"][0]["text"], on
     assert off["hits"] == [] and off["abstained"], off
+
+
+
+GEMINI_RECALL = "mcp_hive-brain_recall"  # Gemini CLI's name for an MCP tool: mcp_<server>_<tool>
+
+
+def function_responses(body: dict) -> list[dict]:
+    """The ``response`` of every ``functionResponse`` part the agent sent back (Gemini)."""
+    return [p["functionResponse"].get("response") or {} for c in body.get("contents") or []
+            for p in c.get("parts") or [] if isinstance(p, dict) and "functionResponse" in p]
+
+
+def test_gemini_cli_runs_the_mcp_recall_tool(vault, tmp_path):
+    """The model calls hive-brain's recall through MCP; Gemini CLI runs `hive-brain mcp` from the
+    ``mcpServers`` entry `hooks install --agent gemini` wrote, and sends the hits back."""
+    from tests.standins import tool_names
+
+    gemini = cli("gemini")
+    settings = Path.home() / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n', encoding="utf-8")
+    run("hooks", "install", "--agent", "gemini")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    results = []
+    for question in ("billing service deploy day", "capital of France"):
+        with StandIn("gemini", tool_call=(GEMINI_RECALL, {"query": question})) as api:
+            env = agent_env(api, GOOGLE_GEMINI_BASE_URL=api.url, GEMINI_API_KEY="standin-key",
+                            GEMINI_CLI_TRUST_WORKSPACE="true")
+            # `-p` offers only tools that need no confirmation: --allowed-tools names ours.
+            p = session([gemini, "-m", "gemini-2.5-flash", "--allowed-tools", GEMINI_RECALL,
+                         "-p", "Look it up in memory."], env, project)
+            calls = api.model_calls()
+            offered = sorted({n for c in calls for n in tool_names(c["body"]) if n.startswith("mcp_")})
+            assert api.tool_called, f"no model call offered {GEMINI_RECALL}; MCP tools offered: {offered}"
+            back = [r for c in calls for r in function_responses(c["body"])]
+            assert len(back) == 1, f"not one tool result sent back: {back}\n{p.stdout[-1000:]}"
+            assert StandIn.ANSWER_TEXT in p.stdout
+            out = back[0].get("output", "")
+            # Gemini CLI frames an MCP tool's output as data itself: <untrusted_context>...</untrusted_context>.
+            assert out.startswith("<untrusted_context>\n") and out.endswith("\n</untrusted_context>"), out
+            results.append(json.loads(out.split("\n", 1)[1].rsplit("\n", 1)[0]))
+    on, off = results
+    assert on["hits"][0]["title"] == "Billing deploy window" and FACT in on["hits"][0]["text"], on
+    assert off["hits"] == [] and off["abstained"], off
