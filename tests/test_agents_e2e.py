@@ -4,7 +4,9 @@ stand-in of its model API (tests/standins.py) that records what the agent sent t
 
 Asserted on those request bodies: the core memory from session start, the right memory inside
 ``<hive-brain-recall>`` for an on-topic prompt, no recall for an off-topic one; and on the vault:
-the session's conversation is a redacted note once the session has ended.
+the session's conversation is a redacted note once the session has ended. And MCP: the stand-in
+model calls hive-brain's recall tool by the name the CLI offered it under; the CLI runs it through
+`hive-brain mcp` as installed, and the result it sends back holds the memory (none off topic).
 
 The CLIs are installed by `.ci/run` (pinned versions, below) into ~/.cache/hive-brain-e2e, outside
 the repository (``HIVE_BRAIN_E2E_DIR`` moves it); without them these tests skip and say how to get
