@@ -4,7 +4,9 @@ stand-in of its model API (tests/standins.py) that records what the agent sent t
 
 Asserted on those request bodies: the core memory from session start, the right memory inside
 ``<hive-brain-recall>`` for an on-topic prompt, no recall for an off-topic one; and on the vault:
-the session's conversation is a redacted note once the session has ended.
+the session's conversation is a redacted note once the session has ended. And MCP: the stand-in
+model calls hive-brain's recall tool by the name the CLI offered it under; the CLI runs it through
+`hive-brain mcp` as installed, and the result it sends back holds the memory (none off topic).
 
 The CLIs are installed by `.ci/run` (pinned versions, below) into ~/.cache/hive-brain-e2e, outside
 the repository (``HIVE_BRAIN_E2E_DIR`` moves it); without them these tests skip and say how to get
@@ -201,3 +203,145 @@ def test_gemini_cli_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
             texts.append(sent(api))
     assert_memory_sent(*texts)
     assert_captured(vault, "gemini")  # its AfterAgent hook, after the turn
+
+
+# ---------------------------------------------------------------------------------------------- mcp
+CLAUDE_RECALL = "mcp__hive-brain__recall"  # Claude Code's name for an MCP tool: mcp__<server>__<tool>
+
+
+def tool_results(body: dict) -> list[str]:
+    """The text of every ``tool_result`` block the agent sent back to the model."""
+    out = []
+    for m in body.get("messages") or []:
+        for b in m.get("content") if isinstance(m.get("content"), list) else []:
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                c = b.get("content")
+                out.append(c if isinstance(c, str) else "".join(x.get("text", "") for x in c or []))
+    return out
+
+
+def test_claude_code_runs_the_mcp_recall_tool(vault, tmp_path):
+    """The model calls hive-brain's recall through MCP; Claude Code runs `hive-brain mcp` as registered
+    by the command `hooks install` prints, and sends the hits back to the model as data (JSON)."""
+    import shlex
+
+    from tests.standins import tool_names
+
+    claude = cli("claude")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    hint = run("hooks", "install", "--agent", "claude-code")["hint"]
+    add = shlex.split(hint.split("run: ", 1)[1])
+    assert add[:3] == ["claude", "mcp", "add"], hint
+    results = []
+    for question in ("billing service deploy day", "capital of France"):
+        with StandIn("anthropic", tool_call=(CLAUDE_RECALL, {"query": question})) as api:
+            env = agent_env(api, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="sk-ant-standin",
+                            DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                            DISABLE_AUTOUPDATER="1", ENABLE_TOOL_SEARCH="false")
+            # ENABLE_TOOL_SEARCH=false: MCP tools in the request's `tools` list, not deferred behind
+            # Claude Code's ToolSearch (which a one-call stand-in model would have to drive first).
+            if not results:
+                session([claude, *add[1:]], env, project)  # as the user runs it: `claude mcp add ...`
+            p = session([claude, "-p", "Look it up in memory.", "--allowedTools", CLAUDE_RECALL], env, project)
+            calls = api.model_calls()
+            offered = sorted({n for c in calls for n in tool_names(c["body"]) if n.startswith("mcp__")})
+            assert api.tool_called, f"no model call offered {CLAUDE_RECALL}; MCP tools offered: {offered}"
+            back = [r for c in calls for r in tool_results(c["body"])]
+            assert len(back) == 1, f"not one tool result sent back: {back}\n{p.stdout[-1000:]}"
+            assert StandIn.ANSWER_TEXT in p.stdout  # the model's answer after the tool result
+            results.append(json.loads(back[0]))
+    on, off = results
+    assert any(FACT in h["text"] for h in on["hits"]), on  # the memory, a JSON string field: data
+    assert on["hits"][0]["title"] == "Billing deploy window", on  # the right memory first
+    assert off["hits"] == [] and off["abstained"], off  # nothing found for an off-topic question
+
+
+def function_call_outputs(body: dict) -> list[str]:
+    """The tool's own text in every ``function_call_output`` item the agent sent back (OpenAI
+    Responses). Codex sends an MCP result as content parts, a "Wall time: ...\nOutput:" part first."""
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    out = []
+    for it in items:
+        if isinstance(it, dict) and it.get("type") == "function_call_output":
+            o = it.get("output")
+            out.append(o if isinstance(o, str) else (o or [{}])[-1].get("text", ""))
+    return out
+
+
+CODEX_RECALL = "mcp__hive_brain.recall"  # Codex offers an MCP server as a namespace tool, `-` made `_`
+
+
+def test_codex_runs_the_mcp_recall_tool(vault, tmp_path):
+    """The model calls hive-brain's recall through MCP; Codex runs `hive-brain mcp` from the
+    ``[mcp_servers.hive-brain]`` table `hooks install --agent codex` wrote, and sends the hits back."""
+    from tests.standins import tool_names
+
+    codex = cli("codex")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    results = []
+    for question in ("billing service deploy day", "capital of France"):
+        with StandIn("openai", tool_call=(CODEX_RECALL, {"query": question})) as api:
+            codex_config(Path.home(), api.url)
+            run("hooks", "install", "--agent", "codex")
+            env = agent_env(api, OPENAI_API_KEY="sk-standin")
+            # required: `codex exec` waits for the server's start; without it the first model call
+            # sometimes went out before `hive-brain mcp` was up, offering none of its tools.
+            p = session([codex, "exec", "--skip-git-repo-check", "-c", "mcp_servers.hive-brain.required=true",
+                         "Look it up in memory."], env, project)
+            calls = api.model_calls()
+            offered = sorted({n for c in calls for n in tool_names(c["body"]) if n.startswith("mcp__")})
+            assert api.tool_called, f"no model call offered {CODEX_RECALL}; tools offered: {offered}"
+            back = [r for c in calls for r in function_call_outputs(c["body"])]
+            assert len(back) == 1, f"not one tool result sent back: {back}\n{p.stdout[-1000:]}"
+            assert StandIn.ANSWER_TEXT in p.stdout
+            results.append(json.loads(back[0]))
+    on, off = results
+    assert on["hits"][0]["title"] == "Billing deploy window" and FACT in on["hits"][0]["text"], on
+    assert off["hits"] == [] and off["abstained"], off
+
+
+
+GEMINI_RECALL = "mcp_hive-brain_recall"  # Gemini CLI's name for an MCP tool: mcp_<server>_<tool>
+
+
+def function_responses(body: dict) -> list[dict]:
+    """The ``response`` of every ``functionResponse`` part the agent sent back (Gemini)."""
+    return [p["functionResponse"].get("response") or {} for c in body.get("contents") or []
+            for p in c.get("parts") or [] if isinstance(p, dict) and "functionResponse" in p]
+
+
+def test_gemini_cli_runs_the_mcp_recall_tool(vault, tmp_path):
+    """The model calls hive-brain's recall through MCP; Gemini CLI runs `hive-brain mcp` from the
+    ``mcpServers`` entry `hooks install --agent gemini` wrote, and sends the hits back."""
+    from tests.standins import tool_names
+
+    gemini = cli("gemini")
+    settings = Path.home() / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n', encoding="utf-8")
+    run("hooks", "install", "--agent", "gemini")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    results = []
+    for question in ("billing service deploy day", "capital of France"):
+        with StandIn("gemini", tool_call=(GEMINI_RECALL, {"query": question})) as api:
+            env = agent_env(api, GOOGLE_GEMINI_BASE_URL=api.url, GEMINI_API_KEY="standin-key",
+                            GEMINI_CLI_TRUST_WORKSPACE="true")
+            # `-p` offers only tools that need no confirmation: --allowed-tools names ours.
+            p = session([gemini, "-m", "gemini-2.5-flash", "--allowed-tools", GEMINI_RECALL,
+                         "-p", "Look it up in memory."], env, project)
+            calls = api.model_calls()
+            offered = sorted({n for c in calls for n in tool_names(c["body"]) if n.startswith("mcp_")})
+            assert api.tool_called, f"no model call offered {GEMINI_RECALL}; MCP tools offered: {offered}"
+            back = [r for c in calls for r in function_responses(c["body"])]
+            assert len(back) == 1, f"not one tool result sent back: {back}\n{p.stdout[-1000:]}"
+            assert StandIn.ANSWER_TEXT in p.stdout
+            out = back[0].get("output", "")
+            # Gemini CLI frames an MCP tool's output as data itself: <untrusted_context>...</untrusted_context>.
+            assert out.startswith("<untrusted_context>\n") and out.endswith("\n</untrusted_context>"), out
+            results.append(json.loads(out.split("\n", 1)[1].rsplit("\n", 1)[0]))
+    on, off = results
+    assert on["hits"][0]["title"] == "Billing deploy window" and FACT in on["hits"][0]["text"], on
+    assert off["hits"] == [] and off["abstained"], off

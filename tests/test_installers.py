@@ -345,6 +345,18 @@ def test_install_without_agent_still_means_claude_code(vault_path):
     assert not (Path.home() / ".cursor").exists() and not (Path.home() / ".gemini").exists()
 
 
+def test_the_claude_mcp_add_hint_pins_the_vault_as_the_hooks_do(vault_path):
+    """Claude Code starts `hive-brain mcp` with only the env `claude mcp add -e` gave it: without the
+    vault the server answered every tool call VaultNotFound (found by test_claude_code_runs_the_mcp_recall_tool)."""
+    import shlex
+
+    hint = run("hooks", "install", "--agent", "claude-code")["hint"]
+    argv = shlex.split(hint.split("run: ", 1)[1])
+    env = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv[: argv.index("--")]) if a == "-e")
+    assert env["HIVE_BRAIN_VAULT"] == str(vault_path) and env["HIVE_AGENT_ID"] == "claude-code"
+    assert argv[-1] == "mcp" and "HIVE_AGENT_CREDENTIAL" in env
+
+
 # ---------------------------------------------------------------------------------------------- which vault
 def test_status_and_doctor_show_each_hooks_vault_and_flag_a_missing_one(vault_path, tmp_path, monkeypatch):
     run("hooks", "install")

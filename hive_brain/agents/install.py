@@ -23,6 +23,7 @@ from .settingsfile import (
     hive_brain_executable,
     hook_command,
     hook_env,
+    mcp_server_entry,
     pinned_state_dir,
     pinned_vault,
     read_json,
@@ -96,14 +97,17 @@ def install_claude(
         vault=vault,
         events={ev: c for ev, (c, _t) in commands.items()},
         credential=cred,
-        hint="for the MCP tools too, run: claude mcp add hive-brain -e HIVE_AGENT_ID=claude-code "
-        + f"-e HIVE_AGENT_CREDENTIAL={shlex.quote(cred)} "
-        + (f"-e HIVE_BRAIN_STATE_DIR={shlex.quote(state)} " if state else "")
-        + "-- "
-        + " ".join(shlex.quote(x) for x in hive_brain_executable())
-        + " mcp",
+        hint="for the MCP tools too, run: " + claude_mcp_add(vault, cred, state),
     )
     return res
+
+
+def claude_mcp_add(vault: str | None, cred: str | None, state: str | None) -> str:
+    """The `claude mcp add` command registering `hive-brain mcp` with the environment the hooks pin:
+    without the vault, a server Claude Code starts from elsewhere finds none (VaultNotFound)."""
+    entry = mcp_server_entry("claude-code", vault, cred, state)
+    env = "".join(f"-e {k}={shlex.quote(v)} " for k, v in entry["env"].items())
+    return f"claude mcp add hive-brain {env}-- " + " ".join(shlex.quote(x) for x in [entry["command"], *entry["args"]])
 
 
 def strip_claude(data: dict, path: Path) -> tuple[dict, int]:
