@@ -105,18 +105,24 @@ def contextual_answer(
     budget: int,
     full_text: Any = None,
     limit: int = RESULT_LIMIT,
+    params: Any = None,
 ) -> dict:
     """Answer a prompt, using the previous assistant reply to resolve what it refers to ("do all 3").
 
     ``recall(query, **opts)`` returns a ``recall.search`` result (in-process or from the server); it
     takes ``semantic=False`` (the second search).
-    The prompt alone is asked first (its words weigh most); hits found only through the context
-    join when their topic appears in prompt + context. A plain coverage gate over the joined text
-    would abstain on everything, since no note covers a whole reply.
+    The prompt alone is asked first (its words weigh most); the prompt + reply search runs whenever
+    there is a reply (a full first list must not hide what the reply points to), and its hits are
+    referents when their topic appears in prompt + context. A plain coverage gate over the joined text
+    would abstain on everything, since no note covers a whole reply. Then every note earns its place
+    on its own evidence (``abstain.hook_gate``): the hook may inject one note, or none.
     """
     from ..index.textproc import content_words
+    from .abstain import hook_gate
     from .answer import build
+    from .params import PARAMS
 
+    P = PARAMS if params is None else params
     r1 = None
     hits: list[dict] = []
     words = content_words(prompt)
@@ -127,8 +133,9 @@ def contextual_answer(
             # Core Memory is injected at session start; repeating it on every prompt wastes the budget.
             hits = [h for h in r1["hits"] if h.get("kind") != "core"]
     base = r1
+    referents: list[dict] = []
     # A prompt that says what it wants in many words refers to nothing earlier; skip the second search.
-    if context.strip() and len(hits) < limit and (len(words) < LONG_PROMPT_WORDS or not hits):
+    if context.strip() and (len(words) < LONG_PROMPT_WORDS or not hits):
         q2 = prompt + "\n" + context
         # Lexical only: a hit of this search joins only when its title words are in prompt + reply
         # (_topic_present), which BM25 finds by itself; the model runs over a 1,500-character text
@@ -136,22 +143,21 @@ def contextual_answer(
         # (benchmarks/hook_latency.py) for hits the filter then mostly dropped.
         r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL, semantic=False)
         q_terms = set(content_words(q2))
-        have = {h["path"] for h in hits}
-        for h in r2["hits"]:
-            if len(hits) >= limit:
-                break
-            if h["path"] not in have and h.get("kind") != "core" and _topic_present(h, q_terms):
-                hits.append(h)
-                have.add(h["path"])
+        # Only the best of that search: deeper down, a one-word title ("Before merging") is in any reply.
+        referents = [h for h in r2["hits"][: int(P["hook_referent_top"])]
+                     if h.get("kind") != "core" and _topic_present(h, q_terms)]
         base = base or r2
+    hits, gated = hook_gate(hits, referents, short=len(words) < LONG_PROMPT_WORDS, params=P)
     if base is None:
         base = {"abstained": True, "reason": "the prompt has no searchable words", "hits": []}
     result = {
         **base,
         "hits": hits,
         "abstained": not hits,
-        "reason": None if hits else (base.get("reason") or "nothing relevant"),
+        "reason": None if hits else (gated or base.get("reason") or "nothing relevant"),
     }
     pack = build(result, budget=budget, full_text=full_text)
     pack["query"] = prompt
+    pack["gate"] = [{"path": h["path"], "kind": h.get("kind"), **(h.get("scoreDetails") or {}).get("hookGate", {})}
+                    for h in (r1 or {}).get("hits", []) + referents if (h.get("scoreDetails") or {}).get("hookGate")]
     return pack

@@ -166,7 +166,8 @@ def _credit_heads(view: View, cands: dict[str, Cand], entries: dict[str, Entry])
             doc_rank=_first(g.doc_rank, f.doc_rank), li_rank=_first(g.li_rank, f.li_rank), lex_norm=max(g.lex_norm, f.lex_norm),
             doc_norm=max(g.doc_norm, f.doc_norm), sem_rel=max(g.sem_rel or 0.0, f.sem_rel or 0.0)
             if g.sem_rel is not None or f.sem_rel is not None else None,
-            coverage=max(g.coverage, f.coverage), title_coverage=max(g.title_coverage, f.title_coverage))
+            coverage=max(g.coverage, f.coverage), title_coverage=max(g.title_coverage, f.title_coverage),
+            specificity=max(g.specificity, f.specificity))
         full = features.score(merged)
         if full > h.score:
             h.score = full
