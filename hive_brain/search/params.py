@@ -91,6 +91,7 @@ PARAMS: dict[str, float] = {
     "time_only_terms": 1,  # a question with at most this many words besides its time phrase asks about a time
     "tier_cov": 0.5,  # tiered recall stays in typed memory when its best hit covers this much
     "drop_below": 0.25,  # hits scoring under this fraction of the best are dropped
+    "spelling": 1.0,  # 1 = a word the vault has never seen is searched as the vault spells it (search.spelling)
     # The prompt hook's gate (abstain.hook_gate): each injected note on its own evidence, chosen on the
     # tune half of benchmarks/prompts at three vault sizes (docs/benchmarks.md, the curve).
     "hook_rr": 0.28,  # the second model's gap over the background a typed memory needs (English prompts)
