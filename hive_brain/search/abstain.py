@@ -96,9 +96,10 @@ def hook_evidence(hit: Mapping, params: Mapping[str, float] = PARAMS) -> tuple[f
     d = hit.get("scoreDetails") or {}
     words = _words(d)
     rr = d.get("rerankGap")
-    if rr is not None:
-        return float(rr), "rerank"
     gap = d.get("semanticGap")
+    if rr is not None:
+        # The two models agreeing says more than either: the first model's gap joins the second's.
+        return float(rr) + params["hook_w_gap"] * float(gap or 0.0), "rerank"
     if gap is not None:
         if hit.get("kind") == "memory":
             # The floor rises with the index (the best of more notes comes nearer by chance), but typed
@@ -145,6 +146,22 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
             judged.append((ev, h))
         elif why is None:
             why = f"best match's evidence ({basis}) {ev:+.3f} is under the {need:.3f} the hook needs"
+    # A lead that stands clear of every other hit passes on less evidence: one note answers and the
+    # rest of the list is noise around it ("which node dependency tool should I use?" over two
+    # notes, pnpm's at a second-model gap of 0.26; a generic coding prompt's best is among equals).
+    evs = sorted(((hook_evidence(h, P)[0], i) for i, h in enumerate(hits)
+                  if not (h.get("status") == "superseded" or h.get("historical"))), reverse=True)
+    if evs and not any(h is hits[evs[0][1]] for _ev, h in judged):
+        top_ev, i = evs[0]
+        h = hits[i]
+        basis = h["scoreDetails"]["hookGate"]["basis"]
+        clear = top_ev - (evs[1][0] if len(evs) > 1 else 0.0)
+        low = _hook_need(basis, h.get("kind"), P) - P["hook_clear_less"]
+        if basis != "lexical" and clear >= P["hook_clear"] and top_ev >= low:
+            h["scoreDetails"]["hookGate"].update(kept=True, clear=round(clear, 4))
+            judged.append((top_ev, h))
+            judged.sort(key=lambda x: next(j for j, y in enumerate(hits) if y is x[1]))  # recall's order
+            why = None
     lead = max((ev for ev, _h in judged), default=0.0)
     out: list[dict] = []
     for ev, h in judged:
