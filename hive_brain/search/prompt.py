@@ -97,6 +97,23 @@ def _topic_present(hit: dict, q_terms: set[str]) -> bool:
     return matched >= min(2, len(title_terms)) and matched / len(title_terms) >= 0.5
 
 
+def _with_reply(recall: Any, prompt: str, context: str, hits: list[dict], limit: int, P: Any) -> list[dict]:
+    """Hits of a hybrid search of a short prompt with the end of the previous reply
+    (``hook_context_chars``), not already among ``hits``: "get it out to people to try" after "the
+    Android build is ready" asks about beta builds, which neither text names alone. They pass the gate
+    on their own evidence like any hit; the end of the reply only (not its 1,500 characters) keeps the
+    models' work on the hook's path small."""
+    n = int(P["hook_context_chars"])
+    if n <= 0:
+        return []
+    tail = context[-n:]
+    if len(context) > n and " " in tail:
+        tail = tail.split(" ", 1)[1]  # from a word's start
+    r3 = recall(prompt + "\n" + tail, limit=limit, abstain=False, pool=HOOK_POOL)
+    have = {h["path"] for h in hits}
+    return [h for h in r3["hits"] if h["path"] not in have and h.get("kind") != "core"]
+
+
 def contextual_answer(
     recall: Any,
     prompt: str,
@@ -134,6 +151,7 @@ def contextual_answer(
             hits = [h for h in r1["hits"] if h.get("kind") != "core"]
     base = r1
     referents: list[dict] = []
+    extra: list[dict] = []
     # A prompt that says what it wants in many words refers to nothing earlier; skip the second search.
     if context.strip() and (len(words) < LONG_PROMPT_WORDS or not hits):
         q2 = prompt + "\n" + context
@@ -147,6 +165,8 @@ def contextual_answer(
         referents = [h for h in r2["hits"][: int(P["hook_referent_top"])]
                      if h.get("kind") != "core" and _topic_present(h, q_terms)]
         base = base or r2
+        extra = _with_reply(recall, prompt, context, hits, limit, P)
+        hits = hits + extra
     hits, gated = hook_gate(hits, referents, short=len(words) < LONG_PROMPT_WORDS, params=P)
     if base is None:
         base = {"abstained": True, "reason": "the prompt has no searchable words", "hits": []}
@@ -159,5 +179,5 @@ def contextual_answer(
     pack = build(result, budget=budget, full_text=full_text)
     pack["query"] = prompt
     pack["gate"] = [{"path": h["path"], "kind": h.get("kind"), **(h.get("scoreDetails") or {}).get("hookGate", {})}
-                    for h in (r1 or {}).get("hits", []) + referents if (h.get("scoreDetails") or {}).get("hookGate")]
+                    for h in (r1 or {}).get("hits", []) + extra + referents if (h.get("scoreDetails") or {}).get("hookGate")]
     return pack
