@@ -104,6 +104,11 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
     return _WORD.sub(sub, text), fixes
 
 
+def _stem(word: str) -> str:
+    terms = query_terms(word)
+    return terms[0] if len(terms) == 1 else word
+
+
 def _nearest(word: str, term: str, most: int, lexical: Any) -> str | None:
     """The vault's word nearest ``word``: fewest edits, then most passages using it; None when no
     word is within ``most`` edits (the automaton matched a stem, the surface forms are compared)."""
@@ -115,7 +120,8 @@ def _nearest(word: str, term: str, most: int, lexical: Any) -> str | None:
         # A term beginning near the word's beginning finds the passages that spell it.
         for t in lexical.near_texts(word[: len(word) - 3], 1, NEAR_PASSAGES, prefix=True):
             seen.update(set(_SURFACE.findall(t.lower())))
-    ranked = sorted(((edits(word, w, most), -n, w) for w, n in seen.items()
+    # On the stems too: "mesage" is two edits from the vault's "messages", one from its stem "messag".
+    ranked = sorted(((min(edits(word, w, most), edits(term, _stem(w), most)), -n, w) for w, n in seen.items()
                      if len(w) >= MIN_CHARS - 1 and w != word), key=lambda x: x[:2])
     if not ranked or ranked[0][0] > most:
         return None
