@@ -133,9 +133,10 @@ def test_the_prompt_op_reads_the_transcript_for_what_the_prompt_refers_to(live, 
 
 
 def test_the_search_of_prompt_and_reply_is_lexical_and_the_answer_still_hybrid(live, tmp_path, monkeypatch):
-    """The second search (prompt + the reply before it, for what a short prompt refers to) runs
+    """The search of prompt + the whole reply before it (for what a short prompt refers to) runs
     without the models: its hits must have their title words in that text anyway, and the models over
-    a 1,500-character text tripled the hook's time. The frame still says what the server is."""
+    a 1,500-character text tripled the hook's time. The models read the prompt with the reply's end
+    only (``hook_context_chars``). The frame still says what the server is."""
     from hive_brain.search import recall
 
     srv, pkg = live
@@ -155,7 +156,11 @@ def test_the_search_of_prompt_and_reply_is_lexical_and_the_answer_still_hybrid(l
                                             "transcript_path": str(tp)}, timeout=30)
     assert [it["id"] for it in res["items"]] == [pkg["id"]]
     assert res["mode"] == "hybrid" and "hybrid recall" in res["context"]
-    assert [sem for q, sem in calls if reply in q] == [False]
+    from hive_brain.search.params import PARAMS
+
+    assert sorted(sem for q, sem in calls if reply in q) == [False, True]
+    assert all(len(q) <= len("go ahead with the first one") + 1 + PARAMS["hook_context_chars"]
+               for q, sem in calls if sem)
     assert [sem for q, sem in calls if reply not in q] == [True]  # the prompt alone: by meaning too
 
 
