@@ -98,10 +98,10 @@ PARAMS: dict[str, float] = {
     "hook_rr_note": 0.4,  # ... and this much more for reference material (a note that is not typed memory)
     "hook_gap": 0.02,  # where it did not read the prompt: e5's gap plus hook_w_words x specific coverage
     "hook_gap_note": 0.06,
-    "hook_w_gap": 0.0,  # weight of e5's gap beside the second model's
+    "hook_w_gap": 0.5,  # weight of e5's gap beside the second model's
     "hook_clear": 0.08,  # a lead this far above the next hit's evidence ...
-    "hook_clear_less": 0.04,  # ... needs this much less than its kind's bar
-    "hook_w_words": 0.0,  # weight of coverage x specificity beside e5's gap
+    "hook_clear_less": 0.1,  # ... needs this much less than its kind's bar
+    "hook_w_words": 0.01,  # weight of coverage x specificity beside e5's gap
     "hook_lex": 0.5,  # lexical only (no vectors): coverage x specificity
     "hook_lex_note": 0.3,
     "hook_words": 1.1,  # coverage x specificity that answers on any basis (the vault's own rare words)
