@@ -165,9 +165,15 @@ def contextual_answer(
         referents = [h for h in r2["hits"][: int(P["hook_referent_top"])]
                      if h.get("kind") != "core" and _topic_present(h, q_terms)]
         base = base or r2
+    short = len(words) < LONG_PROMPT_WORDS
+    kept, gated = hook_gate(hits, referents, short=short, params=P)
+    if context.strip() and (short or not hits) and not kept:
+        # Only when nothing else passed: the models over prompt + reply tripled the hook's time with a
+        # transcript (benchmarks/hook_latency.py), and a prompt that found its note needs no more.
         extra = _with_reply(recall, prompt, context, hits, limit, P)
-        hits = hits + extra
-    hits, gated = hook_gate(hits, referents, short=len(words) < LONG_PROMPT_WORDS, params=P)
+        if extra:
+            kept, gated = hook_gate(hits + extra, referents, short=short, params=P)
+    hits = kept
     if base is None:
         base = {"abstained": True, "reason": "the prompt has no searchable words", "hits": []}
     result = {
