@@ -111,7 +111,7 @@ PARAMS: dict[str, float] = {
     "hook_referents": 1,  # how many notes the previous reply points to are injected
     "hook_referent_first": 1.0,  # 1 = for a short prompt, what the reply points to comes first
     "hook_max_items": 3,
-    "hook_context_chars": 400,  # a short prompt is also searched (hybrid) with this much of the reply's end
+    "hook_context_chars": 200,  # a short prompt is also searched (hybrid) with this much of the reply's end
     "hook_referent_top": 3,  # ... found among the first this many hits of the prompt + reply search
     "hook_referent_notes": 0.0,  # 1 = reference notes (not typed memory) can be referents too
 }
