@@ -36,7 +36,7 @@ _ENDINGS = ("s", "es", "ed", "d", "ing", "ly", "er", "ers")
 
 @functools.lru_cache(maxsize=1)
 def _english() -> frozenset[str]:
-    from ..embedding import RERANK_VOCAB
+    from ..embedding.vocab import RERANK_VOCAB
 
     try:
         lines = RERANK_VOCAB.read_text(encoding="utf-8").split()
