@@ -133,9 +133,11 @@ def test_the_prompt_op_reads_the_transcript_for_what_the_prompt_refers_to(live, 
 
 
 def test_the_search_of_prompt_and_reply_is_lexical_and_the_answer_still_hybrid(live, tmp_path, monkeypatch):
-    """The second search (prompt + the reply before it, for what a short prompt refers to) runs
+    """The search of prompt + the whole reply before it (for what a short prompt refers to) runs
     without the models: its hits must have their title words in that text anyway, and the models over
-    a 1,500-character text tripled the hook's time. The frame still says what the server is."""
+    a 1,500-character text tripled the hook's time. The models read the prompt with the reply's end
+    (``hook_context_chars``) only when nothing else passed the gate: that search, too, doubled the
+    hook's time with a transcript. The frame still says what the server is."""
     from hive_brain.search import recall
 
     srv, pkg = live
@@ -155,8 +157,17 @@ def test_the_search_of_prompt_and_reply_is_lexical_and_the_answer_still_hybrid(l
                                             "transcript_path": str(tp)}, timeout=30)
     assert [it["id"] for it in res["items"]] == [pkg["id"]]
     assert res["mode"] == "hybrid" and "hybrid recall" in res["context"]
-    assert [sem for q, sem in calls if reply in q] == [False]
+    from hive_brain.search.params import PARAMS
+
+    assert [sem for q, sem in calls if reply in q] == [False]  # the referent passed: no search by meaning
     assert [sem for q, sem in calls if reply not in q] == [True]  # the prompt alone: by meaning too
+    calls.clear()
+    other = "I renamed the variables in the parser and the tests still pass."
+    tp.write_text(json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": other}]}}) + "\n", encoding="utf-8")
+    client.call(srv.state, "prompt", {"prompt": "go on", "budget": 4000, "transcript_path": str(tp)}, timeout=30)
+    assert sorted(sem for q, sem in calls if other in q) == [False, True]  # nothing passed: the reply's end too
+    assert all(len(q) <= len("go on") + 1 + PARAMS["hook_context_chars"] for q, sem in calls if sem)
 
 
 def test_the_hook_process_asks_once_and_loads_no_ranking_code(live):

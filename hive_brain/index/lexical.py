@@ -245,6 +245,26 @@ class LexicalIndex:
         typical = known[len(known) // 2] if known else 1.0
         return {t: math.log(1.0 + n / (1.0 + df)) if df else typical for t, df in dfs.items()}
 
+    def known(self, term: str) -> bool:
+        """Whether any passage has ``term`` (an analyzed term) in its text or title."""
+        searcher = self._index.searcher()
+        return bool(searcher.doc_freq("text", term) or searcher.doc_freq("title", term))
+
+    def near_texts(self, term: str, distance: int, limit: int, *, prefix: bool = False) -> list[str]:
+        """The stored titles and texts of up to ``limit`` passages holding a term within ``distance``
+        edits of ``term`` (tantivy's Levenshtein automaton over the term dictionary; ``prefix``: of a
+        term's beginning): where the vault's spelling of a mistyped word is found."""
+        searcher = self._index.searcher()
+        q = tantivy.Query.boolean_query([
+            (tantivy.Occur.Should, tantivy.Query.fuzzy_term_query(self.schema, f, term, distance=distance,
+                                                                    prefix=prefix))
+            for f in ("title", "text")])
+        out = []
+        for _score, addr in searcher.search(q, limit, count=False).hits:
+            d = _doc_dict(searcher.doc(addr))
+            out.append(f"{d.get('title') or ''} {d.get('text') or ''}")
+        return out
+
     def doc_count(self) -> int:
         return self._index.searcher().num_docs
 

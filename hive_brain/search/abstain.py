@@ -78,3 +78,120 @@ def memory_is_weak(typed: Sequence[Features], query: Query, params: Mapping[str,
         # answer; that day's conversations (outside typed memory) do.
         return True
     return not typed or reason(typed, query, params) is not None or _coverage(typed[0]) < params["tier_cov"]
+
+
+
+def _words(d: Mapping) -> float:
+    """The prompt's words the note holds (rarity-weighted coverage) times how specific the rarest of
+    them is in this vault (``specificity``): high only when a word few notes have is there."""
+    return float(d.get("coverage") or 0.0) * float(d.get("specificity") or 0.0)
+
+
+def hook_evidence(hit: Mapping, params: Mapping[str, float] = PARAMS) -> tuple[float, str]:
+    """How strongly one hit, on its own, says it answers the prompt, and what that rests on
+    (``rerank``: the second model's gap over the background; ``e5``: the first model's gap, plus the
+    prompt's words the note holds, weighted by how specific they are in this vault; ``lexical``: those
+    words alone, the in-process answer without vectors). Read from ``scoreDetails`` only: the hits may
+    come from the server, and a reader can check the gate against the details shown."""
+    d = hit.get("scoreDetails") or {}
+    words = _words(d)
+    rr = d.get("rerankGap")
+    gap = d.get("semanticGap")
+    if rr is not None:
+        # The two models agreeing says more than either: the first model's gap joins the second's.
+        return float(rr) + params["hook_w_gap"] * float(gap or 0.0), "rerank"
+    if gap is not None:
+        if hit.get("kind") == "memory":
+            # The floor rises with the index (the best of more notes comes nearer by chance), but typed
+            # memory is the same few notes however many documents sit beside it: at +3,000 reference
+            # notes the allowance alone took "vipps" and "infra/gke/main.tf" under the bar.
+            gap = float(gap) + float(d.get("floorAllowance") or 0.0)
+        return float(gap) + params["hook_w_words"] * words, "e5"
+    return words, "lexical"
+
+
+def _hook_need(basis: str, kind: str | None, params: Mapping[str, float]) -> float:
+    """The evidence a hit needs: reference material (notes that are not typed memory) needs more."""
+    base = {"rerank": "hook_rr", "e5": "hook_gap", "lexical": "hook_lex"}[basis]
+    return params[base] + (params[base + "_note"] if kind not in ("memory", "conversation") else 0.0)
+
+
+def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
+              params: Mapping[str, float] = PARAMS) -> tuple[list[dict], str | None]:
+    """The notes the prompt hook injects, each on its own evidence (:func:`hook_evidence`): at least
+    what its kind needs, and within ``hook_rel`` of the strongest hit's evidence, at most
+    ``hook_max_items``. ``referents``: hits of the prompt + previous reply search whose topic is in
+    that text (``search.prompt``); a short prompt is about them, so the first of them leads (it has
+    only lexical evidence, and its topic words in the conversation are that evidence). A replaced
+    version is never injected: the hook speaks about now. Returns (hits, why none when empty);
+    each judged hit's ``scoreDetails.hookGate`` says what it was judged on."""
+    P = params
+    judged: list[tuple[float, dict]] = []
+    why: str | None = None
+    for h in hits:
+        d = h.setdefault("scoreDetails", {})
+        if h.get("status") == "superseded" or h.get("historical"):
+            d["hookGate"] = {"kept": False, "why": "a replaced version"}
+            continue
+        ev, basis = hook_evidence(h, P)
+        need = _hook_need(basis, h.get("kind"), P)
+        # The vault's own rare words, most of them in the note, answer whatever the models say: neither
+        # knows "zorbulator", and the second model reads an unknown word as noise.
+        words = _words(d)
+        words_need = P["hook_words"] + (P["hook_words_note"] if h.get("kind") not in ("memory", "conversation") else 0.0)
+        ok = ev >= need or words >= words_need
+        d["hookGate"] = {"evidence": round(ev, 4), "basis": basis, "need": round(need, 4), "words": round(words, 4),
+                         "wordsNeed": round(words_need, 4), "kept": ok}
+        if ok:
+            judged.append((ev, h))
+        elif why is None:
+            why = f"best match's evidence ({basis}) {ev:+.3f} is under the {need:.3f} the hook needs"
+    # A lead that stands clear of every other hit passes on less evidence: one note answers and the
+    # rest of the list is noise around it ("which node dependency tool should I use?" over two
+    # notes, pnpm's at a second-model gap of 0.26; a generic coding prompt's best is among equals).
+    evs = sorted(((hook_evidence(h, P)[0], i) for i, h in enumerate(hits)
+                  if not (h.get("status") == "superseded" or h.get("historical"))), reverse=True)
+    if evs and not any(h is hits[evs[0][1]] for _ev, h in judged):
+        top_ev, i = evs[0]
+        h = hits[i]
+        basis = h["scoreDetails"]["hookGate"]["basis"]
+        clear = top_ev - (evs[1][0] if len(evs) > 1 else 0.0)
+        low = _hook_need(basis, h.get("kind"), P) - P["hook_clear_less"]
+        if basis != "lexical" and clear >= P["hook_clear"] and top_ev >= low:
+            h["scoreDetails"]["hookGate"].update(kept=True, clear=round(clear, 4))
+            judged.append((top_ev, h))
+            judged.sort(key=lambda x: next(j for j, y in enumerate(hits) if y is x[1]))  # recall's order
+            why = None
+    lead = max((ev for ev, _h in judged), default=0.0)
+    out: list[dict] = []
+    for ev, h in judged:
+        if ev < P["hook_rel"] * lead:
+            h["scoreDetails"]["hookGate"].update(kept=False, why=f"under {P['hook_rel']:.2f} of the best's evidence")
+            continue
+        out.append(h)
+    if P["hook_by_evidence"]:
+        out.sort(key=lambda h: -h["scoreDetails"]["hookGate"]["evidence"])
+    have = {h["path"] for h in out}
+    refs: list[dict] = []
+    for h in referents:
+        if len(refs) >= P["hook_referents"]:
+            break
+        if h.get("status") == "superseded" or h.get("historical"):
+            continue
+        d = h.setdefault("scoreDetails", {})
+        if h.get("kind") not in ("memory", "conversation") and not P["hook_referent_notes"]:
+            # A reference page's one-word title ("merge", "return") is in any reply about code.
+            d["hookGate"] = {"kept": False, "basis": "referent", "why": "reference material is no referent"}
+            continue
+        d["hookGate"] = {"kept": True, "basis": "referent"}
+        refs.append(h)
+    for h in refs:
+        if h["path"] in have:
+            out.remove(next(x for x in out if x["path"] == h["path"]))
+        if short and P["hook_referent_first"]:
+            out.insert(0, h)
+        else:
+            out.append(h)
+        have.add(h["path"])
+    out = out[: int(P["hook_max_items"])]
+    return out, None if out else why

@@ -139,6 +139,7 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
     lex_hits = view.lexical.search(query.lexical, where=And((where, In("unit", ("passage", "whole")))), limit=pool)
     note_hits = view.lexical.search(query.lexical, where=And((where, In("unit", ("note", "whole")))), limit=pool)
     info["term_weights"] = view.lexical.term_weights(query.words)
+    info["n_docs"] = view.lexical.doc_count()
     info["lexicalMs"] = round((time.perf_counter() - t0) * 1000, 2)
     cands: dict[str, Cand] = {}
     for h in note_hits:
@@ -171,7 +172,8 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
             # The vectors were moved aside (the next catch-up rebuilds them): answer lexically.
             view.vectors = None
             view.warnings.append(f"{e.message}; answering lexically until it is rebuilt")
-        info["background_top3"] = qc["background_top3"] + size_allowance(view, params)
+        info["floor_allowance"] = size_allowance(view, params)
+        info["background_top3"] = qc["background_top3"] + info["floor_allowance"]
         info["semanticMs"] = round((time.perf_counter() - t0) * 1000, 2)
     info["semantic"] = bool(sem_hits) or (semantic and view.vectors is not None and view.embedder is not None)
     sims = [h.similarity for h in sem_hits]

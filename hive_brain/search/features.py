@@ -8,6 +8,7 @@ the question, the catalog entry and the passages' text; scoring needs only the r
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -36,6 +37,10 @@ class Features:
     n_terms: int = 0
     coverage: float = 0.0  # rarity-weighted share found in the best passage plus title and tags
     title_coverage: float = 0.0
+    # How specific the words the note shares with the question are, against the vault's own vocabulary:
+    # the rarest shared word's IDF over the rarest possible (a word in one passage of the index), 0 when
+    # it shares none. "Write a test" shares "test" with any testing note: a common word, a low value.
+    specificity: float = 0.0
     exact_title: float = 0.0
     key_match: float = 0.0
     alias_match: float = 0.0
@@ -53,6 +58,7 @@ class Features:
     semantic: float | None = None
     semantic_z: float | None = None
     gap: float | None = None  # best cosine minus the background floor
+    floor_allowance: float = 0.0  # the part of that floor that grows with the index (candidates.size_allowance)
     late: float | None = None  # MaxSim of the question's and the note's best passage's token vectors
     late_gap: float | None = None  # MaxSim of the best passage minus the background's (abstention's top hits)
     rr_sim: float | None = None  # the second model's cosine with the note's best passage
@@ -129,8 +135,9 @@ def details(f: Features, b: Breakdown) -> dict[str, Any]:
         "semantic": round(f.semantic, 4) if f.semantic is not None else None, "semanticRank": f.sem_rank,
         "semanticZ": round(f.semantic_z, 3) if f.semantic_z is not None else None,
         "semanticGap": round(f.gap, 4) if f.gap is not None else None,
+        "floorAllowance": round(f.floor_allowance, 4),
         "rrf": round(b.rrf, 5), "support": round(b.support, 5), "coverage": round(f.coverage, 3),
-        "titleCoverage": round(f.title_coverage, 3), "exactTitle": f.exact_title, "keyMatch": f.key_match,
+        "titleCoverage": round(f.title_coverage, 3), "specificity": round(f.specificity, 3), "exactTitle": f.exact_title, "keyMatch": f.key_match,
         "aliasMatch": f.alias_match, "confidence": f.confidence, "status": f.status, "inWindow": f.in_window,
         "windowRank": f.win_rank, "usage": round(f.usage, 4), "multiplier": round(b.multiplier, 4),
         "lateInteraction": round(f.late, 4) if f.late is not None else None, "lateRank": f.li_rank,
@@ -192,6 +199,8 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
     weights = info.get("term_weights") or {}
     q_weighted = [(t, weights.get(t, 1.0)) for t in query.terms]
     q_total = sum(w for _t, w in q_weighted) or 1.0
+    # The rarest a word can be here: in one passage (term_weights' IDF at df = 1).
+    idf_top = math.log(1.0 + max(1, int(info.get("n_docs") or 1)) / 2.0) or 1.0
     for c in cands.values():
         e = entries.get(c.path)
         f = Features(lex_rank=lex_rank.get(c.path), sem_rank=sem_rank.get(c.path), doc_rank=doc_rank.get(c.path),
@@ -201,9 +210,10 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
         if sem_note[c.path] > -1 and sem_top > sem_floor:
             f.sem_rel = max(0.0, (sem_note[c.path] - sem_floor) / (sem_top - sem_floor))
         f.passages = tuple(sorted(c.pids.values(), reverse=True))
-        _words(f, c, e, query, q_weighted, q_total, docs, P)
+        _words(f, c, e, query, q_weighted, q_total, docs, P, idf_top)
         _note(f, c, e, query, docs, P)
         f.bm25, f.bm25_note = c.lex, c.lex_doc
+        f.floor_allowance = float(info.get("floor_allowance") or 0.0)
         f.bm25_norm = c.lex / lex_max if c.lex else 0.0
         if c.sem > -1:
             f.semantic = c.sem
@@ -219,7 +229,7 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
 
 
 def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list[tuple[str, float]], q_total: float,
-           docs: Mapping[str, dict], P: Mapping[str, float]) -> None:
+           docs: Mapping[str, dict], P: Mapping[str, float], idf_top: float = 1.0) -> None:
     """Coverage of the question by the note's best passage (plus title/tags), weighting each question
     word by its rarity (a name that is in every note of a person says little); title, key and alias
     matches."""
@@ -237,6 +247,7 @@ def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list
         # The passages BM25 matched hold the note's word overlap; analysing every passage the
         # vectors found too was a third of a 10k recall. With no lexical match, look at all.
         best = 0.0
+        best_terms: frozenset[str] = frozenset()
         for p in (c.lex_scores or c.pids):
             d = docs.get(p)
             if d is None:
@@ -244,10 +255,12 @@ def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list
             pt = _terms_of(d["text"])
             v = sum(w for t, w in rest if t in pt)
             if v > best:
-                best = v
+                best, best_terms = v, pt
                 if head_w + best >= q_total:
                     break
         f.coverage = (head_w + best) / q_total
+        shared = [w for t, w in q_weighted if t in head_terms or t in best_terms]
+        f.specificity = min(1.0, max(shared) / idf_top) if shared else 0.0
         # An alias is another title (`aliases: [shipping]`): "shipping" alone was answered by a note that
         # says "logs ship to ..." rather than by the note named so (docs/benchmarks.md, stop 23).
         aliases = (e.meta.get("aliases") or []) if e else []

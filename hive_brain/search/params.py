@@ -91,4 +91,27 @@ PARAMS: dict[str, float] = {
     "time_only_terms": 1,  # a question with at most this many words besides its time phrase asks about a time
     "tier_cov": 0.5,  # tiered recall stays in typed memory when its best hit covers this much
     "drop_below": 0.25,  # hits scoring under this fraction of the best are dropped
+    "spelling": 1.0,  # 1 = a word the vault has never seen is searched as the vault spells it (search.spelling)
+    # The prompt hook's gate (abstain.hook_gate): each injected note on its own evidence, chosen on the
+    # tune half of benchmarks/prompts at three vault sizes (docs/benchmarks.md, the curve).
+    "hook_rr": 0.28,  # the second model's gap over the background a typed memory needs (English prompts)
+    "hook_rr_note": 0.4,  # ... and this much more for reference material (a note that is not typed memory)
+    "hook_gap": 0.02,  # where it did not read the prompt: e5's gap plus hook_w_words x specific coverage
+    "hook_gap_note": 0.06,
+    "hook_w_gap": 0.5,  # weight of e5's gap beside the second model's
+    "hook_clear": 0.08,  # a lead this far above the next hit's evidence ...
+    "hook_clear_less": 0.04,  # ... needs this much less than its kind's bar
+    "hook_w_words": 0.01,  # weight of coverage x specificity beside e5's gap
+    "hook_lex": 0.5,  # lexical only (no vectors): coverage x specificity
+    "hook_lex_note": 0.3,
+    "hook_words": 1.1,  # coverage x specificity that answers on any basis (the vault's own rare words)
+    "hook_words_note": 0.3,
+    "hook_rel": 0.0,  # a hit needs at least this fraction of the strongest hit's evidence
+    "hook_by_evidence": 0.0,  # 1 = order the kept hits by their evidence instead of recall's order
+    "hook_referents": 1,  # how many notes the previous reply points to are injected
+    "hook_referent_first": 1.0,  # 1 = for a short prompt, what the reply points to comes first
+    "hook_max_items": 3,
+    "hook_context_chars": 200,  # a short prompt is also searched (hybrid) with this much of the reply's end
+    "hook_referent_top": 3,  # ... found among the first this many hits of the prompt + reply search
+    "hook_referent_notes": 0.0,  # 1 = reference notes (not typed memory) can be referents too
 }

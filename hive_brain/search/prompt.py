@@ -97,6 +97,23 @@ def _topic_present(hit: dict, q_terms: set[str]) -> bool:
     return matched >= min(2, len(title_terms)) and matched / len(title_terms) >= 0.5
 
 
+def _with_reply(recall: Any, prompt: str, context: str, hits: list[dict], limit: int, P: Any) -> list[dict]:
+    """Hits of a hybrid search of a short prompt with the end of the previous reply
+    (``hook_context_chars``), not already among ``hits``: "get it out to people to try" after "the
+    Android build is ready" asks about beta builds, which neither text names alone. They pass the gate
+    on their own evidence like any hit; the end of the reply only (not its 1,500 characters) keeps the
+    models' work on the hook's path small."""
+    n = int(P["hook_context_chars"])
+    if n <= 0:
+        return []
+    tail = context[-n:]
+    if len(context) > n and " " in tail:
+        tail = tail.split(" ", 1)[1]  # from a word's start
+    r3 = recall(prompt + "\n" + tail, limit=limit, abstain=False, pool=HOOK_POOL)
+    have = {h["path"] for h in hits}
+    return [h for h in r3["hits"] if h["path"] not in have and h.get("kind") != "core"]
+
+
 def contextual_answer(
     recall: Any,
     prompt: str,
@@ -105,18 +122,24 @@ def contextual_answer(
     budget: int,
     full_text: Any = None,
     limit: int = RESULT_LIMIT,
+    params: Any = None,
 ) -> dict:
     """Answer a prompt, using the previous assistant reply to resolve what it refers to ("do all 3").
 
     ``recall(query, **opts)`` returns a ``recall.search`` result (in-process or from the server); it
     takes ``semantic=False`` (the second search).
-    The prompt alone is asked first (its words weigh most); hits found only through the context
-    join when their topic appears in prompt + context. A plain coverage gate over the joined text
-    would abstain on everything, since no note covers a whole reply.
+    The prompt alone is asked first (its words weigh most); the prompt + reply search runs whenever
+    there is a reply (a full first list must not hide what the reply points to), and its hits are
+    referents when their topic appears in prompt + context. A plain coverage gate over the joined text
+    would abstain on everything, since no note covers a whole reply. Then every note earns its place
+    on its own evidence (``abstain.hook_gate``): the hook may inject one note, or none.
     """
     from ..index.textproc import content_words
+    from .abstain import hook_gate
     from .answer import build
+    from .params import PARAMS
 
+    P = PARAMS if params is None else params
     r1 = None
     hits: list[dict] = []
     words = content_words(prompt)
@@ -127,8 +150,10 @@ def contextual_answer(
             # Core Memory is injected at session start; repeating it on every prompt wastes the budget.
             hits = [h for h in r1["hits"] if h.get("kind") != "core"]
     base = r1
+    referents: list[dict] = []
+    extra: list[dict] = []
     # A prompt that says what it wants in many words refers to nothing earlier; skip the second search.
-    if context.strip() and len(hits) < limit and (len(words) < LONG_PROMPT_WORDS or not hits):
+    if context.strip() and (len(words) < LONG_PROMPT_WORDS or not hits):
         q2 = prompt + "\n" + context
         # Lexical only: a hit of this search joins only when its title words are in prompt + reply
         # (_topic_present), which BM25 finds by itself; the model runs over a 1,500-character text
@@ -136,22 +161,29 @@ def contextual_answer(
         # (benchmarks/hook_latency.py) for hits the filter then mostly dropped.
         r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL, semantic=False)
         q_terms = set(content_words(q2))
-        have = {h["path"] for h in hits}
-        for h in r2["hits"]:
-            if len(hits) >= limit:
-                break
-            if h["path"] not in have and h.get("kind") != "core" and _topic_present(h, q_terms):
-                hits.append(h)
-                have.add(h["path"])
+        # Only the best of that search: deeper down, a one-word title ("Before merging") is in any reply.
+        referents = [h for h in r2["hits"][: int(P["hook_referent_top"])]
+                     if h.get("kind") != "core" and _topic_present(h, q_terms)]
         base = base or r2
+    short = len(words) < LONG_PROMPT_WORDS
+    kept, gated = hook_gate(hits, referents, short=short, params=P)
+    if context.strip() and (short or not hits) and not kept:
+        # Only when nothing else passed: the models over prompt + reply tripled the hook's time with a
+        # transcript (benchmarks/hook_latency.py), and a prompt that found its note needs no more.
+        extra = _with_reply(recall, prompt, context, hits, limit, P)
+        if extra:
+            kept, gated = hook_gate(hits + extra, referents, short=short, params=P)
+    hits = kept
     if base is None:
         base = {"abstained": True, "reason": "the prompt has no searchable words", "hits": []}
     result = {
         **base,
         "hits": hits,
         "abstained": not hits,
-        "reason": None if hits else (base.get("reason") or "nothing relevant"),
+        "reason": None if hits else (gated or base.get("reason") or "nothing relevant"),
     }
     pack = build(result, budget=budget, full_text=full_text)
     pack["query"] = prompt
+    pack["gate"] = [{"path": h["path"], "kind": h.get("kind"), **(h.get("scoreDetails") or {}).get("hookGate", {})}
+                    for h in (r1 or {}).get("hits", []) + extra + referents if (h.get("scoreDetails") or {}).get("hookGate")]
     return pack

@@ -25,7 +25,7 @@ from ..memory.layers import visibility
 from ..store.catalog import Catalog, Entry
 from ..store.chain import walk
 from ..store.text import check_text, clean_text
-from . import candidates, features, late, rerank
+from . import candidates, features, late, rerank, spelling
 from .abstain import fits, memory_is_weak
 from .abstain import reason as abstain_reason
 from .candidates import BACKGROUND, CANDIDATES, Cand, background_vectors
@@ -166,7 +166,8 @@ def _credit_heads(view: View, cands: dict[str, Cand], entries: dict[str, Entry])
             doc_rank=_first(g.doc_rank, f.doc_rank), li_rank=_first(g.li_rank, f.li_rank), lex_norm=max(g.lex_norm, f.lex_norm),
             doc_norm=max(g.doc_norm, f.doc_norm), sem_rel=max(g.sem_rel or 0.0, f.sem_rel or 0.0)
             if g.sem_rel is not None or f.sem_rel is not None else None,
-            coverage=max(g.coverage, f.coverage), title_coverage=max(g.title_coverage, f.title_coverage))
+            coverage=max(g.coverage, f.coverage), title_coverage=max(g.title_coverage, f.title_coverage),
+            specificity=max(g.specificity, f.specificity))
         full = features.score(merged)
         if full > h.score:
             h.score = full
@@ -370,7 +371,13 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     query = clean_text(query)
     _check_options(scope=scope, types=types, tags=tags, project=project, limit=limit, detail=detail, mode=mode,
                    drop_ratio=drop_ratio, pool=pool, as_of=as_of)
-    q = analyse(query, now=now, as_of=as_of)
+    # A word the vault has never seen, read as the vault spells it (``search.spelling``): the typed
+    # question stays the answer's ``query``, the corrected one is what both models search.
+    fixes: dict[str, str] = {}
+    asked = query
+    if PARAMS["spelling"]:
+        asked, fixes = spelling.correct(getattr(view, "lexical", None), query)
+    q = analyse(asked, now=now, as_of=as_of)
     kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
     qcache: dict[str, Any] = {}  # the question's embedding, shared by both tiers
     if semantic:
@@ -424,6 +431,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
         "abstained": reason is not None,
         "reason": reason,
         "tier": tier,
+        "spelling": fixes,
         "time": q.time.describe(),
         "generation": view.generation,
         "semantic": bool(r.info.get("semantic")),

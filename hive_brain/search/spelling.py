@@ -1,0 +1,128 @@
+"""A mistyped word read as the vault spells it (issue 29): "how do i get a biuld to the testrs" asks
+what "how do I get a build to the testers" asks.
+
+Only a word the vault has never seen is touched (its analyzed term is in no passage's text or title),
+and only when it is no English word either (bert-base-uncased's whole-word vocabulary, shipped for the
+second model, with a plural or verb ending taken off): "give" and "sort" in a vault without them are
+the user's words, and one edit from "live" and "port". Its replacement is a word the
+vault itself holds, found through tantivy's Levenshtein automaton over the term dictionary
+(:meth:`LexicalIndex.near_texts`) and chosen on the surface forms: the fewest edits (a swap of two
+letters is one), then the word more of those passages use. Short words are left alone (a 3-letter
+word is one edit from dozens of others), and so is anything that is no plain lower-case word
+(identifiers, paths, versions, CJK): a name the vault lacks is more often a name than a typo. No new
+index and no model: one term query per unknown word, on the hook's path too.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from typing import Any
+
+from ..index.textproc import query_terms
+
+MIN_CHARS = 4  # shorter words are left as typed
+LONG_CHARS = 8  # from this length two edits are allowed, one below
+MAX_LOOKUPS = 4  # unknown words looked up per question (a pasted log is mostly names the vault lacks)
+NEAR_PASSAGES = 8  # passages read for the vault's spelling of one word
+
+_WORD = re.compile(r"(?<![\w./@#-])[A-Za-z]+(?:'[a-z]+)?(?![\w/@#-]|\.\w)")
+_SURFACE = re.compile(r"[a-z]+")
+
+
+_ENDINGS = ("s", "es", "ed", "d", "ing", "ly", "er", "ers")
+
+
+@functools.lru_cache(maxsize=1)
+def _english() -> frozenset[str]:
+    from ..embedding.vocab import RERANK_VOCAB
+
+    try:
+        lines = RERANK_VOCAB.read_text(encoding="utf-8").split()
+    except OSError:
+        return frozenset()
+    return frozenset(w for w in lines if w.isalpha())
+
+
+def english(word: str) -> bool:
+    """``word`` (lower case) is an English word or one with an ordinary ending ("parses", "testers")."""
+    vocab = _english()
+    return word in vocab or any(word.endswith(e) and word[: -len(e)] in vocab for e in _ENDINGS
+                                if len(word) - len(e) >= MIN_CHARS - 1)
+
+
+def edits(a: str, b: str, most: int) -> int:
+    """Optimal-string-alignment distance (insert, delete, substitute, swap two neighbours), or
+    ``most + 1`` once it is certainly above ``most``."""
+    if abs(len(a) - len(b)) > most:
+        return most + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > most:
+            return most + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
+    """``text`` with each word the vault lacks replaced by the vault's nearest spelling of it, and
+    what was replaced (typed -> used). ``lexical``: the view's :class:`LexicalIndex` (None: as typed)."""
+    if lexical is None or not text or not hasattr(lexical, "near_texts"):
+        return text, {}
+    fixes: dict[str, str] = {}
+    looked = 0
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        low = word.lower()
+        if len(low) < MIN_CHARS or not low.isalpha() or low in fixes or (word != low and not word.istitle()):
+            continue
+        terms = query_terms(low)
+        if len(terms) != 1 or english(low) or lexical.known(terms[0]):
+            continue  # a stop word, an English word, or a word the vault has
+        if looked >= MAX_LOOKUPS:
+            break
+        looked += 1
+        most = 2 if len(low) >= LONG_CHARS else 1
+        best = _nearest(low, terms[0], most, lexical)
+        if best:
+            fixes[low] = best
+    if not fixes:
+        return text, {}
+
+    def sub(m: re.Match[str]) -> str:
+        w = m.group(0)
+        return fixes.get(w.lower(), w)
+
+    return _WORD.sub(sub, text), fixes
+
+
+def _stem(word: str) -> str:
+    terms = query_terms(word)
+    return terms[0] if len(terms) == 1 else word
+
+
+def _nearest(word: str, term: str, most: int, lexical: Any) -> str | None:
+    """The vault's word nearest ``word``: fewest edits, then most passages using it; None when no
+    word is within ``most`` edits (the automaton matched a stem, the surface forms are compared)."""
+    seen: Counter[str] = Counter()
+    for t in lexical.near_texts(term, most, NEAR_PASSAGES):
+        seen.update(set(_SURFACE.findall(t.lower())))
+    if not seen and len(word) > MIN_CHARS + 2:
+        # The index holds stems: "migratoin" is three edits from "migrat" but one from "migration".
+        # A term beginning near the word's beginning finds the passages that spell it.
+        for t in lexical.near_texts(word[: len(word) - 3], 1, NEAR_PASSAGES, prefix=True):
+            seen.update(set(_SURFACE.findall(t.lower())))
+    # On the stems too: "mesage" is two edits from the vault's "messages", one from its stem "messag".
+    ranked = sorted(((min(edits(word, w, most), edits(term, _stem(w), most)), -n, w) for w, n in seen.items()
+                     if len(w) >= MIN_CHARS - 1 and w != word), key=lambda x: x[:2])
+    if not ranked or ranked[0][0] > most:
+        return None
+    return ranked[0][2]
