@@ -55,13 +55,15 @@ COMMANDS: dict[str, tuple[str | None, dict[str, tuple[str, str, Any]]]] = {
     "remember": (None, {
         "--type": ("mem_type", "str", None), "--title": ("title", "str", None), "--content": ("content", "str", None),
         "--memory-key": ("memory_key", "str", None), "--project": ("project", "str", None),
-        "--tags": ("tags", "str", None), "--confidence": ("confidence", "float", None),
+        "--tags": ("tags", "str", None), "--aliases": ("aliases", "str", None),
+        "--question": ("questions", "multi", ()), "--confidence": ("confidence", "float", None),
         "--memory-scope": ("memory_scope", "hive|private|task", None), "--task": ("task", "str", None),
         "--overrides": ("overrides", "str", None), "--json": ("as_json", "flag", False),
     }),
     "evolve": ("memory_id_arg", {
         "--memory-id": ("memory_id", "str", None), "--content": ("content", "str", None),
-        "--title": ("title", "str", None), "--json": ("as_json", "flag", False),
+        "--title": ("title", "str", None), "--aliases": ("aliases", "str", None),
+        "--question": ("questions", "multi", ()), "--json": ("as_json", "flag", False),
     }),
     "recall": ("question", _RECALL),
 }
@@ -160,7 +162,8 @@ def _remember(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if v["mem_type"] is None or v["title"] is None or v["content"] is None:
         raise Fallback("a required option is missing")  # click says which
     inp = {"type": v["mem_type"], "title": v["title"], "content": v["content"], "memory_key": v["memory_key"],
-           "project": v["project"], "tags": text.split_tags(v["tags"]) or [], "confidence": v["confidence"],
+           "project": v["project"], "tags": text.split_tags(v["tags"]) or [],
+           "aliases": text.split_tags(v["aliases"]) or [], "questions": list(v["questions"]), "confidence": v["confidence"],
            "scope": v["memory_scope"], "task": v["task"], "overrides": v["overrides"]}
     return "remember", {"inp": inp}
 
@@ -169,7 +172,8 @@ def _evolve(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     mid = v["memory_id_arg"] or v["memory_id"]
     if v["content"] is None or not mid or (v["memory_id_arg"] and v["memory_id"] and v["memory_id_arg"] != v["memory_id"]):
         raise Fallback("the memory id or --content is missing or given twice")
-    return "evolve", {"memory_id": mid, "content": v["content"], "title": v["title"]}
+    return "evolve", {"memory_id": mid, "content": v["content"], "title": v["title"],
+                      **text.evolve_names(v["aliases"], v["questions"])}
 
 
 WRITES = {"remember": (_remember, text.remember_line), "evolve": (_evolve, text.evolve_line)}

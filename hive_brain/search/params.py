@@ -55,6 +55,8 @@ PARAMS: dict[str, float] = {
     "exact_title_min_chars": 4,  # shorter titles ("Go") match inside too many questions to count
     "w_key": 0.2,  # the memory key's last part appears in the question
     "w_alias": 0.3,  # an alias appears in the question
+    # At full (rarity-weighted) coverage of the question by one of the writer's `questions` (benchmarks/aliasvault.py).
+    "w_question": 0.25,
     "conf_base": 0.9,  # multiplier = conf_base + w_conf * confidence
     "w_conf": 0.1,
     "conf_default": 0.8,  # confidence of a note that states none
