@@ -55,7 +55,9 @@ class Features:
     gap: float | None = None  # best cosine minus the background floor
     late: float | None = None  # MaxSim of the question's and the note's best passage's token vectors
     late_gap: float | None = None  # MaxSim of the best passage minus the background's (abstention's top hits)
-    rr_sim: float | None = None  # the second model's cosine with the note's best passage
+    rr_sim: float | None = None  # the second model's cosine with the note's best passage, or with one of the
+    # writer's questions when nearer (`rr_question_sim`)
+    rr_question_sim: float | None = None
     rr_gap: float | None = None  # ... minus its cosine with the nearest background sentences
     question_sim: float | None = None  # cosine of the nearest of the writer's questions/aliases (ranked in `semantic`)
 
