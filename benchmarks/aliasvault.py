@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .common import BenchConfig, log, print_table, standalone_main, summary_row, temp_dir, temp_state_dir
 
