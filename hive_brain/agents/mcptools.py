@@ -73,6 +73,12 @@ Aliases = Annotated[list[str] | None, Field(max_length=20, description=(
 Questions = Annotated[list[str] | None, Field(max_length=10, description=(
     "3-5 questions a later reader would ask that this memory answers, worded as they would ask them "
     "(other words than the title and content, and in each language the user writes)."))]
+Alternatives = Annotated[list[str] | None, Field(max_length=5, description=(
+    "Up to 5 other phrasings you write when the question is short, vague or in the user's shorthand: a "
+    "rewording, a one-sentence hypothetical answer, key terms. Fused with the query."))]
+Deep = Annotated[bool, Field(description=(
+    "Deep mode: a wider search and a second model re-reading the top 100 (about a second longer). For an "
+    "explicit question whose first answer looked wrong or weak."))]
 Budget = Annotated[int, Field(ge=500, le=60_000, description="Characters of context at most (500-60000).")]
 Generation = Annotated[int, Field(ge=1, description="A generation id (see generations).")]
 
@@ -116,20 +122,30 @@ def _question(text: str) -> str:
     return text
 
 
+def _alternatives(alternatives: list[str] | None, deep: bool) -> dict[str, Any]:
+    # Sent only when given: a server of an older version refuses an option it does not know.
+    alts = [_question(a) for a in alternatives or () if a.strip()]
+    return {**({"alternatives": alts} if alts else {}), **({"deep": True} if deep else {})}
+
+
 # ---------------------------------------------------------------------------------------------- reading
-@tool("Search memory and notes; ranked hits with ids and text.", read_only=True, idempotent=True)
+@tool("Search memory and notes; ranked hits with ids and text. For a short or vague question, add "
+      "alternatives (a rewording, a hypothetical answer, key terms).", read_only=True, idempotent=True)
 def recall(t: Tools, query: Query, limit: Limit = 8, scope: ScopeArg = "tiered", types: Types = None,
-           tags: Tags = None, project: Project = None, as_of: AsOf = None) -> dict:
+           tags: Tags = None, project: Project = None, as_of: AsOf = None, alternatives: Alternatives = None,
+           deep: Deep = False) -> dict:
     res = t.reader.recall(_question(query), limit=limit, scope=scope, types=types or None, tags=tags or None,
-                          project=project, as_of=as_of)
+                          project=project, as_of=as_of, **_alternatives(alternatives, deep))
     t.log_usage(res.get("hits") or [])
     return recall_out(res)
 
 
-@tool("Grounded context pack for a question, or an abstention.", read_only=True, idempotent=True,
+@tool("Grounded context pack for a question, or an abstention. For a short or vague question, add "
+      "alternatives (a rewording, a hypothetical answer, key terms).", read_only=True, idempotent=True,
       aliases={"question": "query"})
-def answer(t: Tools, query: Query, budget: Budget = 8000, as_of: AsOf = None) -> dict:
-    res = t.reader.answer(_question(query), budget=budget, as_of=as_of)
+def answer(t: Tools, query: Query, budget: Budget = 8000, as_of: AsOf = None, alternatives: Alternatives = None,
+           deep: Deep = False) -> dict:
+    res = t.reader.answer(_question(query), budget=budget, as_of=as_of, **_alternatives(alternatives, deep))
     t.log_usage(res.get("items") or [])
     out = {"abstained": bool(res.get("abstained")), "context": res.get("context") or ""}
     if res.get("abstained"):

@@ -48,6 +48,7 @@ _RECALL: dict[str, tuple[str, str, Any]] = {
     "--detail": ("detail", "abstract|overview|full", "overview"),
     "--mode": ("mode", "flat|hierarchical", "flat"),
     "--lexical": ("lexical", "flag", False),
+    "--rerank": ("rerank", "flag", False),
     "--exit-status": ("exit_status", "flag", False),
     "--json": ("as_json", "flag", False),
 }
@@ -151,11 +152,12 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 # ---------------------------------------------------------------------------------------------- requests
 def recall_args(types: Any, tags: str | None, project: str | None, limit: int, as_of: str | None,
-                include_operational: bool, detail: str, mode: str, scope: str) -> dict[str, Any]:
-    """``recall``/``answer``'s options as the reader takes them (the click commands build them here too)."""
+                include_operational: bool, detail: str, mode: str, scope: str, rerank: bool = False) -> dict[str, Any]:
+    """``recall``/``answer``'s options as the reader takes them (the click commands build them here too).
+    ``deep`` only when asked: a server of an older version refuses an option it does not know."""
     return {"types": list(types) or None, "tags": text.split_tags(tags), "project": project, "limit": limit,
             "as_of": as_of, "include_operational": include_operational, "detail": detail,
-            "mode": None if mode == "flat" else mode, "scope": scope}
+            "mode": None if mode == "flat" else mode, "scope": scope, **({"deep": True} if rerank else {})}
 
 
 def _remember(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -318,7 +320,7 @@ def run(argv: list[str]) -> int:
         raise Fallback("an empty question, or operational events (read from this device's journal)")
     args = {"query": question, "semantic": not v["lexical"],
             **recall_args(v["types"], v["tags"], v["project"], v["limit"], v["as_of"], v["include_operational"],
-                          v["detail"], v["mode"], v["scope"]), "agent": agent}
+                          v["detail"], v["mode"], v["scope"], v["rerank"]), "agent": agent}
     resp = _ask(state, {"op": "recall", "args": args}, RECALL_TIMEOUT_S, write=False)
     if not resp.get("ok"):
         return _print_error(_error(resp, write=False), as_json)

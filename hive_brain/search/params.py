@@ -91,6 +91,17 @@ PARAMS: dict[str, float] = {
     "fit_gap": 0.0,  # ... or this gap
     "w_win_time_only": 10.0,  # added to w_win for a question that asks about its time alone
     "time_only_terms": 1,  # a question with at most this many words besides its time phrase asks about a time
+    # The asking agent's alternatives (recall/answer `alternatives`): rank fusion of the question's ranking
+    # (weight 1) and each alternative's, over each one's top `alt_top` (benchmarks/smallvault.py --alternatives).
+    "w_alt": 0.5,
+    "alt_rrf_k": 5.0,
+    "alt_top": 30,
+    # Deep mode (recall --rerank, MCP deep): each ranking's pool of passages (e5 and BM25), and the second
+    # model and late interaction over the first pass's top `deep_top` (instead of `rr_top`; late interaction
+    # weighs `deep_w_li` there, where the fast path leaves it off). benchmarks/smallvault.py --deep.
+    "deep_pool": 200,
+    "deep_top": 100,
+    "deep_w_li": 0.5,
     "tier_cov": 0.5,  # tiered recall stays in typed memory when its best hit covers this much
     "drop_below": 0.25,  # hits scoring under this fraction of the best are dropped
 }
