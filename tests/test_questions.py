@@ -96,3 +96,47 @@ def test_questions_are_embedded_and_reported_with_the_model(vault_path, with_mod
     res = eng.recall("first day at the company, how do I get my computer ready?", limit=3)
     assert not res["abstained"] and res["hits"][0]["title"] == TITLE
     assert res["hits"][0]["scoreDetails"]["questionSim"] is not None
+
+
+# ---------------------------------------------------------------------------------------------- the asker's side
+def test_alternatives_rank_with_the_question_and_bad_ones_are_refused(vault_path, monkeypatch):
+    monkeypatch.setenv("HIVE_BRAIN_SEMANTIC", "0")
+    eng = Engine.open(vault_path)
+    _vault(eng, [])
+    vague = "what was that trick we found the other week?"
+    plain = eng.recall(vague, limit=3, abstain=False)
+    assert not plain["hits"] or plain["hits"][0]["title"] != "Docker cache"
+    res = eng.recall(vague, limit=3, abstain=False,
+                     alternatives=["slow CI builds", "COPY before pip install busts the docker layer cache",
+                                   "docker cache pip requirements"])
+    assert res["hits"][0]["title"] == "Docker cache"
+    assert res["hits"][0]["scoreDetails"]["alternativeRanks"][1:] == [0, 0, 0]
+    from hive_brain.errors import UsageError
+
+    for bad, words in (("one string", "list of strings"), ([1], "list of strings"), (["a", "b", "c", "d", "e", "f"], "at most 5")):
+        with pytest.raises(UsageError, match=words):
+            eng.recall(vague, alternatives=bad)
+
+
+def test_alternatives_do_not_answer_an_off_topic_question(vault_path, monkeypatch):
+    monkeypatch.setenv("HIVE_BRAIN_SEMANTIC", "0")
+    eng = Engine.open(vault_path)
+    _vault(eng, [])
+    q = "what is the capital of Australia?"
+    assert eng.recall(q)["abstained"]
+    # A hypothetical answer that happens to share words with a note does not make the vault answer.
+    assert eng.recall(q, alternatives=["Australia's capital is Canberra, not the staging snapshot city",
+                                       "capital city production snapshot"])["abstained"]
+
+
+def test_deep_mode_reads_the_top_again_and_says_so(vault_path, with_model):
+    eng = Engine.open(vault_path)
+    _vault(eng, QUESTIONS)
+    fast = eng.recall("which test runner does the frontend use?", limit=3)
+    deep = eng.recall("which test runner does the frontend use?", limit=3, deep=True)
+    assert fast["deep"] is False and deep["deep"] is True
+    top = deep["hits"][0]
+    assert top["title"] == "Test framework" and top["scoreDetails"]["deep"] is True
+    assert top["scoreDetails"]["lateRank"] is not None and fast["hits"][0]["scoreDetails"]["lateRank"] is None
+    cli = run("recall", "which test runner does the frontend use?", "--rerank")
+    assert cli["deep"] is True and cli["hits"][0]["title"] == "Test framework"

@@ -407,28 +407,12 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
         tier = "full-vault" if weak else "agent-memory"
         if not weak:
             r.ranked = typed
-    alt_rankings = []
-    alt_answered = False
-    for alt in alts:
-        aq = analyse(alt, now=now, as_of=as_of)
-        acache: dict[str, Any] = {"rr_model": qcache["rr_model"]} if "rr_model" in qcache else {}
-        ar = _rank(view, aq, ("memory",) if tier == "agent-memory" else kinds_full, agent=agent, types=types,
-                   tags=tags, project=project, semantic=semantic, pool=max(10, min(int(pool), 1000)), qcache=acache,
-                   rerank_cold=rerank_cold, params=P)
-        alt_rankings.append((aq, ar))
-    if alt_rankings:
-        main_reason = abstain_reason([c.features for c in r.ranked], q) if abstain else None
-        # The agent's phrasings are evidence for the question: one that finds its answer answers it.
-        answered = main_reason is None or any(
-            abstain_reason([c.features for c in ar.ranked], aq) is None for aq, ar in alt_rankings)
-        r = _fuse_alternatives(r, [ar for _aq, ar in alt_rankings], P)
-        alt_answered = answered
     if mode == "hierarchical" and r.ranked:
         _by_folder(r.ranked)
     # The late test costs model time for passages not seen before (~60 ms CPU for three): run it only
     # when the other rules (coverage, a clear cosine gap) do not already answer.
     # Not when the second model ranked: its gap decides (abstain.reason), and it is cheaper.
-    if (abstain and not alt_answered and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
+    if (abstain and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
             and r.ranked[0].features.rr_gap is None and late.latin_only(q.text) and abstain_reason([c.features for c in r.ranked], q,
                                                            {**PARAMS, "abstain_gap": PARAMS["abstain_late_cos"]})):
         t0 = time.perf_counter()
@@ -439,9 +423,21 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
     if deep:
         for c in r.ranked[: int(P["deep_top"])]:
             c.details["deep"] = True
-    reason = abstain_reason([c.features for c in r.ranked], q) if abstain and not alt_answered else None
+    reason = abstain_reason([c.features for c in r.ranked], q) if abstain else None
     if reason is not None:
         reason = _unread_may_answer(r.ranked, q, reason)
+    if alts and reason is None:
+        # Whether the vault answers is the question's own verdict: a hypothetical answer sounds like some
+        # note whatever was asked (smallvault's off-topic prompts with their alternatives: abstention
+        # 0.95 -> 0.80 when any one answered phrasing answered). The alternatives only re-order.
+        rankings = []
+        for alt in alts:
+            aq = analyse(alt, now=now, as_of=as_of)
+            acache: dict[str, Any] = {"rr_model": qcache["rr_model"]} if "rr_model" in qcache else {}
+            rankings.append(_rank(view, aq, ("memory",) if tier == "agent-memory" else kinds_full, agent=agent,
+                                  types=types, tags=tags, project=project, semantic=semantic,
+                                  pool=max(10, min(int(pool), 1000)), qcache=acache, rerank_cold=rerank_cold, params=P))
+        r = _fuse_alternatives(r, rankings, P)
     hits = _hits(view, r, q, limit=limit, drop_ratio=drop_ratio, abstain=abstain, detail=detail) if reason is None else []
     conflicts: list[dict] = []
     if hits and agent:
