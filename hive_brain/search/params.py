@@ -102,6 +102,9 @@ PARAMS: dict[str, float] = {
     "deep_pool": 200,
     "deep_top": 100,
     "deep_w_li": 0.5,
+    # ... and its MaxSim added to the second model's final fusion (search/rerank.py, fuse). Off: at 81 notes
+    # (smallvault, tune/held hit@1) 1.0 gave .881/.732 and 3.0 .881/.683 against .881/.707 without.
+    "deep_w_late": 0.0,
     "tier_cov": 0.5,  # tiered recall stays in typed memory when its best hit covers this much
     "drop_below": 0.25,  # hits scoring under this fraction of the best are dropped
 }

@@ -467,7 +467,8 @@ MAX_ALTERNATIVES = 5
 
 def deep_params() -> dict[str, float]:
     """PARAMS as deep mode ranks: its ``deep_*`` values in place of the fast path's."""
-    return {**PARAMS, "rr_top": PARAMS["deep_top"], "li_top": PARAMS["deep_top"], "w_li": PARAMS["deep_w_li"]}
+    return {**PARAMS, "rr_top": PARAMS["deep_top"], "li_top": PARAMS["deep_top"], "w_li": PARAMS["deep_w_li"],
+            "w_late_fuse": PARAMS["deep_w_late"]}
 
 
 def _check_alternatives(alternatives: Any, query: str) -> list[str]:

@@ -238,7 +238,14 @@ def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS, *, docs: int 
     def e5(c: Cand) -> float:  # a note the vectors did not find is no nearer than the farthest they did
         return c.features.semantic if c.features.semantic is not None else low
 
-    fused = {top[i].path: 1.0 / (k + i) + w * top[i].features.rr_sim + w5 * e5(top[i]) for i in slots}
+    # Deep mode adds late interaction's MaxSim (`w_late_fuse`; set on the top it scored, 0 on the fast path).
+    wl = params.get("w_late_fuse", 0.0)
+
+    def late_of(c: Cand) -> float:
+        return wl * c.features.late if wl and c.features.late is not None else 0.0
+
+    fused = {top[i].path: 1.0 / (k + i) + w * top[i].features.rr_sim + w5 * e5(top[i]) + late_of(top[i])
+             for i in slots}
     moved = sorted((top[i] for i in slots), key=lambda c: -fused[c.path])
     order = list(top)
     for i, c in zip(slots, moved, strict=True):
