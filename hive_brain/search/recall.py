@@ -363,7 +363,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
            include_operational: bool = False, detail: str = "overview", mode: str | None = None,
            semantic: bool = True, abstain: bool = True, drop_ratio: float = DROP_BELOW, now: Any = None,
            pool: int = CANDIDATES, rerank_cold: int | None = None, alternatives: list[str] | None = None,
-           deep: bool = False) -> dict:
+           deep: bool = False, _answers: bool = False) -> dict:
     """``alternatives``: other phrasings of the question the asking agent wrote (a rewording, a
     hypothetical answer, key terms): each is ranked as the question is and the rankings are fused
     (:func:`_fuse_alternatives`). ``deep`` (``recall --rerank``, MCP ``deep``): a wider candidate pool and
@@ -381,6 +381,17 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
     if not isinstance(deep, bool):
         raise UsageError(f"deep must be true or false, not {deep!r}")
     P = deep_params() if deep else PARAMS
+    if deep and abstain and not _answers:
+        # Whether the vault answers is the fast path's verdict: re-ordering a hundred candidates by the
+        # second model's cosine lifts the best cosine over the background for off-topic prompts too
+        # (smallvault, 511 notes: held off-topic abstention 0.90 -> 0.85 when deep mode decided).
+        fast = search(view, query, agent=agent, scope=scope, types=types, tags=tags, project=project, limit=limit,
+                      as_of=as_of, include_operational=include_operational, detail=detail, mode=mode,
+                      semantic=semantic, abstain=True, drop_ratio=drop_ratio, now=now, pool=pool,
+                      rerank_cold=rerank_cold)
+        if fast["abstained"]:
+            return {**fast, "deep": True}
+        _answers = True
     if deep:
         pool = max(pool, int(P["deep_pool"]))
     kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
@@ -412,7 +423,7 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
     # The late test costs model time for passages not seen before (~60 ms CPU for three): run it only
     # when the other rules (coverage, a clear cosine gap) do not already answer.
     # Not when the second model ranked: its gap decides (abstain.reason), and it is cheaper.
-    if (abstain and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
+    if (abstain and not _answers and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
             and r.ranked[0].features.rr_gap is None and late.latin_only(q.text) and abstain_reason([c.features for c in r.ranked], q,
                                                            {**PARAMS, "abstain_gap": PARAMS["abstain_late_cos"]})):
         t0 = time.perf_counter()
@@ -423,7 +434,7 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
     if deep:
         for c in r.ranked[: int(P["deep_top"])]:
             c.details["deep"] = True
-    reason = abstain_reason([c.features for c in r.ranked], q) if abstain else None
+    reason = abstain_reason([c.features for c in r.ranked], q) if abstain and not _answers else None
     if reason is not None:
         reason = _unread_may_answer(r.ranked, q, reason)
     if alts and reason is None:
