@@ -5,9 +5,9 @@ full click CLI, beside ``python -c pass``, interleaved, quiet and with both core
     python -m benchmarks.cli_latency --work /tmp/scalework --notes 10000  # the vault scale.py --work kept
     python -m benchmarks.cli_latency --notes 1000 --busy 2                # and two busy loops meanwhile
 
-Each round runs, in turn: ``python -c pass``; ``hive-brain recall Q --json`` and ``hive-brain remember
-... --json`` from the installed entry point (the thin client answers them); the same two through the full
-CLI (``hive_brain.cli.app``, what every command cost before). Round-robin, so load drift hits every row
+Each round runs, in turn: ``python -c pass``; ``hive-brain recall / answer / remember / update / get /
+core / status ... --json`` from the installed entry point (the thin client answers them); the same
+through the full CLI (``hive_brain.cli.app``, what every command cost before). Round-robin, so load drift hits every row
 alike: p50/p95 wall ms, p50 as a multiple of ``python -c pass`` and each process's own CPU ms (``wait4``).
 ``--busy N`` keeps N processes spinning during the rounds (the loaded figures). The server is lexical unless ``--hybrid``
 (what is timed is the client's process; the server's op is the same for both). It is started when it
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -69,21 +70,29 @@ def measure(vault: Path, questions: Sequence[str], rounds: int, env: dict[str, s
     entry = _entry()
     rows: dict[str, list[tuple[float, float]]] = {}
 
-    def one(label: str, argv: list[str], expect: str) -> None:
+    def one(label: str, argv: list[str], expect: str) -> str:
         r = run_process(argv, env=env, timeout=120.0)
         if r.returncode != 0 or expect not in r.stdout:
             raise SystemExit(f"{label} failed ({r.returncode}): {r.stderr.strip()[:300] or r.stdout[:300]}")
         rows.setdefault(label, []).append((r.seconds, r.cpu_s or 0.0))
+        return r.stdout
 
+    heads = (("thin", [entry]), ("full CLI", [sys.executable, "-c", FULL]))
     for i in range(rounds):
         q = questions[i % len(questions)]
         one(FLOOR, [sys.executable, "-c", "pass"], "")
-        one("recall (thin)", [entry, "recall", q, "--json"], '"hits"')
-        one("recall (full CLI)", [sys.executable, "-c", FULL, "recall", q, "--json"], '"hits"')
-        for label, head in (("remember (thin)", [entry]), ("remember (full CLI)", [sys.executable, "-c", FULL])):
-            tag = f"{label.split()[1]} {name} {os.getpid()} {i}"
-            one(label, [*head, "remember", "--type", "fact", "--title", f"Bench {tag}",
-                        "--content", f"Benchmark write {tag} of the CLI latency run.", "--json"], '"id"')
+        mid = ""
+        for how, head in heads:
+            tag = f"{how} {name} {os.getpid()} {i}"
+            one(f"recall ({how})", [*head, "recall", q, "--json"], '"hits"')
+            one(f"answer ({how})", [*head, "answer", q, "--json"], '"abstained"')
+            out = one(f"remember ({how})", [*head, "remember", "--type", "fact", "--title", f"Bench {tag}",
+                                          "--content", f"Benchmark write {tag} of the CLI latency run.", "--json"], '"id"')
+            mid = mid or json.loads(out)["id"]
+            one(f"update ({how})", [*head, "update", mid, "--tags", f"bench-{how.split()[0]}-{i}", "--json"], '"id"')
+            one(f"get ({how})", [*head, "get", mid, "--json"], '"chain"')
+            one(f"core ({how})", [*head, "core", "--json"], '"text"')
+            one(f"status ({how})", [*head, "status", "--json"], '"generation"')
     floor = latency_summary([w for w, _ in rows[FLOOR]])["median_ms"]
     out = {}
     for label, vals in rows.items():
@@ -104,11 +113,7 @@ def _vault(args: argparse.Namespace, tmp: Path) -> tuple[Path, Path, list[str]]:
     if not (vault.exists() and saved.exists()):
         with state_dir_at(base / "state-generate"):
             fx = fixtures.generate(vault, args.notes, queries=200)
-        import json
-
         saved.write_text(json.dumps(fx), encoding="utf-8")
-    import json
-
     fx = json.loads(saved.read_text(encoding="utf-8"))
     qs = [q["question"] for q in fx.get("questions", [])][:40] or ["how do we deploy?"]
     return vault, base / f"state-cli-{args.notes}", qs

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-_THIN = ("remember", "evolve", "recall")  # cli.thin.COMMANDS, named here so other commands import nothing more
+_THIN = ("remember", "evolve", "update", "get", "recall", "answer", "core", "status")  # cli.thin.COMMANDS, named here so other commands import nothing more
 
 
 def main() -> None:

@@ -239,6 +239,13 @@ def test_search_ranks_inside_the_capsule_without_importing(vault_path, atlas, tm
     res = run("capsule-search", "rollback previous tag", "--capsule", path)
     assert res["hits"][0]["title"] == "Atlas rollback"
     assert run("capsule-search", "kubernetes", "--capsule", path)["hits"] == []
+    # A word every record holds ("atlas") still counts, and scores say how well each hit matched: with
+    # FTS5's clamped idf every score of a small capsule was 0.000.
+    hits = run("capsule-search", "atlas rollback", "--capsule", path)["hits"]
+    assert len(hits) == len(ATLAS) and hits[0]["title"] == "Atlas rollback"
+    scores = [h["score"] for h in hits]
+    assert all(x >= 0.001 for x in scores) and scores == sorted(scores, reverse=True), scores
+    assert scores[0] > 2 * scores[1]
 
 
 def test_an_agent_may_not_open_a_locked_capsule(vault_path, tmp_path):

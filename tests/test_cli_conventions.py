@@ -100,10 +100,12 @@ def test_no_color_and_NO_COLOR_print_no_escape_codes(vault_path):
     colored = subprocess.run([sys.executable, "-m", "hive_brain", "recall", "package manager"], capture_output=True,
                              text=True, env=env, timeout=120)
     assert "\x1b[" in colored.stdout  # the check below can fail
-    for extra_env, flag in (({"NO_COLOR": "1"}, []), ({}, ["--no-color"])):
-        p = subprocess.run([sys.executable, "-m", "hive_brain", *flag, "recall", "package manager"], capture_output=True,
-                           text=True, env={**env, **extra_env}, timeout=120)
-        assert p.returncode == 0 and "pnpm" in p.stdout and "\x1b[" not in p.stdout, (flag, p.stdout[:200])
+    for extra_env, before, after in (({"NO_COLOR": "1"}, [], []), ({}, ["--no-color"], []), ({}, [], ["--no-color"])):
+        p = subprocess.run([sys.executable, "-m", "hive_brain", *before, "recall", "package manager", *after],
+                           capture_output=True, text=True, env={**env, **extra_env}, timeout=120)
+        assert p.returncode == 0 and "pnpm" in p.stdout and "\x1b[" not in p.stdout, (before, after, p.stdout[:200])
+    # After any command's name, as people type it (it was "No such option").
+    assert _cli("status", "--no-color").exit_code == 0
 
 
 def test_batch_messages_count_records_from_one(vault_path):

@@ -157,3 +157,14 @@ def test_lessons_answers_keep_using_respect_visibility_and_stay_short(vault_path
     # Codex sees its own lesson first.
     codex = [i["id"] for i in core_items(Engine.open(agent_id="codex"), "codex") if i["section"] == "used-lesson"]
     assert codex[0] == theirs["id"] and mine["id"] not in codex
+
+
+def test_a_core_note_over_3000_characters_is_flagged(vault_path):
+    """DESIGN keeps Core Memory under about 3,000 characters; a longer one was never flagged."""
+    core = vault_path / "Memory" / "Core Memory.md"
+    core.write_text("# Core Memory\n\n" + "- Always run the linters before pushing a branch.\n" * 20, encoding="utf-8")
+    assert run("core")["warnings"] == [] and run("health")["warnings"] == []
+    core.write_text("# Core Memory\n\n" + "- Always run the linters before pushing a branch.\n" * 80, encoding="utf-8")
+    for res in (run("core"), run("health")):
+        flagged = [w for w in res["warnings"] if w.startswith("Memory/Core Memory.md is 4,0")]
+        assert len(flagged) == 1 and "3,000" in flagged[0], res["warnings"]

@@ -223,3 +223,37 @@ def test_a_damaged_pending_write_record_is_moved_aside_and_reported(vault_path):
     assert not [p for p in status["pendingWrites"] if p["id"] == "pw-01garbage"]
     code, wrote, _ = _cli("remember", "--type", "fact", "--title", "Still writable", "--content", "Yes.")
     assert code == 0 and wrote["status"] == "created"
+
+
+def test_a_folder_where_the_lock_file_belongs_is_moved_aside_and_writes_go_on(vault_path):
+    """A `lock` that is a directory (a mistaken mkdir, a sync tool) gave every write and doctor a
+    traceback and needed a manual fix; it is moved aside, kept with what it held, and reported."""
+    remember("Package manager", "Use pnpm.")
+    state = Engine.open().vault.state
+    lock = state / "lock"
+    lock.unlink()
+    lock.mkdir()
+    (lock / "something.txt").write_text("kept", encoding="utf-8")
+    code, wrote, _ = _cli("remember", "--type", "fact", "--title", "Still writable", "--content", "Yes.")
+    assert code == 0 and wrote["status"] == "created", wrote
+    assert lock.is_file()
+    aside = [p for p in state.iterdir() if p.name.startswith("lock.damaged-")]
+    assert len(aside) == 1 and (aside[0] / "something.txt").read_text(encoding="utf-8") == "kept"
+    code, status, _ = _cli("status")
+    assert code == 0 and any(x["file"] == "lock" for x in status["damaged"]), status["damaged"]
+    code, doc, _ = _cli("doctor")
+    assert code == 0, doc
+
+
+def test_a_damaged_generation_is_warned_of_once(vault_path):
+    """The fall-back to the newest verified generation is found at each of a command's looks at
+    `current` (its catch-up, the publish, the view); recall printed the same warning twice."""
+    remember("Package manager", "Use pnpm.")
+    remember("Release steps", "Tag the commit, push the tag.", "procedure")
+    state = Engine.open().vault.state
+    newest = sorted((state / "generations" / "gens").glob("*.json"))[-1]
+    newest.write_text("junk", encoding="utf-8")
+    code, res, _ = _cli("recall", "package manager")
+    assert code == 0 and res["hits"]
+    damaged = [w for w in res["warnings"] if "is damaged" in w]
+    assert len(damaged) == 1, res["warnings"]

@@ -190,3 +190,64 @@ def test_editor_and_two_updaters_lose_no_hand_edit(vault_path):
     print(f"hand edits {sum(map(len, edits.values()))}, lost {len(lost)}, updates {outcomes}")
     assert sum(map(len, edits.values())) > 20
     assert lost == [], f"{len(lost)} hand edits lost; updates {outcomes}"
+
+
+def _save_after_the_last_look(monkeypatch, edit, *, which: int = -1) -> list[Path]:
+    """An editor's save landing after the journal's last read of the targets and before its rename:
+    the window a read-then-rename cannot close (the flaky real-process test below met it)."""
+    hit: list[Path] = []
+    real = journal._verify_targets
+
+    def late(vault, record) -> None:
+        real(vault, record)
+        if not hit:
+            t = vault.abs(record["ops"][which]["path"])
+            hit.append(t)
+            if t.exists():
+                edit(t)
+            else:
+                t.write_text("written by someone else\n", encoding="utf-8")
+
+    monkeypatch.setattr(journal, "_verify_targets", late)
+    return hit
+
+
+@pytest.mark.parametrize("edit", [_edit_in_place, _edit_atomic_save], ids=["in-place", "atomic-save"])
+def test_a_save_after_the_last_look_is_kept_and_the_update_refused(vault_path, monkeypatch, edit):
+    res = remember("Package manager", "Use pnpm.")
+    p = _path(vault_path, res)
+    hit = _save_after_the_last_look(monkeypatch, edit)
+    out = run("update", "--memory-id", res["id"], "--tags", "tooling", ok=False)
+    assert hit == [p]
+    assert out["_exit"] == 1 and out["error"] == "Refused" and "changed on disk" in out["message"], out
+    text = p.read_text(encoding="utf-8")
+    assert text.endswith(EDIT) and "tooling" not in text
+    assert not list((vault_path / ".hive-brain/staging").glob("*")), "no staging left behind"
+
+
+@pytest.mark.parametrize("which", [0, -1], ids=["first-op", "last-op"])
+def test_a_save_after_the_last_look_takes_back_the_whole_evolve(vault_path, monkeypatch, which):
+    res = remember("Package manager", "Use pnpm.")
+    p = _path(vault_path, res)
+    before = {q: q.read_bytes() for q in (vault_path / "Memory").rglob("*.md")}
+    hit = _save_after_the_last_look(monkeypatch, _edit_atomic_save, which=which)
+    out = run("evolve", "--memory-id", res["id"], "--content", "Use bun.", ok=False)
+    assert hit and out["_exit"] == 1 and "changed on disk" in out["message"], out
+    after = {q: q.read_bytes() for q in (vault_path / "Memory").rglob("*.md")}
+    edited = hit[0]
+    for q, data in before.items():
+        if q != edited:
+            assert after[q] == data, f"{q.name} was changed by a refused evolve"
+    assert edited.read_bytes().endswith(EDIT.encode()) or edited.read_text(encoding="utf-8") == "written by someone else\n"
+    assert [q for q in after if q not in before and q != edited] == [], "no half of the evolve"
+    meta = parse_text(p.name, p.read_text(encoding="utf-8")).meta
+    assert meta["status"] == "active" and not meta.get("superseded_by")
+
+
+def test_a_delete_after_the_last_look_keeps_the_save(vault_path, monkeypatch):
+    res = remember("Package manager", "Use pnpm.")
+    p = _path(vault_path, res)
+    _save_after_the_last_look(monkeypatch, _edit_atomic_save)
+    out = run("delete", "--memory-id", res["id"], "--confirm", ok=False)
+    assert out["_exit"] == 1 and "changed on disk" in out["message"], out
+    assert p.read_text(encoding="utf-8").endswith(EDIT)

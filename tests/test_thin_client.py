@@ -116,6 +116,8 @@ def test_the_thin_parser_takes_exactly_the_click_commands_options():
                 kind = f"int:{p.type.min}:{p.type.max}"
             elif p.type is click.FLOAT or isinstance(p.type, click.types.FloatParamType):
                 kind = "float"
+            elif p.type is click.INT:
+                kind = "int"
             else:
                 kind = "str"
             default = None if type(p.default).__name__ == "Sentinel" else p.default  # click 8.3: UNSET
@@ -125,7 +127,7 @@ def test_the_thin_parser_takes_exactly_the_click_commands_options():
                 default = bool(default)
             options[long[0]] = (p.name, kind, default)
         options = {k: v for k, v in options.items() if k not in ("--help",)}
-        assert options == spec, name
+        assert options == {**spec, **thin.EVERY}, name
         assert args == ([positional] if positional else []), name
     top = {o: p.name for p in cli_main.params if isinstance(p, click.Option) for o in p.opts if o.startswith("--")}
     for flag, (pname, _kind, _default) in thin.GLOBAL.items():
@@ -194,10 +196,59 @@ def test_recall_and_remember_through_the_thin_client_print_what_the_full_cli_pri
     assert json.loads(p.stdout) == json.loads(full.stdout)
 
 
+def test_every_thin_command_prints_what_the_full_cli_prints(live, vault_path):
+    """update, get, answer, core and status through the thin client: the full CLI's output (JSON and
+    text), and none of click, rich or the engine loaded."""
+    srv, pkg = live
+    (vault_path / "Memory" / "Core Memory.md").write_text("# Core Memory\n\nAlways run the tests before a push.\n",
+                                                         encoding="utf-8")
+    assert srv.indexing.settle(10.0)
+    cases = [("update", pkg["id"], "--tags", "js, tooling"), ("get", pkg["id"]),
+             ("answer", "which package manager for javascript"), ("answer", "how tall is mount everest"),
+             ("core",), ("core", "--agent", "claude-code", "--budget", "400"), ("status",)]
+    for args in cases:
+        for fmt in (["--json"], []):
+            p, mods = thin_run(*args, *fmt)
+            assert p.returncode == 0, (args, p.stderr)
+            assert not _heavy(mods) and "hive_brain.cli.thin" in mods, (args, sorted(_heavy(mods)))
+            if args[0] == "update":
+                continue  # done once: the full CLI's run below would be a second update
+            full = full_run(*args, *fmt)
+            assert full.returncode == 0, (args, full.stderr)
+            if fmt:
+                assert _no_timing(json.loads(p.stdout)) == _no_timing(json.loads(full.stdout)), args
+            else:
+                assert p.stdout == full.stdout, args
+    note = next(vault_path.rglob("package-manager*.md")).read_text(encoding="utf-8")
+    assert "tooling" in note
+    p, mods = thin_run("get", "mem-nosuchthing", "--json")
+    full = full_run("get", "mem-nosuchthing", "--json")
+    assert p.returncode == full.returncode != 0 and not _heavy(mods)
+    assert json.loads(p.stdout) == json.loads(full.stdout)
+
+
+def test_get_names_an_old_version_superseded_in_its_header(live, vault_path):
+    """A sync brought the old version's note back saying ``status: active``: the header says what the
+    chain says (superseded), as ``status`` in --json does, on both paths."""
+    srv, pkg = live
+    p, _ = thin_run("evolve", pkg["id"], "--content", "Use bun for JavaScript projects now.", "--json")
+    assert p.returncode == 0, p.stderr
+    old = vault_path / pkg["path"]
+    raw = old.read_text(encoding="utf-8")
+    assert "status: superseded" in raw
+    old.write_text(raw.replace("status: superseded", "status: active"), encoding="utf-8")
+    assert srv.indexing.settle(10.0)
+    for run in (thin_run, lambda *a: (full_run(*a), set())):
+        out, _ = run("get", pkg["id"])
+        header = out.stdout.splitlines()[0]
+        assert header.endswith(", superseded)"), header
+
+
 def test_what_the_thin_client_does_not_take_goes_to_the_full_cli(live):
     for args in (["recall", "--help"], ["recall", "x", "--limit", "500"], ["recall", "x", "--scope", "nowhere"],
                  ["recall", "x", "--no-such-option"], ["remember", "--type", "fact", "--title", "t"],
-                 ["recall", "x", "--include-operational", "--json"]):
+                 ["recall", "x", "--include-operational", "--json"], ["answer", "x", "--hook", "--json"],
+                 ["core", "--budget", "50"], ["get", "a", "--memory-id", "b"], ["hooks", "status", "--json"]):
         p, mods = thin_run(*args)
         full = full_run(*args)
         if "--json" in args:

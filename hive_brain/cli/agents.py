@@ -15,6 +15,7 @@ import click
 
 from ..errors import UsageError
 from .base import State, command, out
+from .text import NO_CORE
 
 
 # ---------------------------------------------------------------------------------------------- hooks
@@ -287,21 +288,16 @@ def core_cmd(state: State, agent_id: str | None, budget: int, as_json: bool) -> 
     Example:
       hive-brain core --agent claude-code --budget 4000
     """
-    from ..memory.core import core_items, render
+    from ..memory.core import core_pack
 
     eng = State(state.vault_flag, agent_id or state.agent_flag, state.owner_key_flag).engine()
-    agent = eng.settings.agent_id
-    items = core_items(eng, agent, budget)
-    text = render(items, agent)
-    while items and len(text) > budget:
-        items.pop()
-        text = render(items, agent)
-    res = {"agent": agent, "budget": budget, "chars": len(text), "items": items, "text": text}
-    out(
-        as_json,
-        res,
-        lambda c: click.echo(text or "The vault holds no core memory yet (edit Memory/Core Memory.md)."),
-    )
+    res = core_pack(eng, eng.settings.agent_id, budget)
+    def human(c: Any) -> None:
+        click.echo(res["text"] or NO_CORE)
+        for w in res["warnings"]:
+            click.echo(f"warning: {w}", err=True)
+
+    out(as_json, res, human)
 
 
 # ---------------------------------------------------------------------------------------------- consolidate

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from ..errors import HiveBrainError, StateDamaged
-from .text import pending_line
+from .text import count, pending_line, pending_write_line
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -99,6 +99,12 @@ def fail(err: HiveBrainError, as_json: bool) -> None:
     sys.exit(err.exit_code)
 
 
+def _no_color() -> None:
+    import os
+
+    os.environ["NO_COLOR"] = "1"  # rich (and whatever else prints) honours the convention
+
+
 def command(name: str | None = None, *, group: click.Group | None = None, with_json: bool = True, **kw: Any):
     """A command whose core errors turn into one-line messages (or JSON) and exit codes.
 
@@ -108,8 +114,10 @@ def command(name: str | None = None, *, group: click.Group | None = None, with_j
 
     def deco(fn: Callable) -> click.Command:
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, no_color_: bool = False, **kwargs: Any) -> Any:
             as_json = kwargs.get("as_json", False)
+            if no_color_:
+                _no_color()
             try:
                 return fn(*args, **kwargs)
             except HiveBrainError as e:
@@ -128,6 +136,8 @@ def command(name: str | None = None, *, group: click.Group | None = None, with_j
 
         if with_json:
             wrapper = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(wrapper)
+        # Taken after the command too (`hive-brain recall q --no-color`), as people type it.
+        wrapper = click.option("--no-color", "no_color_", is_flag=True, hidden=True)(wrapper)
         make = group.command if group is not None else click.command
         return make(name, **kw)(click.pass_obj(wrapper))
 
@@ -142,11 +152,8 @@ def say(as_json: bool, data: Any, line: Callable[[], str]) -> None:
 
 
 def print_pending_writes(c: Any, records: list[dict]) -> None:
-    """Writes kept because the vault was busy (queued) or refused when applied later (failed)."""
     for w in records:
-        what = f" {w['what']}" if w.get("what") else ""
-        err = f": {w['error']}" if w.get("error") else ""
-        c.print(f"pending write {w['id']} ({w['state']}): {w['op']}{what}{err}", markup=False)
+        c.print(pending_write_line(w), markup=False)
 
 
 def memory_id_argument(fn: Callable) -> Callable:
@@ -183,11 +190,6 @@ def out(as_json: bool, data: Any, human: Callable[[Any], None], *, plain: bool =
 
 
 # ---------------------------------------------------------------------------------------------- for people
-def count(n: float) -> str:
-    """2002 -> "2,002": counts as a person reads them (JSON keeps the number)."""
-    return f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
-
-
 def duration(seconds: float) -> str:
     """A duration in the unit a person would say: 340 ms, 9.4 s, 4 min 12 s, 31 min, 2 h 5 min."""
     s = max(0.0, float(seconds))
@@ -271,9 +273,7 @@ def main(ctx: click.Context, vault: str | None, agent: str | None, owner_key: st
     Read:    hive-brain recall "which package manager do we use?"
     """
     if no_color:
-        import os
-
-        os.environ["NO_COLOR"] = "1"  # rich (and whatever else prints) honours the convention
+        _no_color()
     ctx.obj = State(vault, agent, owner_key)
 
 

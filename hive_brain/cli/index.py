@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from .base import State, command, count, duration, out, print_pending_writes, progress_bars
+from .text import damaged_line, markup_escape, rich_style, status_lines
 
 
 # ---------------------------------------------------------------------------------------------- health
@@ -115,31 +116,15 @@ def status_cmd(state: State, as_json: bool) -> None:
     res = state.engine().status()
 
     def human(c: Any) -> None:
-        c.print(f"vault      {res['vault']} (id {res['vaultId']})")
-        c.print(f"state      {res['stateDir']}")
-        c.print(f"notes      {count(res['notes'])} ({count(res['memories'])} typed memories), {count(res['staleNotes'])} "
-                "not yet indexed"
-                + (f", {count(res['unreadableNotes'])} unreadable (see `hive-brain doctor`)" if res["unreadableNotes"] else ""))
-        c.print(f"generation {res['generation']}")
-        s = res["semantic"]
-        c.print(f"semantic   {'on (' + count(s['pendingPassages']) + ' passages pending)' if s['on'] else 'off: ' + s['howToEnable']}")
-        c.print(f"server     {'running, pid ' + str(res['server'].get('pid')) if res['server'].get('running') else 'not running'}")
-        print_pending_writes(c, res["pendingWrites"])
-        print_damaged(c, res["damaged"])
-        for w in res["warnings"]:
-            c.print(f"[yellow]warning:[/] {w}")
+        for line in status_lines(res, rich_style, markup_escape):
+            c.print(line)
 
     out(as_json, res, human)
 
 
 def print_damaged(c: Any, damaged: list[dict]) -> None:
     for d in damaged:
-        if d["movedTo"].startswith("journal/"):
-            c.print(f"[yellow]damaged:[/] journal record {d['file']} could not be trusted: neither applied nor "
-                    f"undone; it and its files are kept in {d['movedTo']} (look at them, then delete them)")
-        else:
-            c.print(f"[yellow]damaged:[/] {d['file']} was moved aside as {d['movedTo']} and rebuilt from the notes "
-                    "(delete it once you no longer need it)")
+        c.print(damaged_line(d, rich_style, markup_escape))
 
 
 @command("generations")

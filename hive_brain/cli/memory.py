@@ -10,7 +10,16 @@ from typing import Any
 import click
 
 from .base import State, command, memory_id_argument, out, say
-from .text import evolve_line, evolve_names, remember_line, split_tags
+from .text import (
+    evolve_line,
+    evolve_names,
+    get_lines,
+    markup_escape,
+    remember_line,
+    rich_style,
+    split_tags,
+    update_line,
+)
 
 
 # ---------------------------------------------------------------------------------------------- vault
@@ -113,11 +122,8 @@ def get_cmd(state: State, memory_id: str, as_json: bool) -> None:
     res = state.engine().memory.get(memory_id)
 
     def human(c: Any) -> None:
-        m = res["meta"]
-        c.print(f"[bold]{m.get('title')}[/]  ({res['id']}, {m.get('type')}, {m.get('status')})\n{res['path']}\n")
-        c.print(res["content"], markup=False)
-        if len(res["chain"]) > 1:
-            c.print("\nchain: " + " → ".join(f"{x['id']} ({x['status']})" for x in res["chain"]))
+        for line in get_lines(res, rich_style, markup_escape):
+            c.print(line)
 
     out(as_json, res, human)
 
@@ -140,7 +146,7 @@ def update_cmd(state: State, memory_id: str, title: str | None, content: str | N
     """
     res = state.write("update", {"memory_id": memory_id, "title": title, "content": content, "tags": split_tags(tags),
                                  "project": project, "confidence": confidence, "status": status})
-    say(as_json, res, lambda: f"Updated {res['id']} ({state.where(res['path'])})")
+    say(as_json, res, lambda: update_line(res, state.where))
 
 
 @command("delete")

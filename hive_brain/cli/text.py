@@ -13,6 +13,14 @@ if TYPE_CHECKING:
     Escape = Callable[[str], str]
 
 
+NO_CORE = "The vault holds no core memory yet (edit Memory/Core Memory.md)."
+
+
+def count(n: float) -> str:
+    """2002 -> "2,002": counts as a person reads them (JSON keeps the number)."""
+    return f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
+
+
 def split_tags(value: str | None) -> list[str] | None:
     """``--tags a, b`` -> ["a", "b"]; None when the option was not given."""
     if value is None:
@@ -128,3 +136,59 @@ def evolve_line(res: dict, where: Callable[[str], str]) -> str:
 def pending_line(res: dict) -> str:
     """A write kept because the vault was busy: what the command would say of a finished one does not apply yet."""
     return f"Pending {res['id']}: {res.get('message', 'the vault is busy')}"
+
+
+def update_line(res: dict, where: Callable[[str], str]) -> str:
+    return f"Updated {res['id']} ({where(res['path'])})"
+
+
+def answer_lines(res: dict, esc: Escape = no_escape) -> list[str]:
+    """``answer``'s context pack as printed (the pack itself is printed as written, never as markup:
+    the full CLI echoes it)."""
+    if res["abstained"]:
+        return [f"No grounded answer: {esc(str(res.get('reason')))}"]
+    return []
+
+
+def get_lines(res: dict, style: Style = no_style, esc: Escape = no_escape) -> list[str]:
+    """One memory as ``get`` shows it: its title, id, type and status (the chain's verdict: an old
+    version says superseded even though its own frontmatter still says what it said when written)."""
+    m = res["meta"]
+    status = res.get("status") or m.get("status")
+    lines = [f"{style('bold', esc(str(m.get('title'))))}  ({res['id']}, {esc(str(m.get('type')))}, {status})",
+             esc(res["path"]), "", esc(res["content"])]
+    if len(res["chain"]) > 1:
+        lines += ["", "chain: " + " → ".join(f"{x['id']} ({x['status']})" for x in res["chain"])]
+    return lines
+
+
+def pending_write_line(w: dict) -> str:
+    """A write kept because the vault was busy (queued) or refused when applied later (failed)."""
+    what = f" {w['what']}" if w.get("what") else ""
+    err = f": {w['error']}" if w.get("error") else ""
+    return f"pending write {w['id']} ({w['state']}): {w['op']}{what}{err}"
+
+
+def damaged_line(d: dict, style: Style = no_style, esc: Escape = no_escape) -> str:
+    if d["movedTo"].startswith("journal/"):
+        return (f"{style('yellow', 'damaged:')} journal record {esc(d['file'])} could not be trusted: neither applied "
+                f"nor undone; it and its files are kept in {esc(d['movedTo'])} (look at them, then delete them)")
+    return (f"{style('yellow', 'damaged:')} {esc(d['file'])} was moved aside as {esc(d['movedTo'])} and rebuilt from "
+            "the notes (delete it once you no longer need it)")
+
+
+def status_lines(res: dict, style: Style = no_style, esc: Escape = no_escape) -> list[str]:
+    """``hive-brain status`` as people read it."""
+    s, srv = res["semantic"], res["server"]
+    unreadable = (f", {count(res['unreadableNotes'])} unreadable (see `hive-brain doctor`)"
+                  if res["unreadableNotes"] else "")
+    semantic = (f"on ({count(s['pendingPassages'])} passages pending)" if s["on"] else f"off: {s['howToEnable']}")
+    lines = [f"vault      {esc(res['vault'])} (id {res['vaultId']})", f"state      {esc(res['stateDir'])}",
+             f"notes      {count(res['notes'])} ({count(res['memories'])} typed memories), "
+             f"{count(res['staleNotes'])} not yet indexed{unreadable}",
+             f"generation {res['generation']}", f"semantic   {semantic}",
+             f"server     {'running, pid ' + str(srv.get('pid')) if srv.get('running') else 'not running'}"]
+    lines += [esc(pending_write_line(w)) for w in res["pendingWrites"]]
+    lines += [damaged_line(d, style, esc) for d in res["damaged"]]
+    lines += [f"{style('yellow', 'warning:')} {esc(w)}" for w in res["warnings"]]
+    return lines

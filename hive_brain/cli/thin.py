@@ -2,7 +2,7 @@
 imports neither click nor rich nor any engine code (the prompt hook's fast path, ``agents/quick.py``,
 generalised to the CLI).
 
-``hive-brain remember / evolve / recall`` parse their arguments here (:data:`COMMANDS`: the same
+``hive-brain remember / evolve / update / get / recall / answer / core / status`` parse their arguments here (:data:`COMMANDS`: the same
 options, names and defaults as the click commands, which ``tests/test_thin_client.py`` checks), make
 one request over the socket, and print what the full CLI prints (:mod:`.text`; plain, with a little
 ANSI style on a terminal). Anything else raises :class:`Fallback` before a byte is printed or a write
@@ -27,7 +27,7 @@ TYPE_CHECKING = False  # typing for the type checker only
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["COMMANDS", "GLOBAL", "Fallback", "main", "recall_args"]
+__all__ = ["COMMANDS", "EVERY", "GLOBAL", "Fallback", "main", "recall_args"]
 
 RECALL_TIMEOUT_S = 60.0  # the Reader's own (reader.Reader.timeout)
 NOTHING_FOUND_EXIT = 3  # as cli/search.py: 1 is a refusal or failure, 2 a usage error
@@ -37,6 +37,8 @@ NOTHING_FOUND_EXIT = 3  # as cli/search.py: 1 is a refusal or failure, 2 a usage
 GLOBAL: dict[str, tuple[str, str, Any]] = {
     "--vault": ("vault", "str", None), "--agent": ("agent", "str", None), "--no-color": ("no_color", "flag", False),
 }
+# Options every command takes after its name as well (cli.base.command adds them).
+EVERY: dict[str, tuple[str, str, Any]] = {"--no-color": ("no_color_", "flag", False)}
 _RECALL: dict[str, tuple[str, str, Any]] = {
     "--scope": ("scope", "tiered|agent-memory|full-vault", "tiered"),
     "--type": ("types", "multi", ()),
@@ -52,6 +54,8 @@ _RECALL: dict[str, tuple[str, str, Any]] = {
     "--exit-status": ("exit_status", "flag", False),
     "--json": ("as_json", "flag", False),
 }
+_ID: dict[str, tuple[str, str, Any]] = {"--memory-id": ("memory_id", "str", None)}
+_JSON: dict[str, tuple[str, str, Any]] = {"--json": ("as_json", "flag", False)}
 COMMANDS: dict[str, tuple[str | None, dict[str, tuple[str, str, Any]]]] = {
     "remember": (None, {
         "--type": ("mem_type", "str", None), "--title": ("title", "str", None), "--content": ("content", "str", None),
@@ -59,14 +63,21 @@ COMMANDS: dict[str, tuple[str | None, dict[str, tuple[str, str, Any]]]] = {
         "--tags": ("tags", "str", None), "--aliases": ("aliases", "str", None),
         "--question": ("questions", "multi", ()), "--confidence": ("confidence", "float", None),
         "--memory-scope": ("memory_scope", "hive|private|task", None), "--task": ("task", "str", None),
-        "--overrides": ("overrides", "str", None), "--json": ("as_json", "flag", False),
+        "--overrides": ("overrides", "str", None), **_JSON,
     }),
-    "evolve": ("memory_id_arg", {
-        "--memory-id": ("memory_id", "str", None), "--content": ("content", "str", None),
-        "--title": ("title", "str", None), "--aliases": ("aliases", "str", None),
-        "--question": ("questions", "multi", ()), "--json": ("as_json", "flag", False),
+    "evolve": ("memory_id_arg", {**_ID, "--content": ("content", "str", None), "--title": ("title", "str", None),
+                                 "--aliases": ("aliases", "str", None), "--question": ("questions", "multi", ()),
+                                 **_JSON}),
+    "update": ("memory_id_arg", {
+        **_ID, "--title": ("title", "str", None), "--content": ("content", "str", None),
+        "--tags": ("tags", "str", None), "--project": ("project", "str", None),
+        "--confidence": ("confidence", "float", None), "--status": ("status", "archived|active", None), **_JSON,
     }),
+    "get": ("memory_id_arg", {**_ID, **_JSON}),
     "recall": ("question", _RECALL),
+    "answer": ("question", {"--budget": ("budget", "int", None), "--hook": ("hook_mode", "flag", False), **_RECALL}),
+    "core": (None, {"--agent": ("agent_id", "str", None), "--budget": ("budget", "int:200:100000", 6000), **_JSON}),
+    "status": (None, _JSON),
 }
 
 
@@ -146,7 +157,9 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
     if cmd not in COMMANDS:
         raise Fallback(f"command {cmd!r}")
     positional, spec = COMMANDS[cmd]
-    got, _ = _options(rest[1:], spec, positional)
+    got, _ = _options(rest[1:], {**spec, **EVERY}, positional)
+    if got.pop("no_color_"):
+        glob["no_color"] = True
     return cmd, got, glob
 
 
@@ -170,15 +183,65 @@ def _remember(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "remember", {"inp": inp}
 
 
-def _evolve(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _memory_id(v: dict[str, Any]) -> str:
     mid = v["memory_id_arg"] or v["memory_id"]
-    if v["content"] is None or not mid or (v["memory_id_arg"] and v["memory_id"] and v["memory_id_arg"] != v["memory_id"]):
-        raise Fallback("the memory id or --content is missing or given twice")
+    if not mid or (v["memory_id_arg"] and v["memory_id"] and v["memory_id_arg"] != v["memory_id"]):
+        raise Fallback("the memory id is missing or given twice")  # click's command says which
+    return str(mid)
+
+
+def _evolve(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    mid = _memory_id(v)
+    if v["content"] is None:
+        raise Fallback("--content is missing")
     return "evolve", {"memory_id": mid, "content": v["content"], "title": v["title"],
                       **text.evolve_names(v["aliases"], v["questions"])}
 
 
-WRITES = {"remember": (_remember, text.remember_line), "evolve": (_evolve, text.evolve_line)}
+def _update(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return "update", {"memory_id": _memory_id(v), "title": v["title"], "content": v["content"],
+                      "tags": text.split_tags(v["tags"]), "project": v["project"], "confidence": v["confidence"],
+                      "status": v["status"]}
+
+
+WRITES = {"remember": (_remember, text.remember_line), "evolve": (_evolve, text.evolve_line),
+          "update": (_update, text.update_line)}
+
+
+def _search(op: str, v: dict[str, Any]) -> dict[str, Any]:
+    question = v["question"]
+    if question is None or not question.strip() or v["include_operational"] or v.get("hook_mode"):
+        # The full CLI words the error, reads this device's journal, or runs the hook's own path.
+        raise Fallback("an empty question, operational events, or hook mode")
+    args = {"query": question, "semantic": not v["lexical"],
+            **recall_args(v["types"], v["tags"], v["project"], v["limit"], v["as_of"], v["include_operational"],
+                          v["detail"], v["mode"], v["scope"], v["rerank"])}
+    if op == "answer":
+        args["budget"] = v["budget"]
+    return args
+
+
+# command -> (the server's op, its arguments from the command's values, a check of the answer's shape)
+READS: dict[str, tuple[str, Any, Any]] = {
+    "recall": ("recall", lambda v: _search("recall", v), lambda r: isinstance(r.get("hits"), list)),
+    "answer": ("answer", lambda v: _search("answer", v), lambda r: isinstance(r.get("abstained"), bool)),
+    "get": ("get", lambda v: {"memory_id": _memory_id(v)}, lambda r: isinstance(r.get("meta"), dict)),
+    "core": ("core", lambda v: {"budget": v["budget"]}, lambda r: isinstance(r.get("text"), str)),
+    "status": ("vault_status", lambda v: {}, lambda r: isinstance(r.get("semantic"), dict)),
+}
+
+
+def _human(cmd: str, res: dict[str, Any], style: Any) -> str:
+    """What the full CLI prints for people (the same lines, :mod:`.text`)."""
+    if cmd == "recall":
+        return "\n".join(text.recall_lines(res, style))
+    if cmd == "answer":
+        return "\n".join(text.answer_lines(res)) if res["abstained"] else str(res.get("context") or "")
+    if cmd == "get":
+        return "\n".join(text.get_lines(res, style))
+    if cmd == "core":
+        return str(res["text"] or text.NO_CORE)
+    return "\n".join(text.status_lines(res, style))
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -250,7 +313,7 @@ def _error(resp: dict[str, Any], *, write: bool) -> HiveBrainError:
 
     # As the full path treats them: a server that cannot answer is not an answer (reads go local, a
     # write it never took is done in-process); an older server without the op, likewise.
-    if err.kind in ("ServerUnavailable", "ServerNotReady", "ServerError", "WritesRefused") and (
+    if err.kind in ("ServerUnavailable", "ServerNotReady", "ServerError", "WritesRefused", "InProcessOnly") and (
             not write or err.kind != "ServerError"):
         raise Fallback(err.message)
     if isinstance(err, UsageError) and err.message.startswith("unknown op"):
@@ -296,6 +359,8 @@ def run(argv: list[str]) -> int:
     """Answer ``argv`` (the arguments after ``hive-brain``) through the server; Fallback when this
     client does not take it (nothing was printed or sent then)."""
     cmd, v, glob = parse(argv)
+    if cmd == "core" and v["agent_id"] is not None:
+        glob = {**glob, "agent": v["agent_id"]}  # core's own --agent names whose core memory
     root, state, agent, lock_timeout = _settings(glob)
     as_json = bool(v["as_json"])
     if cmd in WRITES:
@@ -314,25 +379,21 @@ def run(argv: list[str]) -> int:
             raise Fallback("a malformed answer")
         _print_write(res, lambda r: line(r, lambda rel: os.path.join(root, rel)), as_json)
         return 0
-    # recall
-    question = v["question"]
-    if question is None or not question.strip() or v["include_operational"]:
-        raise Fallback("an empty question, or operational events (read from this device's journal)")
-    args = {"query": question, "semantic": not v["lexical"],
-            **recall_args(v["types"], v["tags"], v["project"], v["limit"], v["as_of"], v["include_operational"],
-                          v["detail"], v["mode"], v["scope"], v["rerank"]), "agent": agent}
-    resp = _ask(state, {"op": "recall", "args": args}, RECALL_TIMEOUT_S, write=False)
+    op, build_args, well_formed = READS[cmd]
+    resp = _ask(state, {"op": op, "args": {**build_args(v), "agent": agent}}, RECALL_TIMEOUT_S, write=False)
     if not resp.get("ok"):
         return _print_error(_error(resp, write=False), as_json)
     res = resp.get("result")
-    if not isinstance(res, dict) or not isinstance(res.get("hits"), list):
+    if not isinstance(res, dict) or not well_formed(res):
         raise Fallback("a malformed answer")  # as reader.ServerSource checks it
     if as_json:
         sys.stdout.write(_dump(res) + "\n")
     else:
-        style = _ansi if _styled(glob) else text.no_style
-        sys.stdout.write("\n".join(text.recall_lines(res, style)) + "\n")
-    if v["exit_status"] and (res.get("abstained") or not res.get("hits")):
+        sys.stdout.write(_human(cmd, res, _ansi if _styled(glob) else text.no_style) + "\n")
+        if cmd == "core":
+            for w in res.get("warnings") or []:
+                sys.stderr.write(f"warning: {w}\n")
+    if v.get("exit_status") and (res.get("abstained") or not (res.get("hits") or res.get("context"))):
         return NOTHING_FOUND_EXIT
     return 0
 

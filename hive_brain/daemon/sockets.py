@@ -23,7 +23,7 @@ from typing import Any
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
-from ..rpc.client import MAX_REQUEST, ServerNotReady, WritesRefused, encode_line
+from ..rpc.client import MAX_REQUEST, InProcessOnly, ServerNotReady, WritesRefused, encode_line
 from ..store.text import clean_text
 
 WORKERS = 16
@@ -213,7 +213,8 @@ class SocketServer:
 
     def _ops(self) -> dict[str, Callable[[dict], Any]]:
         return {"ping": self.op_ping, "status": self.op_status, "recall": self.op_recall, "answer": self.op_answer,
-                "prompt": self.op_prompt, "catch_up": self.op_catch_up, "stop": self.op_stop, "write": self.op_write}
+                "prompt": self.op_prompt, "catch_up": self.op_catch_up, "stop": self.op_stop, "write": self.op_write,
+                "get": self.op_get, "core": self.op_core, "vault_status": self.op_vault_status}
 
     def op_ping(self, args: dict) -> dict:
         snap = self.loop.snap
@@ -278,6 +279,46 @@ class SocketServer:
         return {**res, "via": "server"}
 
     # -- read ops --------------------------------------------------------------------------------
+    def _engine(self, args: dict) -> Any:
+        """An engine acting for the caller's agent on this request thread (kept per thread and agent:
+        its catalog stays warm, and threads never share one SQLite handle). Outside enforcement mode
+        only: no id means the owner there, as in-process."""
+        if self.server.settings.scoped_permissions:
+            raise InProcessOnly("this server does not answer reads of whole notes in enforcement mode",
+                                hint="read in-process (the CLI does so by itself)")
+        agent = _agent_arg(args)
+        engines = getattr(self._tls, "engines", None)
+        if engines is None or len(engines) >= 32:  # callers choose agent ids: keep the cache bounded
+            engines = self._tls.engines = {}
+        eng = engines.get(agent)
+        if eng is None:
+            from ..engine import Engine
+
+            eng = engines[agent] = Engine(self.server.vault, self.server.settings.replace(
+                agent_id=agent, owner_verified=not agent))
+        return eng
+
+    def op_get(self, args: dict) -> dict:
+        """One memory with its chain (``hive-brain get``), as the caller's agent may see it."""
+        mid = args.get("memory_id")
+        if not isinstance(mid, str) or not mid:
+            raise UsageError("args.memory_id must be a memory id")
+        return self._engine(args).memory.get(mid)
+
+    def op_core(self, args: dict) -> dict:
+        """The core memory a session starts with (``hive-brain core``)."""
+        from ..memory.core import core_pack
+
+        budget = args.get("budget", 6000)
+        if isinstance(budget, bool) or not isinstance(budget, int) or not 200 <= budget <= 100_000:
+            raise UsageError("args.budget must be a whole number of characters (200-100000)")
+        eng = self._engine(args)
+        return core_pack(eng, eng.settings.agent_id, budget)
+
+    def op_vault_status(self, args: dict) -> dict:
+        """``hive-brain status``: the vault, its index and this server, as the caller's agent sees them."""
+        return self._engine(args).status()
+
     def _catalog(self) -> Any:
         cat = getattr(self._tls, "catalog", None)
         if cat is None:

@@ -257,6 +257,11 @@ class GenerationStore:
         except (OSError, ValueError):
             return None
 
+    def _warn(self, message: str) -> None:
+        # current_id runs several times per command (the catch-up, its publish, the view): one warning each.
+        if message not in self.warnings:
+            self.warnings.append(message)
+
     def current_id(self) -> int | None:
         """The newest verified generation at or below `current` (falls back and warns if damaged)."""
         ptr = self.root / "current"
@@ -266,7 +271,7 @@ class GenerationStore:
         except FileNotFoundError:
             wanted = None
         except (OSError, ValueError):
-            self.warnings.append("the `current` pointer is damaged; using the newest verified generation")
+            self._warn("the `current` pointer is damaged; using the newest verified generation")
         ids = self.ids()
         if wanted is None and not ids:
             return None
@@ -274,13 +279,13 @@ class GenerationStore:
         for gid in reversed(candidates):
             if self.verify(gid):
                 if wanted is not None and gid != wanted:
-                    self.warnings.append(
+                    self._warn(
                         f"generation {wanted} is damaged; reading the newest verified generation {gid} instead "
                         "(run `hive-brain rebuild-index` to repair)"
                     )
                 return gid
         if ids:
-            self.warnings.append("no generation verifies; run `hive-brain rebuild-index`")
+            self._warn("no generation verifies; run `hive-brain rebuild-index`")
         return None
 
     def publish(self, new_manifest: dict[str, str], *, index: dict[str, Any], label: str, force_checkpoint: bool = False) -> Generation:
@@ -362,7 +367,16 @@ class GenerationStore:
         try:
             return unseal(p.read_bytes())
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise GenerationCorrupt(f"coverage.json is damaged ({e}); pruning is paused", hint="run `hive-brain rebuild-index`") from e
+            # The record of the last prune, derived from the generations it left: kept aside (status and
+            # doctor list it) and written anew from what is on disk, so pruning goes on. (It paused for
+            # good before, and the advice it gave, rebuild-index, never touched this file.)
+            quarantine(p, str(e), fate="rebuilt from the generations on disk")
+            ids = [i for i in self.ids() if self.verify(i)]
+            body = {"earliest_replayable": ids[0] if ids else None, "current": self.current_id(), "kept": ids,
+                    "pruned": [], "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "rebuilt": "from the generations on disk (the last prune's record was damaged)"}
+            atomic_write_bytes(p, seal(body))
+            return body
 
     def earliest_replayable(self) -> int | None:
         ids = [i for i in self.ids() if self.verify(i)]

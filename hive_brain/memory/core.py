@@ -23,6 +23,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("lesson", "Lessons learned"),
 )
 MAX_ITEM_CHARS = 700
+CORE_NOTE_CHARS = 3000  # DESIGN: a Core Memory note is kept under about 3,000 characters (read at every start)
 USED_LESSONS = 5  # the "keep using" section is short: the few lessons answers lean on most
 USED_ITEM_CHARS = 300
 USED_MIN_RETRIEVED = 3  # a lesson recalls merely returned counts from this many; one an answer used, from one
@@ -262,11 +263,32 @@ def render(items: list[dict], agent: str | None) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def core_text(engine: EngineLike, agent: str | None, budget: int = 6000) -> str:
-    """Core memory as Markdown under ``budget`` characters ("" when the vault holds none)."""
+def oversized_core(engine: EngineLike, agent: str | None) -> list[str]:
+    """A warning for each Core Memory note (the vault's, the agent's) over :data:`CORE_NOTE_CHARS`."""
+    from ..store.vault import AGENTS_DIR, CORE_MEMORY
+
+    out = []
+    for rel in (CORE_MEMORY, *([f"{AGENTS_DIR}/{agent}/Core Memory.md"] if agent else [])):
+        body = _read_body(engine, rel)
+        n = len(clean_core_body(body)) if body is not None else 0
+        if n > CORE_NOTE_CHARS:
+            out.append(f"{rel} is {n:,} characters; keep it under about {CORE_NOTE_CHARS:,} (every session starts "
+                       "with it: move details into typed memories with `hive-brain remember`)")
+    return out
+
+
+def core_pack(engine: EngineLike, agent: str | None, budget: int = 6000) -> dict[str, Any]:
+    """Core memory under ``budget`` characters: ``{agent, budget, chars, items, text, warnings}`` (text ""
+    when the vault holds none). What ``hive-brain core`` prints, in-process or from the server."""
     items = core_items(engine, agent, budget)
     text = render(items, agent)
     while items and len(text) > budget:  # the fit above is an estimate; the budget is a promise
         items.pop()
         text = render(items, agent)
-    return text
+    return {"agent": agent, "budget": budget, "chars": len(text), "items": items, "text": text,
+            "warnings": oversized_core(engine, agent)}
+
+
+def core_text(engine: EngineLike, agent: str | None, budget: int = 6000) -> str:
+    """Core memory as Markdown under ``budget`` characters ("" when the vault holds none)."""
+    return str(core_pack(engine, agent, budget)["text"])

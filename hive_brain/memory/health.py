@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .conflicts import find as sync_conflicts
+from .core import oversized_core
 from .layers import conflicts, layer_counts
 from .ports import EngineLike
 from .proposals import status_counts
@@ -32,5 +33,5 @@ def health(engine: EngineLike) -> dict[str, Any]:
             "notes": st["notes"],
         },
         "problems": len(cat.problems()),
-        "warnings": st.get("warnings") or [],
+        "warnings": [*(st.get("warnings") or []), *oversized_core(engine, agent)],
     }

@@ -63,6 +63,11 @@ class WritesRefused(ServerUnavailable):
     identity is checked."""
 
 
+class InProcessOnly(ServerUnavailable):
+    """The server does not answer this for a caller it cannot identify (enforcement mode): the
+    caller does it in-process, where its identity is checked."""
+
+
 class ServerError(ServerUnavailable):
     """The server failed on an unexpected error (a bug); in-process work may still succeed."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 import os
 import re
 import sqlite3
@@ -91,19 +92,39 @@ class Capsule:
     checks: list[str] = field(default_factory=list)
 
     def search(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """FTS5 over title, content and tags, ranked by bm25 (a title match weighs most); any word may match."""
-        words = re.findall(r"\w+", query)
+        """FTS5 over title, content and tags (a title match weighs most); any word may match.
+
+        Scored as BM25 with Lucene's idf, ``ln(1 + (N - n + 0.5) / (n + 0.5))``, which stays positive:
+        FTS5's own ``bm25()`` clamps the idf of a word found in half the records or more to 1e-6, so in a
+        capsule of a few memories every score printed as 0.000 and the order was the clamp's. Each word
+        is asked alone, FTS5's per-word score divided by its idf gives the word's tf part (FTS5's own
+        tokenizer, stemming and column weights), and the parts are summed under the steadier idf."""
+        words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", query)))
         if not words:
             return []
+        total = self.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+        scores: dict[int, float] = {}
+        for w in words:
+            rows = self.conn.execute("SELECT rowid, bm25(records_fts, 5.0, 1.0, 2.0) FROM records_fts "
+                                     "WHERE records_fts MATCH ?", ('"' + w.replace('"', "") + '"',)).fetchall()
+            n = len(rows)
+            if not n:
+                continue
+            fts_idf = max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
+            idf = math.log(1 + (total - n + 0.5) / (n + 0.5))
+            for seq, rank in rows:
+                scores[seq] = scores.get(seq, 0.0) + idf * (-rank / fts_idf)
+        best = sorted(scores, key=lambda seq: (-scores[seq], seq))[:limit]
+        if not best:
+            return []
         match = " OR ".join('"' + w.replace('"', "") + '"' for w in words)
-        rows = self.conn.execute(
-            "SELECT r.seq, r.memory_id, r.title, r.type, r.project, bm25(records_fts, 5.0, 1.0, 2.0) AS rank, "
-            "snippet(records_fts, 1, '[', ']', '...', 16) FROM records_fts JOIN records r ON r.seq = records_fts.rowid "
-            "WHERE records_fts MATCH ? ORDER BY rank LIMIT ?",
-            (match, limit),
-        ).fetchall()
-        return [{"seq": s, "memory_id": mid, "title": t, "type": ty, "project": p, "score": round(-rank, 4),
-                 "snippet": snip} for s, mid, t, ty, p, rank, snip in rows]
+        marks = ",".join("?" * len(best))
+        info = {r[0]: r[1:] for r in self.conn.execute(
+            "SELECT r.seq, r.memory_id, r.title, r.type, r.project, snippet(records_fts, 1, '[', ']', '...', 16) "
+            f"FROM records_fts JOIN records r ON r.seq = records_fts.rowid WHERE records_fts MATCH ? AND r.seq IN ({marks})",
+            (match, *best))}
+        return [{"seq": seq, "memory_id": info[seq][0], "title": info[seq][1], "type": info[seq][2],
+                 "project": info[seq][3], "score": round(scores[seq], 4), "snippet": info[seq][4]} for seq in best]
 
 
 # -- writing -----------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ and what to do with a per-device state file found damaged: move it aside, say so
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import sqlite3
@@ -45,6 +46,53 @@ def due(marker: Path, every_s: float) -> bool:
     except OSError:
         return False
     return True
+
+
+_RENAME_NOREPLACE, _RENAME_EXCHANGE = 1, 2
+_AT_FDCWD = -100
+_renameat2: Callable[..., int] | None | bool = False  # False: not looked up yet; None: libc has none
+
+
+def _rename2(src: Path, dst: Path, flags: int) -> bool:
+    """Linux ``renameat2``: False when this libc or file system cannot do it (the caller falls back
+    to a plain rename); OSError for any other failure. ctypes is imported only here, since the
+    prompt hook imports this module."""
+    global _renameat2
+    if _renameat2 is False:
+        import ctypes
+
+        try:
+            fn = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+        except OSError:
+            fn = None
+        if fn is not None:
+            fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+            fn.restype = ctypes.c_int
+        _renameat2 = fn
+    if not callable(_renameat2):
+        return False
+    if _renameat2(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+        return True
+    import ctypes
+
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(src), None, str(dst))
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step (``RENAME_EXCHANGE``); False when unsupported here.
+
+    This is the compare-and-swap POSIX lacks: swap the staged note in, then look at what came out.
+    An editor's save that landed before the swap is in the file that came out, never lost."""
+    return _rename2(a, b, _RENAME_EXCHANGE)
+
+
+def rename_noreplace(src: Path, dst: Path) -> bool:
+    """Rename ``src`` to ``dst`` only if ``dst`` does not exist (FileExistsError if it does, in the
+    same step, so a file that appears at the last moment is never replaced); False when unsupported."""
+    return _rename2(src, dst, _RENAME_NOREPLACE)
 
 
 def write_fsync(path: Path, data: bytes) -> None:

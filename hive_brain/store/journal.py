@@ -6,7 +6,9 @@ Order of a commit (each step fsynced before the next):
 2. new contents written to staging files inside the vault (same file system, so step 4 is atomic),
    old contents of overwritten/deleted notes backed up in the journal dir;
 3. record ``state=staged``;
-4. staged files renamed over their targets / deleted notes unlinked;
+4. staged files swapped with their targets (renameat2 RENAME_EXCHANGE) and what came out checked
+   against the old hash, deleted notes moved aside and checked (a hand save found there: every op
+   taken back, refused);
 5. the index generation is published (callback);
 6. record removed (done).
 
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import JournalError, Refused, UsageError
-from .fsutil import atomic_write_text, fsync_dir, sha256_bytes, write_fsync
+from .fsutil import atomic_write_text, exchange, fsync_dir, rename_noreplace, sha256_bytes, write_fsync
 from .lock import vault_lock
 from .notes import new_ulid
 from .vault import Vault
@@ -169,10 +171,15 @@ class Transaction:
         crash_point("after-stage")
         target.parent.mkdir(parents=True, exist_ok=True)
         before_rename([target])
-        if os.path.lexists(target):  # the last look before the rename (see _verify_targets)
-            shutil.rmtree(sdir, ignore_errors=True)
-            raise changed_on_disk(op.path)
-        os.replace(staged, target)
+        try:
+            placed = rename_noreplace(staged, target)  # fails, in the same step, if the path was taken
+        except FileExistsError:
+            placed = False
+        if not placed:
+            if os.path.lexists(target):  # taken, or no renameat2 here: the last look before a plain rename
+                shutil.rmtree(sdir, ignore_errors=True)
+                raise changed_on_disk(op.path)
+            os.replace(staged, target)
         fsync_dir(target.parent)
         crash_point("after-mark")  # the rename is this path's commit point: from here on it rolls forward
         crash_point("mid-apply")
@@ -198,23 +205,118 @@ def _journal_dir(vault: Vault) -> Path:
 
 
 def _apply(vault: Vault, record: dict, sdir: Path, *, crash: bool = False) -> None:
+    """Put every staged note in place. Live (``crash=True``), each overwrite is an atomic swap of the
+    staged file with its target followed by a look at what came out (``_place``): a hand save that
+    landed at any moment before the swap is found there and swapped back, and the ops already placed
+    are taken back (``_undo``), so the change is refused whole and the edit kept."""
+    if not crash:
+        _roll_forward(vault, record, sdir)
+        return
+    before_rename([vault.abs(rop["path"]) for rop in record["ops"]])
+    _verify_targets(vault, record)  # the cheap early look: most races end here, before any rename
+    done: list[tuple[int, str]] = []
+    try:
+        for n, rop in enumerate(record["ops"]):
+            done.append((n, _place(vault, rop, sdir, n)))
+            if n == 0:
+                crash_point("mid-apply")
+    except _ChangedOnDisk:
+        _undo(vault, record, sdir, done)
+        raise
+    for d in {vault.abs(rop["path"]).parent for rop in record["ops"]}:
+        fsync_dir(d)
+
+
+def _place(vault: Vault, rop: dict, sdir: Path, n: int) -> str:
+    """Put one op in place and check, after the fact, that the target still held the bytes backed
+    up; how it was placed, for ``_undo``. Raises _ChangedOnDisk (with this op taken back)."""
+    target = vault.abs(rop["path"])
+    if rop["kind"] == "delete":
+        if rop["old_sha"] is None:
+            return "none"
+        aside = sdir / f"{n}.deleted"
+        try:
+            os.rename(target, aside)
+        except FileNotFoundError:
+            raise _ChangedOnDisk(rop["path"]) from None
+        if _sha_of(aside) != rop["old_sha"]:
+            _put_back(aside, target)
+            raise _ChangedOnDisk(rop["path"])
+        return "deleted"
+    staged = sdir / rop["staged"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if rop["old_sha"] is None:
+        try:
+            if rename_noreplace(staged, target):
+                return "created"
+        except FileExistsError:
+            raise _ChangedOnDisk(rop["path"]) from None
+        if os.path.lexists(target):  # no renameat2 here: the last look before a plain rename
+            raise _ChangedOnDisk(rop["path"])
+        os.replace(staged, target)
+        return "created"
+    try:
+        swapped = exchange(staged, target)
+    except FileNotFoundError:  # the target was deleted by hand
+        raise _ChangedOnDisk(rop["path"]) from None
+    if not swapped:
+        os.replace(staged, target)  # no renameat2 here: _verify_targets was the last look
+        return "replaced"
+    if _sha_of(staged) != rop["old_sha"]:  # staged now holds what the target held
+        _swap_back(staged, target, rop["new_sha"])
+        raise _ChangedOnDisk(rop["path"])
+    return "exchanged"
+
+
+def _swap_back(staged: Path, target: Path, new_sha: str) -> None:
+    """Give the target back what the swap took out. If a save landed on the target between the two
+    swaps, what comes out is that save, not our note: it is the newest hand edit, so it goes back."""
+    exchange(staged, target)
+    if _sha_of(staged) != new_sha:
+        exchange(staged, target)
+
+
+def _put_back(aside: Path, target: Path) -> None:
+    """Return a note moved aside; a file that appeared at its path since is newer and stays."""
+    try:
+        if not rename_noreplace(aside, target) and not os.path.lexists(target):
+            os.rename(aside, target)
+    except FileExistsError:
+        pass
+
+
+def _undo(vault: Vault, record: dict, sdir: Path, done: list[tuple[int, str]]) -> None:
+    """Take back the ops a later op's refusal left placed, newest first (nothing of the change stays)."""
+    tdir = vault.state / "journal" / record["id"]
+    for n, how in reversed(done):
+        rop = record["ops"][n]
+        target = vault.abs(rop["path"])
+        if how == "exchanged":
+            _swap_back(sdir / rop["staged"], target, rop["new_sha"])
+        elif how == "created" and _sha_of(target) == rop["new_sha"]:
+            os.replace(target, sdir / rop["staged"])
+        elif how == "deleted":
+            _put_back(sdir / f"{n}.deleted", target)
+        elif how == "replaced" and _sha_of(target) == rop["new_sha"]:
+            tmp = target.with_name(target.name + ".restore")
+            shutil.copyfile(tdir / f"{n}.bak", tmp)
+            os.replace(tmp, target)
+
+
+def _roll_forward(vault: Vault, record: dict, sdir: Path) -> None:
+    """Recovery: finish what a dead writer had verified and begun. A target that already holds its
+    new bytes was swapped in (its staged name now holds the old note), so it is left alone."""
     touched: set[Path] = set()
-    if crash:  # a live commit (recovery rolls forward what a dead writer had already verified)
-        before_rename([vault.abs(rop["path"]) for rop in record["ops"]])
-        _verify_targets(vault, record)
-    for n, rop in enumerate(record["ops"]):
+    for rop in record["ops"]:
         target = vault.abs(rop["path"])
         if rop["kind"] == "write":
             staged = sdir / rop["staged"]
-            if staged.exists():
+            if _sha_of(target) != rop["new_sha"] and staged.exists():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staged, target)
-        else:
-            if target.exists() and (rop["old_sha"] is None or _sha_of(target) == rop["old_sha"]):
-                target.unlink()
+        elif target.exists() and (rop["old_sha"] is None or _sha_of(target) == rop["old_sha"]):
+            target.unlink()
         touched.add(target.parent)
-        if crash and n == 0:
-            crash_point("mid-apply")
     for d in touched:
         fsync_dir(d)
 
@@ -233,10 +335,9 @@ def _verify_targets(vault: Vault, record: dict) -> None:
     """Every target must still hold the bytes that were backed up (an editor takes no lock).
 
     The prepare step checked them too, but backups, staging and three fsyncs lie between it and the
-    rename, and a hand save landing there would be replaced unseen. Checking again here, with every
-    note read before the first rename, leaves a window of a few renames. POSIX has no
-    compare-and-swap rename, so that window cannot be closed; it is microseconds instead of
-    milliseconds (tests/test_hand_edits.py).
+    rename. This look refuses most races before anything is renamed; the swap in ``_place`` closes
+    the window left between this look and the rename (tests/test_hand_edits.py). Where renameat2 is
+    missing, this look is the last one and a window of a few renames stays.
     """
     for rop in record["ops"]:
         if _sha_of(vault.abs(rop["path"])) != rop["old_sha"]:
@@ -253,11 +354,8 @@ def _intact(vault: Vault, record: dict, sdir: Path) -> bool:
     for rop in record["ops"]:
         if rop["kind"] != "write":
             continue
-        staged = sdir / rop["staged"]
-        if staged.exists():
-            if _sha_of(staged) != rop["new_sha"]:
-                return False
-        elif _sha_of(vault.abs(rop["path"])) != rop["new_sha"]:
+        # Swapped in already (the staged name then holds the old note), or staged and not yet moved.
+        if rop["new_sha"] not in (_sha_of(vault.abs(rop["path"])), _sha_of(sdir / rop["staged"])):
             return False
     return True
 

@@ -41,6 +41,18 @@ if TYPE_CHECKING:
 _local = _ThreadLocal()
 
 
+def _open(path: Path) -> int:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except IsADirectoryError:
+        # A lock file holds nothing but who held it last: a folder in its place (a mistaken mkdir, a
+        # sync tool) is moved aside, kept and listed by status/doctor, and a new lock file made.
+        from .fsutil import quarantine
+
+        quarantine(path, "a folder stood where the lock file belongs", fate="replaced by a new lock file")
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
 def pid_alive(pid: int | None) -> bool:
     if not pid or pid <= 0:
         return False
@@ -68,7 +80,7 @@ class FileLock:
         if self.fd is not None:
             raise RuntimeError(f"{self.path} is already held by this object")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        first = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        first = _open(self.path)
         # flock works on a read-only handle: a lock file others can open is one they can hold, and
         # block every write. One made 0644 by an older version is tightened on first use.
         with suppress(OSError):
@@ -156,7 +168,7 @@ class _Request:
         import threading
 
         self.key = key
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self.fd = _open(path)
         self.got = self.taken = False
         self.interest = 0
         self.error: OSError | None = None
