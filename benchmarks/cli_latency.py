@@ -86,9 +86,9 @@ def measure(vault: Path, questions: Sequence[str], rounds: int, env: dict[str, s
             tag = f"{how} {name} {os.getpid()} {i}"
             one(f"recall ({how})", [*head, "recall", q, "--json"], '"hits"')
             one(f"answer ({how})", [*head, "answer", q, "--json"], '"abstained"')
-            out = one(f"remember ({how})", [*head, "remember", "--type", "fact", "--title", f"Bench {tag}",
+            said = one(f"remember ({how})", [*head, "remember", "--type", "fact", "--title", f"Bench {tag}",
                                           "--content", f"Benchmark write {tag} of the CLI latency run.", "--json"], '"id"')
-            mid = mid or json.loads(out)["id"]
+            mid = mid or json.loads(said)["id"]
             one(f"update ({how})", [*head, "update", mid, "--tags", f"bench-{how.split()[0]}-{i}", "--json"], '"id"')
             one(f"get ({how})", [*head, "get", mid, "--json"], '"chain"')
             one(f"core ({how})", [*head, "core", "--json"], '"text"')

@@ -3,7 +3,8 @@
 Two corpora that hold no secret, split into passages exactly as the indexer splits them: every
 LoCoMo session note (272 notes, 5,882 turns of everyday conversation, written by people) and the
 synthetic engineering vault of ``fixtures.py`` (typed memories, long notes, conversations about
-made-up services: full of "key", "token" and URLs). Each passage goes through
+made-up services: full of "key", "token" and URLs), and 3,000 notes of Python's own documentation
+(``prompt_refs.py``: real technical prose about tokens, passwords, secrets and keys). Each passage goes through
 ``store.secrets.find_secrets`` (what the indexer runs on every note and writes run on every field).
 A finding on this text is a false positive: the table lists each one (kind and a short excerpt).
 Timed per corpus, best of N rounds: passages/s and MB/s of ``scrub`` (the index-time call). A positive control runs the 20+ sample secrets of ``SAMPLES`` through the same
@@ -27,6 +28,7 @@ from .common import BenchConfig, log, print_table, standalone_main, summary_row,
 NAME = "secrets_fp"
 DEFAULT_ROUNDS = 3
 SYNTHETIC_NOTES = {"quick": 1000, "full": 5000}
+REFERENCE_NOTES = 3000
 
 # One sample of each kind the docs promise (values made up; shapes real).
 SAMPLES: dict[str, str] = {
@@ -83,6 +85,13 @@ def _corpora(data_dir: Path, synthetic: int) -> dict[str, tuple[list[str], int]]
         generate(tmp / "vault", synthetic)
         notes = sorted((tmp / "vault").rglob("*.md"))
         out[f"synthetic vault ({synthetic} notes)"] = (_split(notes), len(notes))
+        # Technical prose nobody here wrote: the standard library's own documentation (prompt_refs),
+        # full of "token", "password", "secret", "key" and "pass" in ordinary sentences.
+        from .prompt_refs import write_refs
+
+        refs = write_refs(tmp / "refs", REFERENCE_NOTES)
+        notes = sorted((tmp / "refs").rglob("*.md"))
+        out[f"Python documentation ({refs['count']} notes)"] = (_split(notes), len(notes))
     return out
 
 

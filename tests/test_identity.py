@@ -98,3 +98,67 @@ def test_owner_key_rules(tmp_path):
     assert identity.issue_agent_credential(state, "a") == cred  # reinstalling keeps a valid credential
     tok = identity.read_key(cred, "c")
     assert identity.is_agent(state, "a", tok) and not identity.is_agent(state, "b", tok)
+
+
+def test_the_owner_rotates_revokes_lists_and_expires_agent_credentials(vault_path, monkeypatch):
+    """Credentials could not be rotated or revoked by command and never expired (red-team)."""
+    import json
+    from pathlib import Path
+
+    from tests.helpers import credentials
+
+    remember("Deploy day", "We deploy on Tuesdays.", "fact")
+    owner = credentials(None)
+    monkeypatch.setenv("HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS", "1")
+
+    def as_owner(*args: str, ok: bool = True) -> dict:
+        return cli_as("--owner-key", owner["HIVE_BRAIN_OWNER_KEY"], "owner", *args, ok=ok)
+
+    def as_reviewer(ok: bool = True) -> dict:
+        monkeypatch.setenv("HIVE_AGENT_ID", "reviewer")
+        monkeypatch.setenv("HIVE_AGENT_CREDENTIAL", cred)
+        try:
+            return cli_as("recall", "deploy day", ok=ok)
+        finally:
+            monkeypatch.delenv("HIVE_AGENT_ID")
+            monkeypatch.delenv("HIVE_AGENT_CREDENTIAL")
+
+    cred = as_owner("issue", "--agent", "reviewer")["credentialFile"]
+    old = Path(cred).read_text()
+    assert as_reviewer()["hits"]
+    assert as_owner("issue", "--agent", "reviewer")["credentialFile"] == cred and Path(cred).read_text() == old
+    assert as_owner("issue", "--agent", "reviewer", "--rotate")["credentialFile"] == cred
+    assert Path(cred).read_text() != old and as_reviewer()["hits"]  # the new token works, in the same file
+    stale = Path(vault_path.parent / "stale.key")
+    stale.write_text(old)
+    stale.chmod(0o600)
+    monkeypatch.setenv("HIVE_AGENT_ID", "reviewer")
+    monkeypatch.setenv("HIVE_AGENT_CREDENTIAL", str(stale))
+    refused = cli_as("recall", "deploy day", ok=False)
+    assert refused["error"] == "PermissionDenied", refused  # the rotated-out token proves nothing
+    monkeypatch.delenv("HIVE_AGENT_ID")
+    monkeypatch.delenv("HIVE_AGENT_CREDENTIAL")
+
+    issued = as_owner("issue", "--agent", "reviewer", "--expires", "30d")
+    assert issued["expires"] > "2026" and as_reviewer()["hits"]
+    listed = {a["agent"]: a for a in as_owner("list")["agents"]}
+    assert listed["reviewer"]["expires"] == issued["expires"] and not listed["reviewer"]["expired"]
+    reg = Path(cred).parent.parent / "identity.json"
+    data = json.loads(reg.read_text())
+    data["agents"]["reviewer"]["expires"] = "2020-01-01T00:00:00Z"
+    reg.write_text(json.dumps(data))
+    refused = as_reviewer(ok=False)
+    assert refused["error"] == "PermissionDenied" and "expired" in refused["message"], refused
+    assert as_owner("list")["agents"][0]["expired"] is True
+    assert as_owner("issue", "--agent", "reviewer", "--expires", "2020-01-01", ok=False)["error"] == "UsageError"
+
+    as_owner("issue", "--agent", "reviewer", "--rotate")
+    assert as_owner("revoke", "--agent", "reviewer")["revoked"] is True and not Path(cred).exists()
+    assert as_owner("revoke", "--agent", "reviewer", ok=False)["error"] == "UsageError"
+    refused = as_reviewer(ok=False)
+    assert refused["error"] == "PermissionDenied" and "revoked" in refused["message"], refused
+    assert "reviewer" not in {a["agent"] for a in as_owner("list")["agents"]}
+    # Only the proved owner may revoke.
+    monkeypatch.setenv("HIVE_AGENT_ID", "claude-code")
+    monkeypatch.setenv("HIVE_AGENT_CREDENTIAL", credentials("claude-code")["HIVE_AGENT_CREDENTIAL"])
+    assert cli_as("owner", "revoke", "--agent", "claude-code", ok=False)["error"] == "PermissionDenied"

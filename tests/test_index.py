@@ -137,8 +137,12 @@ def test_prune_keeps_checkpoint_and_coverage(small_vault):
     assert eng.replay("fact number", gens[0]["id"])["generation"] == gens[0]["id"]
     cov = eng.indexer.gens.coverage_path()
     cov.write_text("{broken")
-    # A damaged record of the last prune is kept aside and written anew from the generations on disk:
-    # pruning goes on (it paused for good, and rebuild-index, the advice given, never touched it).
+    bad = run("generations", "--prune", ok=False)
+    assert bad["error"] == "GenerationCorrupt" and "paused" in bad["message"]  # DESIGN: pruning pauses
+    # ... and the advice it gives is the way out: rebuild-index keeps the damaged record aside and
+    # writes it anew from the generations on disk (before, nothing ever touched it: paused for good).
+    assert "rebuild-index" in bad["hint"]
+    run("rebuild-index")
     remember("Fact 6", "Fact number 6 holds.", "fact")
     again = run("generations", "--prune", "--keep", "3")
     assert len([g for g in again["generations"] if g["verified"]]) == 3
@@ -217,3 +221,14 @@ def test_checkpoints_come_every_n_generations_whether_the_depth_is_known_or_walk
         g = store.publish({f"n{j}.md": f"{j:064x}" for j in range(i + 1)}, index={}, label=f"g{i}")
         kinds.append(g.kind[0])
     assert "".join(kinds) == "cdddcdddcdddcd"
+
+
+def test_a_users_own_template_is_searched_the_shipped_memory_form_is_not(vault_path):
+    """DESIGN: Templates/ notes are ordinary notes, searched by full-vault recall; every one was skipped."""
+    (vault_path / "Templates" / "Incident postmortem.md").write_text(
+        "# Incident postmortem\n\nTimeline, customer impact, root cause, the follow-up tickets in Linear.\n",
+        encoding="utf-8")
+    res = run("recall", "postmortem root cause timeline", "--scope", "full-vault", "--lexical")
+    assert res["hits"] and res["hits"][0]["path"] == "Templates/Incident postmortem.md", res["hits"][:2]
+    res = run("recall", "what was learned and why it matters", "--scope", "full-vault", "--lexical")
+    assert "Templates/Memory.md" not in [h["path"] for h in res["hits"]]

@@ -407,3 +407,13 @@ def test_health_counts_layers_queue_conflicts_and_freshness(vault_path):
     assert ha["memories"]["private"] == {"a": 2, "(other agents)": 1} and ha["conflicts"] == 1
     human = CliRunner().invoke(main, ["health"], catch_exceptions=False)
     assert human.exit_code == 0 and "1 pending" in human.output
+
+
+def test_review_show_of_a_pending_proposal_shows_it(vault_path):
+    """A proposal waiting for the owner has status pending, which the CLI took for a write kept
+    because the vault was busy: `review show` printed "Pending rev-...: the vault is busy"."""
+    prop = cli("remember", "--type", "fact", "--title", "Shared CI", "--content", "CI runs on Buildkite.",
+               "--memory-scope", "hive", agent="a")
+    res = CliRunner().invoke(main, ["review", "show", prop["proposal"]], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "busy" not in res.output and "Shared CI" in res.output and "CI runs on Buildkite." in res.output

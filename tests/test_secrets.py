@@ -64,6 +64,11 @@ NEW_FORMATS = {
     "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----": "VTLw7onLRnrq0",
     "id AKIA\u200bIOSFODNN7EXAMPLE here": "IOSFODNN7EXAMPLE",
     "hook https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX": "XXXXXXXXXXXX",
+    # Red-team, stop 33: a token wrapped in base64 (standard and URL-safe) and a service account's key id.
+    "Authorization header value Z2hwXzEyMzQ1Njc4OTBhYmNkZWZnaGlqQUJDREVGR0hJSjEyMzQ1Ng==": "Z2hwXzEyMzQ1Njc4",
+    "DEPLOY_CONFIG=cGFzc3dvcmQ6IGh1bnRlcjItWHk5IWtMbQ": "cGFzc3dvcmQ6IGh1bnRlcjI",
+    '{"type": "service_account", "project_id": "atlas", "private_key_id": "3f2a9c4e1b7d8e6f5a4b3c2d1e0f9a8b7c6d5e4f"}':
+        "3f2a9c4e1b7d8e6f5a4b3c2d1e0f",
 }
 MORE_HARMLESS = [
     "max_tokens=8000", "tokenizer=sentencepiece", "the password is stored in 1Password", "secret_name: prod-db-creds",
@@ -73,6 +78,9 @@ MORE_HARMLESS = [
     "src/components/ButtonGroupWithDropdown/index.tsx", "password = os.environ['DB_PASSWORD']",
     "the password for the wifi is on the fridge", "my pin for the bike lock is in the drawer",
     "I'll pass: the key is to rest", "[redacted GitHub token] was rotated",
+    "about 4 characters per token in English", "pwd.struct_passwd: Results from getpw*() routines.",
+    "aGVsbG8gd29ybGQsIHRoaXMgaXMgb3JkaW5hcnkgdGV4dA== decodes to ordinary text",
+    "a data URI: data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
 ]
 
 

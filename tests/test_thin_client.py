@@ -134,6 +134,17 @@ def test_the_thin_parser_takes_exactly_the_click_commands_options():
         assert top[flag] == pname
 
 
+def test_the_memory_id_as_an_option_alone_is_taken():
+    """`evolve --memory-id X` (no positional id), as an agent or a script writes it: it was a KeyError
+    traceback on the thin path, before the server was asked."""
+    for cmd, extra in (("evolve", ["--content", "c"]), ("update", ["--content", "c"]), ("get", [])):
+        _cmd, v, _glob = thin.parse([cmd, "--memory-id", "mem-x", *extra])
+        assert v["memory_id_arg"] is None
+        assert thin._memory_id(v) == "mem-x"
+    _cmd, v, _glob = thin.parse(["get", "mem-y"])
+    assert thin._memory_id(v) == "mem-y"
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.sampled_from("ab/#@[]\\ x:"), max_size=24))
 def test_the_markup_escape_is_richs(s):

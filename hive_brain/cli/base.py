@@ -175,8 +175,14 @@ def memory_id_argument(fn: Callable) -> Callable:
     return click.argument("memory_id_arg", required=False, metavar="[MEMORY_ID]")(wrapper)
 
 
+def is_pending_write(data: Any) -> bool:
+    """A write kept to be applied later (``store.pending``: its id is ``pw-...``), not a result whose
+    status merely says pending (a Brain Review proposal waiting for the owner printed "the vault is busy")."""
+    return isinstance(data, dict) and data.get("status") == "pending" and str(data.get("id") or "").startswith("pw-")
+
+
 def out(as_json: bool, data: Any, human: Callable[[Any], None], *, plain: bool = False) -> None:
-    if not as_json and isinstance(data, dict) and data.get("status") == "pending":
+    if not as_json and is_pending_write(data):
         # A write that could not take the lock in time was kept (durably) to be applied by the next
         # writer; whatever the command would print about a finished write does not apply yet.
         click.echo(pending_line(data))

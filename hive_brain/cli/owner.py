@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -46,7 +47,9 @@ def owner_init_cmd(state: State, key_file: str | None, as_json: bool) -> None:
 
 @command("issue", group=owner_group)
 @click.option("--agent", "agent_id", required=True, metavar="ID", help="The agent to issue a credential for.")
-def owner_issue_cmd(state: State, agent_id: str, as_json: bool) -> None:
+@click.option("--rotate", is_flag=True, help="A new token even if the current one is valid (the old one stops working).")
+@click.option("--expires", default=None, metavar="AGE|DATE", help="The token stops working after this: 30d, 12h or a date.")
+def owner_issue_cmd(state: State, agent_id: str, rotate: bool, expires: str | None, as_json: bool) -> None:
     """Issue (or show) an agent's credential file; its config passes it as HIVE_AGENT_CREDENTIAL.
 
     `hooks install` does this for claude-code and codex; use this for any other agent. In enforcement
@@ -55,15 +58,63 @@ def owner_issue_cmd(state: State, agent_id: str, as_json: bool) -> None:
     \b
     Example:
       hive-brain --owner-key ~/.config/hive-brain/owner.key owner issue --agent reviewer
+      hive-brain --owner-key ~/.config/hive-brain/owner.key owner issue --agent reviewer --rotate --expires 30d
     """
+    from ..errors import UsageError
     from ..memory.layers import require_owner
+    from ..memory.patterns import parse_since
     from ..store.identity import issue_agent_credential
 
     s = state.settings()
     require_owner(s, "issuing agent credentials")
-    path = issue_agent_credential(s.state_dir, agent_id)
-    res: dict[str, Any] = {"agent": agent_id, "credentialFile": str(path)}
-    out(as_json, res, lambda c: click.echo(f"HIVE_AGENT_ID={agent_id} HIVE_AGENT_CREDENTIAL={path}"))
+    until = parse_since(expires, ahead=True, option="--expires")
+    if until is not None and until <= time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()):
+        raise UsageError(f"--expires {expires!r} is already past", hint="give an age like 30d or a future date")
+    path = issue_agent_credential(s.state_dir, agent_id, rotate=rotate, expires=until)
+    res: dict[str, Any] = {"agent": agent_id, "credentialFile": str(path), "expires": until}
+    out(as_json, res, lambda c: click.echo(f"HIVE_AGENT_ID={agent_id} HIVE_AGENT_CREDENTIAL={path}"
+                                           + (f"  (expires {until})" if until else "")))
+
+
+@command("revoke", group=owner_group)
+@click.option("--agent", "agent_id", required=True, metavar="ID", help="The agent whose credential to revoke.")
+def owner_revoke_cmd(state: State, agent_id: str, as_json: bool) -> None:
+    """Revoke an agent's credential: its token proves nothing from now on, and its file is deleted.
+
+    \b
+    Example:
+      hive-brain --owner-key ~/.config/hive-brain/owner.key owner revoke --agent reviewer
+    """
+    from ..memory.layers import require_owner
+    from ..store.identity import revoke_agent_credential
+
+    s = state.settings()
+    require_owner(s, "revoking agent credentials")
+    res = revoke_agent_credential(s.state_dir, agent_id)
+    out(as_json, res, lambda c: click.echo(f"Revoked {agent_id}'s credential ({res['credentialFile']} deleted)"))
+
+
+@command("list", group=owner_group)
+def owner_list_cmd(state: State, as_json: bool) -> None:
+    """List the agent credentials of this device: issued when, expiring when.
+
+    \b
+    Example:
+      hive-brain owner list --json
+    """
+    from ..store.identity import list_agent_credentials
+
+    s = state.settings(identify=False)  # shows no token, only names and dates
+    res = {"agents": list_agent_credentials(s.state_dir)}
+
+    def human(c: Any) -> None:
+        if not res["agents"]:
+            click.echo("No agent credentials on this device.")
+        for a in res["agents"]:
+            when = f"expired {a['expires']}" if a["expired"] else (f"expires {a['expires']}" if a["expires"] else "no expiry")
+            click.echo(f"{a['agent']:<20} issued {a['created']}  {when}" + ("" if a["fileExists"] else "  (file missing)"))
+
+    out(as_json, res, human)
 
 
 COMMANDS: list[click.Command] = [owner_group]

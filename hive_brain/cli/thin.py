@@ -112,6 +112,8 @@ def _options(tokens: list[str], spec: dict[str, tuple[str, str, Any]], positiona
     ``stop_at_command``). Whatever click would take another way (help, ``--``, short options, an
     unknown option) is not parsed here."""
     got: dict[str, Any] = {name: default for name, _kind, default in spec.values()}
+    if positional is not None:
+        got[positional] = None  # an argument click makes optional (the id may come as --memory-id instead)
     seen_positional = False
     i = 0
     while i < len(tokens):

@@ -42,7 +42,13 @@ FORMAT = 1
 def _setup_objects(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA secure_delete=ON")  # a raw object replaced by its scrubbed one is gone
-    db.execute("CREATE TABLE IF NOT EXISTS objects (sha TEXT PRIMARY KEY, data BLOB)")
+    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'objects'").fetchone() is None:
+        from ..store.secrets import RULES_VERSION
+
+        db.execute("CREATE TABLE objects (sha TEXT PRIMARY KEY, data BLOB)")
+        # A new store holds only what put_objects stores, scrubbed by these rules already: nothing
+        # for scrub_stored to redo (it re-scanned every object of a first rebuild, a third of its time).
+        db.execute(f"PRAGMA user_version = {int(RULES_VERSION)}")
 
 
 def canonical(body: dict) -> bytes:
@@ -367,16 +373,23 @@ class GenerationStore:
         try:
             return unseal(p.read_bytes())
         except (OSError, ValueError, KeyError, TypeError) as e:
-            # The record of the last prune, derived from the generations it left: kept aside (status and
-            # doctor list it) and written anew from what is on disk, so pruning goes on. (It paused for
-            # good before, and the advice it gave, rebuild-index, never touched this file.)
-            quarantine(p, str(e), fate="rebuilt from the generations on disk")
-            ids = [i for i in self.ids() if self.verify(i)]
-            body = {"earliest_replayable": ids[0] if ids else None, "current": self.current_id(), "kept": ids,
-                    "pruned": [], "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "rebuilt": "from the generations on disk (the last prune's record was damaged)"}
-            atomic_write_bytes(p, seal(body))
-            return body
+            raise GenerationCorrupt(f"coverage.json is damaged ({e}); pruning is paused",
+                                    hint="run `hive-brain rebuild-index` (it writes it anew)") from e
+
+    def repair_coverage(self) -> dict | None:
+        """A damaged coverage.json (pruning pauses on it, as DESIGN asks) kept aside, listed by status
+        and doctor, and written anew from the generations on disk: what ``rebuild-index`` does, so the
+        advice the pause gives is the way out (before, nothing ever touched the file again)."""
+        try:
+            return self.read_coverage()
+        except GenerationCorrupt as e:
+            quarantine(self.coverage_path(), str(e.__cause__ or e), fate="rebuilt from the generations on disk")
+        ids = [i for i in self.ids() if self.verify(i)]
+        body = {"earliest_replayable": ids[0] if ids else None, "current": self.current_id(), "kept": ids,
+                "pruned": [], "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "rebuilt": "from the generations on disk (the last prune's record was damaged)"}
+        atomic_write_bytes(self.coverage_path(), seal(body))
+        return body
 
     def earliest_replayable(self) -> int | None:
         ids = [i for i in self.ids() if self.verify(i)]

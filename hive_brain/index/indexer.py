@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..errors import LockTimeout, NoteError, StateDamaged
+from ..errors import GenerationCorrupt, LockTimeout, NoteError, StateDamaged
 from ..store.catalog import Catalog
 from ..store.fsutil import (
     connect_sqlite,
@@ -51,15 +51,16 @@ WINDOW_TURNS = 3  # conversation turns per vector-only window
 WINDOW_STRIDE = 2
 FLUSH_BYTES = 32 << 20  # note bytes held for the object store before they are written out
 FLUSH_ROWS = 5_000  # queued vector rows held before they are written out
-# Templates are not notes yet; the OKF export holds copies of notes that are indexed where they live.
-# Not indexed: templates, the OKF export (copies of notes), and agent skills (``Skills/<name>/SKILL.md``:
-# instructions read by the agent's skill loader). The ones the vault template ships are about hive-brain
-# and Obsidian, and as notes they matched every developer question (the demo's "which node dependency
-# tool" answered with one); the ones `review skill` writes are copies of an approved workflow, which
-# recall finds once, as the `procedure` memory applying the proposal makes. Other notes under Skills/
-# are notes like any other.
-SKIP_PREFIXES = ("Templates/", OKF_EXPORT_DIR + "/")
-SKIP_GLOBS = ("Skills/*/SKILL.md",)  # SQLite GLOB and fnmatch alike: '*' also matches '/'
+# Not indexed: the OKF export (copies of notes that are indexed where they live), the typed-memory form
+# the vault template ships (``Templates/Memory.md``: an empty form, which matched "what did we learn"
+# questions; the user's own templates are ordinary notes, searched by full-vault recall as DESIGN
+# says), and agent skills (``Skills/<name>/SKILL.md``: instructions read by the agent's skill loader).
+# The skills the vault template ships are about hive-brain and Obsidian, and as notes they matched
+# every developer question (the demo's "which node dependency tool" answered with one); the ones
+# `review skill` writes are copies of an approved workflow, which recall finds once, as the `procedure`
+# memory applying the proposal makes. Other notes under Skills/ are notes like any other.
+SKIP_PREFIXES = (OKF_EXPORT_DIR + "/",)
+SKIP_GLOBS = ("Skills/*/SKILL.md", "Templates/Memory.md")  # SQLite GLOB and fnmatch alike: '*' also matches '/'
 # Names what a catch-up is changing in the index until its generation is published (see _reconcile).
 IN_FLIGHT = "in-flight.json"
 # Where tests kill a catch-up (HIVE_BRAIN_CRASH_AT, see store.journal.crash_point), in order.
@@ -551,6 +552,11 @@ class Indexer:
             found.append(f"index/vectors: {problem}")
         if found:
             self._write_in_flight(FULL)
+        try:
+            self.gens.read_coverage()
+        except GenerationCorrupt as e:  # the last prune's record: written anew, no notes to re-read
+            self.gens.repair_coverage()
+            found.append(f"generations/coverage.json: {e.__cause__ or e}")
         return found
 
     def _unqueue(self, *, full: bool, removed: list[str]) -> None:

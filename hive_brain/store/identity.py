@@ -123,8 +123,29 @@ def is_owner(state_root: Path, key: str | None) -> bool:
     return _matches(load_registry(state_root).get("owner"), key)
 
 
+def _now_utc() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _expired(stored: Any) -> bool:
+    """A credential past its ``expires`` (an ISO-8601 UTC instant, ``...Z``: compared as text)."""
+    expires = stored.get("expires") if isinstance(stored, dict) else None
+    return isinstance(expires, str) and expires <= _now_utc()
+
+
 def is_agent(state_root: Path, agent: str, token: str | None) -> bool:
-    return _matches(load_registry(state_root)["agents"].get(agent), token)
+    stored = load_registry(state_root)["agents"].get(agent)
+    return _matches(stored, token) and not _expired(stored)
+
+
+def _refusal(state_root: Path, agent: str, what: str) -> str:
+    """Why ``agent``'s credential was not taken, in words: revoked, expired or not its own."""
+    stored = load_registry(state_root)["agents"].get(agent)
+    if stored is None:
+        return f"agent {agent!r} has no credential on this device (never issued, or revoked)"
+    if _expired(stored):
+        return f"agent {agent!r}'s credential expired at {stored['expires']}"
+    return f"agent {agent!r} presented no valid credential{what}"
 
 
 # -- setup ------------------------------------------------------------------------------------------
@@ -166,15 +187,17 @@ def init_owner(state_root: Path, key_file: Path | None = None) -> dict[str, Any]
     return {"status": "created", "keyFile": str(path)}
 
 
-def issue_agent_credential(state_root: Path, agent: str) -> Path:
-    """The credential file of ``agent``: reused when it is still valid, else a new token (which
-    revokes any earlier one)."""
+def issue_agent_credential(state_root: Path, agent: str, *, rotate: bool = False, expires: str | None = None) -> Path:
+    """The credential file of ``agent``: reused when it is still valid (and no new expiry is asked
+    for), else a new token, which revokes any earlier one. ``rotate``: a new token whatever the old
+    one's state. ``expires``: an ISO-8601 UTC instant (``...Z``) after which the token proves nothing."""
     agent = validate_agent_id(agent)
     path = credential_path(state_root, agent)
     reg = load_registry(state_root)
-    if path.exists():
+    stored = reg["agents"].get(agent)
+    if path.exists() and not rotate and expires is None and not _expired(stored):
         try:
-            if _matches(reg["agents"].get(agent), read_key(path, "agent credential")):
+            if _matches(stored, read_key(path, "agent credential")):
                 return path
         except PermissionDenied:
             pass  # unreadable or loose: replace it
@@ -182,9 +205,34 @@ def issue_agent_credential(state_root: Path, agent: str) -> Path:
 
     token = "hba_" + secrets.token_urlsafe(32)
     _write_private(path, token + "\n")
-    reg["agents"][agent] = {"sha256": _digest(token), "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    reg["agents"][agent] = {"sha256": _digest(token), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                            **({"expires": expires} if expires else {})}
     _save_registry(state_root, reg)
     return path
+
+
+def revoke_agent_credential(state_root: Path, agent: str) -> dict[str, Any]:
+    """Forget ``agent``'s credential (its token proves nothing from now on) and delete its file."""
+    agent = validate_agent_id(agent)
+    reg = load_registry(state_root)
+    known = reg["agents"].pop(agent, None) is not None
+    if known:
+        _save_registry(state_root, reg)
+    path = credential_path(state_root, agent)
+    had_file = path.exists()
+    path.unlink(missing_ok=True)
+    if not known and not had_file:
+        raise UsageError(f"agent {agent!r} has no credential on this device", hint="`hive-brain owner list` shows them")
+    return {"agent": agent, "revoked": known, "credentialFile": str(path), "fileRemoved": had_file}
+
+
+def list_agent_credentials(state_root: Path) -> list[dict[str, Any]]:
+    """Every agent credential the registry knows: when issued, when it expires, whether its file is there."""
+    reg = load_registry(state_root)
+    return [{"agent": agent, "created": stored.get("created"), "expires": stored.get("expires"),
+             "expired": _expired(stored), "credentialFile": str(credential_path(state_root, agent)),
+             "fileExists": credential_path(state_root, agent).exists()}
+            for agent, stored in sorted(reg["agents"].items()) if isinstance(stored, dict)]
 
 
 # -- checking a caller --------------------------------------------------------------------------------
@@ -225,11 +273,16 @@ def establish(settings: Settings, environ: Mapping[str, str] | None = None) -> S
                  "the owner: pass --owner-key PATH",
         )
     cred = settings.agent_credential
+    if settings.agent_id not in load_registry(state)["agents"]:
+        # Before its file is read: a revoked credential's file is gone, and that is not the news.
+        raise PermissionDenied(_refusal(state, settings.agent_id, ""),
+                               hint=f"the owner issues one: `hive-brain --owner-key PATH owner issue --agent "
+                                    f"{settings.agent_id}` (`hooks install` does for claude-code and codex)")
     token = read_key(cred, "agent credential") if cred is not None else None
     if token is None or not is_agent(state, settings.agent_id, token):
         raise PermissionDenied(
-            f"agent {settings.agent_id!r} presented no valid credential"
-            + (" (HIVE_AGENT_CREDENTIAL is not set)" if cred is None else f" ({cred} is not its credential)"),
+            _refusal(state, settings.agent_id,
+                     " (HIVE_AGENT_CREDENTIAL is not set)" if cred is None else f" ({cred} is not its credential)"),
             hint=f"the owner issues it: `hive-brain --owner-key PATH owner issue --agent {settings.agent_id}` "
                  "(`hooks install` does for claude-code and codex)",
         )
@@ -249,5 +302,5 @@ def check_request(state_root: Path, agent: str | None, auth: Any) -> None:
                                hint="clients send args.auth; see docs/security.md")
     token = auth.get("credential")
     if not isinstance(token, str) or not is_agent(state_root, agent, token):
-        raise PermissionDenied(f"agent {agent!r} presented no valid credential",
+        raise PermissionDenied(_refusal(state_root, agent, ""),
                                hint="`hive-brain hooks install` issues one; see docs/security.md")

@@ -24,7 +24,7 @@ from typing import Any
 
 # Bump when the rules change: the catalog and the index are then rebuilt, so notes indexed before
 # are scrubbed by the new rules too.
-RULES_VERSION = 1
+RULES_VERSION = 2  # 2: base64-wrapped secrets, a service account's private_key_id
 ASSIGNMENT = "password or secret assignment"
 _KEYWORDS = (
     r"password|passwd|passphrase|pwd|pass|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key"
@@ -127,6 +127,9 @@ def _rules() -> list[_Rule]:
         _Rule("connection string password", _src(
             r"\b[a-z][a-z0-9+.-]*://[^\s:@/]*:(?P<v>[^\s@]+?)@[A-Za-z0-9\[_-]", re.I), ("://",), scope="lines", min_token=0),
         _Rule("bearer token", _src(r"\b(?:[Bb]earer|Basic)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"), ("bearer", "basic"), scope="lines", min_token=20),
+        # A Google service-account key file's key id: the id _NOT_SECRET_KEY lets other "_id" names keep.
+        _Rule("service-account private_key_id", _src(r"""(?i)["']?private_key_id["']?\s*[:=]\s*["']?(?P<v>[0-9a-f]{40})\b"""),
+              ("private_key_id",), scope="at", min_token=0),
         _Rule(ASSIGNMENT, _src(
             rf"""(?x)(?P<k>{_KEY_NAME})["'\]]{{0,2}}\s*(?::=|=>|[:=])\s*["'`]?(?P<v>[^\s"'`,;]{{4,}})""", re.I),
             _ASSIGN_WORDS, scope="at", min_token=0),
@@ -200,7 +203,7 @@ def _keep(rule: _Rule, m: re.Match[str]) -> bool:
         # Names of keys ("api_key: see 1Password"), placeholders, numbers and words are fine.
         if re.match(_PLACEHOLDER, v, re.I) or v.isdigit() or len(v) < 6 and _classes(v) < 3:
             return False
-        if v.isalpha() and v.islower() and len(v) < 12:
+        if v.isalpha() and (v.islower() or v.istitle()) and len(v) < 12:  # a word ("pwd.struct_passwd: Results")
             return False
         return not (len(v) < 12 and _entropy(v) < 2.5)
     if kind == "password in text":
@@ -254,7 +257,38 @@ def _matches(rule: _Rule, text: str, low: str, longest: int, longs: str, longs_l
     return rule.pattern.finditer(text)
 
 
-def _find(text: str) -> list[Finding]:
+_B64_MIN = 24  # the shortest base64 word worth decoding: 18 bytes, shorter than any token a rule takes
+# Mixed case: base64 of text always is, and hex digests (content_hash, git shas) are not.
+_B64_WORD = (r"(?<![A-Za-z0-9+/_-])(?=[A-Za-z0-9+/_-]*[A-Z])(?=[A-Za-z0-9+/_-]*[a-z])[A-Za-z0-9+/_-]{24,}={0,2}"
+             r"(?![A-Za-z0-9+/_=-])")
+
+
+def _wrapped(text: str) -> list[Finding]:
+    """Base64 words that decode to text holding a secret (a token wrapped for a header or a config
+    value): reported as the secret they wrap. Only printable text is looked into, at most 4 KB."""
+    import base64
+    import binascii
+
+    out = []
+    for m in re.finditer(_B64_WORD, text):
+        word = m.group()
+        if len(word) > 5464:  # decodes to over 4 KB: an image or a file, not a wrapped token
+            continue
+        try:
+            raw = base64.b64decode(word + "=" * (-len(word) % 4), altchars=b"-_" if "-" in word or "_" in word else None,
+                                   validate=True)
+            decoded = raw.decode("utf-8")
+        except (binascii.Error, ValueError):
+            continue
+        if not decoded.isprintable() and not all(ch.isprintable() or ch in "\n\r\t" for ch in decoded):
+            continue
+        found = _find(decoded, depth=1)
+        if found:
+            out.append(Finding(f"base64-encoded {found[0].kind}", m.start(), m.end()))
+    return out
+
+
+def _find(text: str, depth: int = 0) -> list[Finding]:
     out: list[Finding] = []
     low = text.lower()
     words = [w for w in text.split() if len(w) >= 15]  # the shortest value a "words" rule takes (xoxb-...)
@@ -273,6 +307,8 @@ def _find(text: str) -> list[Finding]:
                 out.append(Finding(kind, m.start("v"), end))
             else:
                 out.append(Finding(kind, m.start(), m.end()))
+    if depth == 0 and longest >= _B64_MIN and re.search(_B64_WORD, longs):
+        out += _wrapped(text)
     out.sort(key=lambda f: (f.start, -f.end))
     kept: list[Finding] = []
     for f in out:
