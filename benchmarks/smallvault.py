@@ -139,11 +139,15 @@ def read_ahead(eng: Any, view: Any) -> int:
         return rerank.warm(model, view.lexical, rerank.warm_order(view.catalog), store=store)
 
 
-def evaluate(eng: Any, view: Any, qs: list[dict[str, Any]], offtopic: list[dict[str, Any]]) -> dict[str, Any]:
+def evaluate(eng: Any, view: Any, qs: list[dict[str, Any]], offtopic: list[dict[str, Any]],
+             alternatives: Mapping[str, list[str]] | None = None, **recall_opts: Any) -> dict[str, Any]:
+    """``alternatives``: question -> the asking agent's other phrasings, sent with it (off-topic prompts
+    get none: nobody wrote them any). ``recall_opts``: more recall options (``deep``)."""
     from hive_brain.search.prompt import contextual_answer
 
     def recall(q: str, **opts: Any) -> dict:
-        return eng.recall(q, view=view, **opts)
+        alts = (alternatives or {}).get(q)
+        return eng.recall(q, view=view, **({"alternatives": alts} if alts else {}), **recall_opts, **opts)
 
     recs: list[dict[str, Any]] = []
     lat: list[float] = []
@@ -248,7 +252,7 @@ def _open_or_build(work: Path, size: int, memories: list[dict[str, Any]], evolut
 
 
 def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, keep: Path | None = None,
-        usage: bool = False) -> dict[str, Any]:
+        usage: bool = False, alternatives: Path | None = None, deep: bool = False) -> dict[str, Any]:
     from hive_brain.search.params import PARAMS
 
     memories, data = load_data()
@@ -269,6 +273,22 @@ def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, keep: Path | Non
                    "tune": metrics(ev, "tune"), "held": metrics(ev, "held"), "cases": ev}
             if usage:
                 row["usage"] = usage_scenario(eng, view, qs, offtopic)
+            levers: list[tuple[str, dict[str, Any]]] = []
+            alts = json.loads(alternatives.read_text(encoding="utf-8")) if alternatives else None
+            if alts:
+                levers.append(("+alternatives", {"alternatives": alts}))
+            if deep:
+                levers.append(("+deep", {"deep": True}))
+            if alts and deep:
+                levers.append(("+alternatives+deep", {"alternatives": alts, "deep": True}))
+            row["levers"] = {}
+            for name, opts in levers:
+                t0 = time.perf_counter()
+                lev = evaluate(eng, view, qs, offtopic, **opts)
+                row["levers"][name] = {"tune": metrics(lev, "tune"), "held": metrics(lev, "held"), "cases": lev,
+                                       "latency_ms_p50": lev["latency_ms_p50"], "s": round(time.perf_counter() - t0, 1)}
+                log(f"smallvault {info['notes']} notes {name}: held {row['levers'][name]['held']['hit@1']} / "
+                    f"{row['levers'][name]['held']['hit@3']}, p50 {lev['latency_ms_p50']} ms")
             out.append(row)
     return {"sizes": list(sizes), "targets": TARGETS, "params": dict(PARAMS), "usage": usage, "vaults": out}
 
@@ -307,7 +327,8 @@ def rows(result: Mapping[str, Any]) -> list[list[Any]]:
     out = []
     for v in result["vaults"]:
         for half, m in [(h, v[h]) for h in ("tune", "held")] + [
-                (f"{h} +usage", v["usage"][h]) for h in ("tune", "held") if "usage" in v]:
+                (f"{h} +usage", v["usage"][h]) for h in ("tune", "held") if "usage" in v] + [
+                (f"{h} {name}", lev[h]) for name, lev in (v.get("levers") or {}).items() for h in ("tune", "held")]:
             out.append([f"{v['notes']} notes", half, m["n_paraphrase"], m["hit@1"], m["hit@3"],
                         f"{m['hit@1_e5']}/{m['hit@3_e5']}", m["abstain_answerable"],
                         f"{m['multi_hit@1']}/{m['multi_hit@3']}", f"{m['evolved_first']} ({m['n_evolve']})",
@@ -341,11 +362,15 @@ def _args(ap: Any) -> None:
     ap.add_argument("--usage", action="store_true",
                     help="also log final-answer usage for the tune half's answers and ask both halves again "
                          "(rows '+usage'; the held half is the measure)")
+    ap.add_argument("--alternatives", type=Path, default=None, nargs="?", const=DATA / "alternatives.json",
+                    help="also ask every question with the asking agent's alternatives from this file (default "
+                         "smallvault/alternatives.json: written by a session that saw only the questions)")
+    ap.add_argument("--deep", action="store_true", help="also ask in deep mode (recall --rerank)")
 
 
 def _kwargs(args: Any) -> dict[str, Any]:
     return {"keep": args.work, "sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else None,
-            "usage": args.usage}
+            "usage": args.usage, "alternatives": args.alternatives, "deep": args.deep}
 
 
 if __name__ == "__main__":

@@ -68,6 +68,17 @@ MemoryId = Annotated[str, Field(min_length=1, max_length=200, description="A mem
 Title = Annotated[str, Field(min_length=1, description="Short title.")]
 Content = Annotated[str, Field(min_length=1, description="The memory itself (Markdown). No secrets.")]
 Confidence = Annotated[float | None, Field(ge=0, le=1, description="0..1")]
+Aliases = Annotated[list[str] | None, Field(max_length=20, description=(
+    "Other names of what the memory is about (a tool, a team, an acronym), in the user's languages."))]
+Questions = Annotated[list[str] | None, Field(max_length=10, description=(
+    "3-5 questions a later reader would ask that this memory answers, worded as they would ask them "
+    "(other words than the title and content, and in each language the user writes)."))]
+Alternatives = Annotated[list[str] | None, Field(max_length=5, description=(
+    "Up to 5 other phrasings you write when the question is short, vague or in the user's shorthand: a "
+    "rewording, a one-sentence hypothetical answer, key terms. Fused with the query."))]
+Deep = Annotated[bool, Field(description=(
+    "Deep mode: a wider search and a second model re-reading the top 100 (about a second longer). For an "
+    "explicit question whose first answer looked wrong or weak."))]
 Budget = Annotated[int, Field(ge=500, le=60_000, description="Characters of context at most (500-60000).")]
 Generation = Annotated[int, Field(ge=1, description="A generation id (see generations).")]
 
@@ -111,20 +122,30 @@ def _question(text: str) -> str:
     return text
 
 
+def _alternatives(alternatives: list[str] | None, deep: bool) -> dict[str, Any]:
+    # Sent only when given: a server of an older version refuses an option it does not know.
+    alts = [_question(a) for a in alternatives or () if a.strip()]
+    return {**({"alternatives": alts} if alts else {}), **({"deep": True} if deep else {})}
+
+
 # ---------------------------------------------------------------------------------------------- reading
-@tool("Search memory and notes; ranked hits with ids and text.", read_only=True, idempotent=True)
+@tool("Search memory and notes; ranked hits with ids and text. For a short or vague question, add "
+      "alternatives (a rewording, a hypothetical answer, key terms).", read_only=True, idempotent=True)
 def recall(t: Tools, query: Query, limit: Limit = 8, scope: ScopeArg = "tiered", types: Types = None,
-           tags: Tags = None, project: Project = None, as_of: AsOf = None) -> dict:
+           tags: Tags = None, project: Project = None, as_of: AsOf = None, alternatives: Alternatives = None,
+           deep: Deep = False) -> dict:
     res = t.reader.recall(_question(query), limit=limit, scope=scope, types=types or None, tags=tags or None,
-                          project=project, as_of=as_of)
+                          project=project, as_of=as_of, **_alternatives(alternatives, deep))
     t.log_usage(res.get("hits") or [])
     return recall_out(res)
 
 
-@tool("Grounded context pack for a question, or an abstention.", read_only=True, idempotent=True,
+@tool("Grounded context pack for a question, or an abstention. For a short or vague question, add "
+      "alternatives (a rewording, a hypothetical answer, key terms).", read_only=True, idempotent=True,
       aliases={"question": "query"})
-def answer(t: Tools, query: Query, budget: Budget = 8000, as_of: AsOf = None) -> dict:
-    res = t.reader.answer(_question(query), budget=budget, as_of=as_of)
+def answer(t: Tools, query: Query, budget: Budget = 8000, as_of: AsOf = None, alternatives: Alternatives = None,
+           deep: Deep = False) -> dict:
+    res = t.reader.answer(_question(query), budget=budget, as_of=as_of, **_alternatives(alternatives, deep))
     t.log_usage(res.get("items") or [])
     out = {"abstained": bool(res.get("abstained")), "context": res.get("context") or ""}
     if res.get("abstained"):
@@ -198,24 +219,29 @@ def review_show(t: Tools, review_id: Annotated[str, Field(min_length=1, max_leng
 
 
 # ---------------------------------------------------------------------------------------------- writing
-@tool("Store a new typed memory (type: preference, instruction, decision, lesson, procedure, fact, ...; an "
-      "unknown one is refused with the list). No secrets.", read_only=False)
+@tool("Store a new typed memory (type: preference, decision, lesson, procedure, fact, ...). No secrets. Give "
+      "questions: 3-5 ways a later question would be worded (recall matches them like the title).", read_only=False)
 def remember(t: Tools, type: Annotated[str, Field(min_length=1, max_length=50, description="The memory type.")],  # noqa: A002
              title: Title, content: Content, tags: Tags = None, project: Project = None,
              scope: Annotated[Literal["private", "hive"] | None,
                               Field(description="hive: shared memory; default private for an agent.")] = None,
              confidence: Confidence = None,
              memory_key: Annotated[str | None, Field(max_length=300, description="Canonical key (default: derived).")] = None,
+             questions: Questions = None, aliases: Aliases = None,
              ) -> dict:
     inp = {"type": type, "title": title, "content": content, "tags": list(tags or []), "project": project,
-           "scope": scope, "confidence": confidence, "memory_key": memory_key}
+           "scope": scope, "confidence": confidence, "memory_key": memory_key, "aliases": list(aliases or []),
+           "questions": list(questions or [])}
     return t.write("remember", {"inp": inp})
 
 
-@tool("Replace what a memory says; the old version is kept as superseded.", read_only=False)
+@tool("Replace what a memory says; the old version is kept as superseded. questions/aliases given replace "
+      "the old ones (else they are kept).", read_only=False)
 def evolve(t: Tools, memory_id: MemoryId, content: Content,
-           title: Annotated[str | None, Field(min_length=1, description="New title (default: kept).")] = None) -> dict:
-    return t.write("evolve", {"memory_id": memory_id, "content": content, "title": title})
+           title: Annotated[str | None, Field(min_length=1, description="New title (default: kept).")] = None,
+           questions: Questions = None, aliases: Aliases = None) -> dict:
+    names = {k: list(v) for k, v in (("aliases", aliases), ("questions", questions)) if v is not None}
+    return t.write("evolve", {"memory_id": memory_id, "content": content, "title": title, **names})
 
 
 @tool("Fix a memory in place (wording, tags, project, confidence, status). Truth changes: use evolve.",
@@ -244,7 +270,8 @@ def delete(t: Tools, memory_id: MemoryId,
     return t.write("delete", {"memory_id": memory_id, "confirm": confirm, "force": force})
 
 
-@tool("Remember up to 25 memories at once ({type, title, content, tags?, ...}); all or nothing.", read_only=False)
+@tool("Remember up to 25 memories at once ({type, title, content, tags?, questions?, aliases?, ...}); all or "
+      "nothing. Give each its questions (3-5 ways a later question would be worded).", read_only=False)
 def batch(t: Tools, records: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=25,
                                                                    description="The records, 1-25.")]) -> dict:
     return t.write("batch", {"records": records})

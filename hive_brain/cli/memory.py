@@ -10,7 +10,16 @@ from typing import Any
 import click
 
 from .base import State, command, memory_id_argument, out, say
-from .text import evolve_line, get_lines, markup_escape, remember_line, rich_style, split_tags, update_line
+from .text import (
+    evolve_line,
+    evolve_names,
+    get_lines,
+    markup_escape,
+    remember_line,
+    rich_style,
+    split_tags,
+    update_line,
+)
 
 
 # ---------------------------------------------------------------------------------------------- vault
@@ -45,14 +54,17 @@ def init_cmd(state: State, path: Path | None, force: bool, as_json: bool) -> Non
 @click.option("--memory-key", default=None, help="Canonical key (default: derived from type/project/title).")
 @click.option("--project", default=None)
 @click.option("--tags", default=None, help="Comma-separated tags.")
+@click.option("--aliases", default=None, help="Comma-separated other names of what it is about (found like the title).")
+@click.option("--question", "questions", multiple=True,
+              help="A question a later reader would ask that this answers (repeat it: 3-5 phrasings).")
 @click.option("--confidence", type=float, default=None, help="0..1")
 @click.option("--memory-scope", type=click.Choice(["hive", "private", "task"]), default=None,
               help="hive = shared memory; default: private for an agent, shared for the owner.")
 @click.option("--task", default=None, help="Task id for a task-layer memory.")
 @click.option("--overrides", default=None, help="Id of a shared memory this private memory replaces for its agent.")
 def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_key: str | None, project: str | None,
-                 tags: str | None, confidence: float | None, memory_scope: str | None, task: str | None,
-                 overrides: str | None, as_json: bool) -> None:
+                 tags: str | None, aliases: str | None, questions: tuple[str, ...], confidence: float | None,
+                 memory_scope: str | None, task: str | None, overrides: str | None, as_json: bool) -> None:
     """Store a new typed memory as a note under Memory/.
 
     Refuses a second active memory with the same key (use `evolve`), identical content, and anything
@@ -61,15 +73,17 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
     \b
     Example:
       hive-brain remember --type preference --title "Package manager" \\
-          --content "Use pnpm, never npm, for JavaScript projects." --tags js,tooling
+          --content "Use pnpm, never npm, for JavaScript projects." --tags js,tooling \\
+          --aliases "JS package manager" --question "which package manager do we use?" \\
+          --question "npm or pnpm?"
     """
     if content == "-":
         content = sys.stdin.read()
     # As data, not a MemoryInput: the server may do this write, and this process then never imports
     # the memory layer at all.
     inp = {"type": mem_type, "title": title, "content": content, "memory_key": memory_key, "project": project,
-           "tags": split_tags(tags) or [], "confidence": confidence, "scope": memory_scope, "task": task,
-           "overrides": overrides}
+           "tags": split_tags(tags) or [], "aliases": split_tags(aliases) or [], "questions": list(questions),
+           "confidence": confidence, "scope": memory_scope, "task": task, "overrides": overrides}
     res = state.write("remember", {"inp": inp})
     say(as_json, res, lambda: remember_line(res, state.where))
 
@@ -78,7 +92,11 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
 @memory_id_argument
 @click.option("--content", required=True, help="The new truth. Use - to read standard input.")
 @click.option("--title", default=None)
-def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as_json: bool) -> None:
+@click.option("--aliases", default=None, help="Comma-separated; replaces the aliases (default: kept).")
+@click.option("--question", "questions", multiple=True,
+              help="A question the new version answers (repeat it); replaces the questions (default: kept).")
+def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, aliases: str | None,
+               questions: tuple[str, ...], as_json: bool) -> None:
     """Record that a memory changed: a new note supersedes the old one (both linked).
 
     \b
@@ -87,7 +105,8 @@ def evolve_cmd(state: State, memory_id: str, content: str, title: str | None, as
     """
     if content == "-":
         content = sys.stdin.read()
-    res = state.write("evolve", {"memory_id": memory_id, "content": content, "title": title})
+    res = state.write("evolve", {"memory_id": memory_id, "content": content, "title": title,
+                                 **evolve_names(aliases, questions)})
     say(as_json, res, lambda: evolve_line(res, state.where))
 
 

@@ -43,6 +43,9 @@ def recall_options(fn: Callable) -> Callable:
         click.option("--mode", type=click.Choice(["flat", "hierarchical"]), default="flat", show_default=True,
                      help="hierarchical: score folders first and re-rank by them (never hides a note)."),
         click.option("--lexical", is_flag=True, help="Skip semantic search (BM25 and features only)."),
+        click.option("--rerank", is_flag=True,
+                     help="Deep mode: read the top results again against the question and put the best first "
+                          "(about a second longer)."),
         click.option("--exit-status", is_flag=True,
                      help=f"Exit with {NOTHING_FOUND_EXIT} when nothing relevant was found (for scripts)."),
     ]
@@ -51,8 +54,8 @@ def recall_options(fn: Callable) -> Callable:
     return fn
 
 
-def _recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope) -> dict:
-    return recall_args(types, tags, project, limit, as_of, include_operational, detail, mode, scope)
+def _recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope, rerank=False) -> dict:
+    return recall_args(types, tags, project, limit, as_of, include_operational, detail, mode, scope, rerank)
 
 
 def _print_hits(c: Any, res: dict) -> None:
@@ -74,7 +77,7 @@ def _warm_next(settings: Any, res: dict) -> None:
 @click.argument("question")
 @recall_options
 def recall_cmd(state: State, question: str, scope: str, types, tags, project, limit, as_of, include_operational, detail,
-               mode, lexical: bool, exit_status: bool, as_json: bool) -> None:
+               mode, lexical: bool, rerank: bool, exit_status: bool, as_json: bool) -> None:
     """Find the memories and notes that answer a question (hybrid BM25 + vectors).
 
     \b
@@ -85,7 +88,7 @@ def recall_cmd(state: State, question: str, scope: str, types, tags, project, li
     question = _question(question)
     eng = state.engine()
     res = eng.recall(question, semantic=not lexical, **_recall_kwargs(types, tags, project, limit, as_of,
-                                                                     include_operational, detail, mode, scope))
+                                                                     include_operational, detail, mode, scope, rerank))
     _warm_next(eng.settings, res)
 
     def human(c: Any) -> None:
@@ -104,7 +107,7 @@ def recall_cmd(state: State, question: str, scope: str, types, tags, project, li
 @click.option("--hook", "hook_mode", is_flag=True, help="Hook mode: lexical unless the server is up, budgeted, never waits.")
 @recall_options
 def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool, scope: str, types, tags, project, limit,
-               as_of, include_operational, detail, mode, lexical: bool, exit_status: bool,
+               as_of, include_operational, detail, mode, lexical: bool, rerank: bool, exit_status: bool,
                as_json: bool) -> None:
     """Build a grounded context pack for a question, or abstain when nothing fits.
 
@@ -120,7 +123,8 @@ def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool,
         res = hook_answer(eng.settings, question, budget=budget)
     else:
         res = eng.answer(question, budget=budget, semantic=not lexical,
-                         **_recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope))
+                         **_recall_kwargs(types, tags, project, limit, as_of, include_operational, detail, mode, scope,
+                                          rerank))
     _warm_next(eng.settings, res)
 
     def human(c: Any) -> None:

@@ -28,6 +28,16 @@ def split_tags(value: str | None) -> list[str] | None:
     return [t.strip() for t in value.split(",") if t.strip()]
 
 
+def evolve_names(aliases: str | None, questions: Any) -> dict[str, list[str]]:
+    """``evolve``'s --aliases/--question as write arguments: only those given (the rest carry over)."""
+    out: dict[str, list[str]] = {}
+    if aliases is not None:
+        out["aliases"] = split_tags(aliases) or []
+    if questions:
+        out["questions"] = list(questions)
+    return out
+
+
 def rich_style(style: str, text: str) -> str:
     return f"[{style}]{text}[/]"
 

@@ -50,6 +50,7 @@ _RECALL: dict[str, tuple[str, str, Any]] = {
     "--detail": ("detail", "abstract|overview|full", "overview"),
     "--mode": ("mode", "flat|hierarchical", "flat"),
     "--lexical": ("lexical", "flag", False),
+    "--rerank": ("rerank", "flag", False),
     "--exit-status": ("exit_status", "flag", False),
     "--json": ("as_json", "flag", False),
 }
@@ -59,11 +60,13 @@ COMMANDS: dict[str, tuple[str | None, dict[str, tuple[str, str, Any]]]] = {
     "remember": (None, {
         "--type": ("mem_type", "str", None), "--title": ("title", "str", None), "--content": ("content", "str", None),
         "--memory-key": ("memory_key", "str", None), "--project": ("project", "str", None),
-        "--tags": ("tags", "str", None), "--confidence": ("confidence", "float", None),
+        "--tags": ("tags", "str", None), "--aliases": ("aliases", "str", None),
+        "--question": ("questions", "multi", ()), "--confidence": ("confidence", "float", None),
         "--memory-scope": ("memory_scope", "hive|private|task", None), "--task": ("task", "str", None),
         "--overrides": ("overrides", "str", None), **_JSON,
     }),
     "evolve": ("memory_id_arg", {**_ID, "--content": ("content", "str", None), "--title": ("title", "str", None),
+                                 "--aliases": ("aliases", "str", None), "--question": ("questions", "multi", ()),
                                  **_JSON}),
     "update": ("memory_id_arg", {
         **_ID, "--title": ("title", "str", None), "--content": ("content", "str", None),
@@ -164,18 +167,20 @@ def parse(argv: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 # ---------------------------------------------------------------------------------------------- requests
 def recall_args(types: Any, tags: str | None, project: str | None, limit: int, as_of: str | None,
-                include_operational: bool, detail: str, mode: str, scope: str) -> dict[str, Any]:
-    """``recall``/``answer``'s options as the reader takes them (the click commands build them here too)."""
+                include_operational: bool, detail: str, mode: str, scope: str, rerank: bool = False) -> dict[str, Any]:
+    """``recall``/``answer``'s options as the reader takes them (the click commands build them here too).
+    ``deep`` only when asked: a server of an older version refuses an option it does not know."""
     return {"types": list(types) or None, "tags": text.split_tags(tags), "project": project, "limit": limit,
             "as_of": as_of, "include_operational": include_operational, "detail": detail,
-            "mode": None if mode == "flat" else mode, "scope": scope}
+            "mode": None if mode == "flat" else mode, "scope": scope, **({"deep": True} if rerank else {})}
 
 
 def _remember(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if v["mem_type"] is None or v["title"] is None or v["content"] is None:
         raise Fallback("a required option is missing")  # click says which
     inp = {"type": v["mem_type"], "title": v["title"], "content": v["content"], "memory_key": v["memory_key"],
-           "project": v["project"], "tags": text.split_tags(v["tags"]) or [], "confidence": v["confidence"],
+           "project": v["project"], "tags": text.split_tags(v["tags"]) or [],
+           "aliases": text.split_tags(v["aliases"]) or [], "questions": list(v["questions"]), "confidence": v["confidence"],
            "scope": v["memory_scope"], "task": v["task"], "overrides": v["overrides"]}
     return "remember", {"inp": inp}
 
@@ -191,7 +196,8 @@ def _evolve(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     mid = _memory_id(v)
     if v["content"] is None:
         raise Fallback("--content is missing")
-    return "evolve", {"memory_id": mid, "content": v["content"], "title": v["title"]}
+    return "evolve", {"memory_id": mid, "content": v["content"], "title": v["title"],
+                      **text.evolve_names(v["aliases"], v["questions"])}
 
 
 def _update(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -211,7 +217,7 @@ def _search(op: str, v: dict[str, Any]) -> dict[str, Any]:
         raise Fallback("an empty question, operational events, or hook mode")
     args = {"query": question, "semantic": not v["lexical"],
             **recall_args(v["types"], v["tags"], v["project"], v["limit"], v["as_of"], v["include_operational"],
-                          v["detail"], v["mode"], v["scope"])}
+                          v["detail"], v["mode"], v["scope"], v["rerank"])}
     if op == "answer":
         args["budget"] = v["budget"]
     return args

@@ -36,7 +36,7 @@ PROMPT_RERANK_COLD = 6
 # a catch-up of a few hand-edited notes takes tens of ms; a writer holding the lock must not stall reads.
 READ_SETTLE_S = 2.0
 RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of", "include_operational", "detail",
-                            "mode", "abstain", "drop_ratio", "pool", "now"})
+                            "mode", "abstain", "drop_ratio", "pool", "now", "alternatives", "deep"})
 
 
 def peer_uid(conn: socket.socket) -> int | None:

@@ -126,6 +126,7 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
     from .textproc import analyze_joined
 
     aliases, tags = to_text_list(meta.get("aliases")), note_tags(meta, note.body)
+    questions = note_questions(meta)
     terms: list[str] = []
     # A pull that stopped on a conflict leaves marker lines in the note: both sides are the note's text
     # (doctor names the note), the markers and the commit subjects on them are not.
@@ -138,7 +139,7 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
         terms.append(t)
         docs.append({
             **base, "unit": "passage", "passage_id": pid, "title": title, "aliases": aliases, "tags": tags,
-            "heading": p.heading, "text": p.text, "text_terms": t, "text_hash": th,
+            "questions": questions, "heading": p.heading, "text": p.text, "text_terms": t, "text_hash": th,
         })
         rows.append({**base, "passage_id": pid, "text_hash": th, "_embed_text": etext})
         if kind == "conversation":
@@ -149,8 +150,28 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
         # The whole note as one more document: BM25 over the whole note is the strongest lexical
         # signal for questions whose words are spread over several passages (measured on LoCoMo).
         docs.append({**base, "unit": "note", "passage_id": f"{path}#note", "title": title, "aliases": aliases,
-                     "tags": tags, "heading": "", "text": "", "text_terms": " ".join(terms), "text_hash": ""})
+                     "tags": tags, "questions": questions, "heading": "", "text": "", "text_terms": " ".join(terms), "text_hash": ""})
+    rows.extend(_name_rows(base, f"{path}#0", title, aliases, questions))
     return docs, rows
+
+
+def note_questions(meta: dict) -> list[str]:
+    """The note's ``questions`` property: a list, or one string that is one question (commas and all)."""
+    v = meta.get("questions")
+    return [" ".join(v.split())] if isinstance(v, str) and v.strip() else to_text_list(v) if isinstance(v, list) else []
+
+
+def _name_rows(base: dict, pid: str, title: str, aliases: list[str], questions: list[str]) -> list[dict]:
+    """Vector-only units for what the writer said the note is called and asked as (`<first passage>~q<n>`):
+    a question embeds near the questions worded like it, which a passage that answers it in other
+    words may not; they score for the note's first passage."""
+    texts = [*questions, *([", ".join(aliases)] if aliases else [])]
+    out = []
+    for n, q in enumerate(texts):
+        etext = f"{title}\n{q}" if title else q
+        out.append({**base, "passage_id": f"{pid}~q{n}", "text_hash": sha256_bytes(etext.encode("utf-8")),
+                    "_embed_text": etext})
+    return out
 
 
 def _turn_windows(base: dict, pid: str, title: str, text: str, date_str: str | None) -> list[dict]:

@@ -485,7 +485,9 @@ class LexicalWriter:
             if name == "title":
                 # An alias is another name of the note: searched like its title. Alone in a field that
                 # most notes leave empty, BM25's length normalisation buried it under any body match.
-                analyzed = " ".join([analyzed, *(textproc.analyze_joined(a) for a in _as_list(doc.get("aliases")))])
+                # The writer's questions are other ways of naming it too (`questions`), searched the same way.
+                names = [*_as_list(doc.get("aliases")), *_as_list(doc.get("questions"))]
+                analyzed = " ".join([analyzed, *(textproc.analyze_joined(a) for a in names)])
             d.add_text(name, analyzed)
             d.add_bytes(_SOURCE_FIELDS[name], v.encode("utf-8"))
         for name in ("aliases", "tags"):

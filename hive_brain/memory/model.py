@@ -54,6 +54,9 @@ class MemoryInput:
     project: str | None = None
     tags: list[str] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)
+    # Questions a later reader would ask that this memory answers (the writer's 3-5 phrasings): searched
+    # as the title is. A question may hold commas, so a string is one question, never a comma list.
+    questions: list[str] = field(default_factory=list)
     confidence: float | None = None
     scope: str | None = None  # "hive" (shared) | "private" | "task"; None = by caller identity
     task: str | None = None
@@ -78,6 +81,7 @@ class MemoryInput:
             if not (v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))):
                 raise UsageError(f"field {name!r} must be a list of strings (or one comma-separated string)")
             d[name] = to_text_list(v)
+        d["questions"] = question_list(d.get("questions"))
         for req in ("type", "title", "content"):
             if not isinstance(d.get(req), str):
                 raise UsageError(f"field {req!r} is required and must be a string")
@@ -95,6 +99,28 @@ class MemoryInput:
             elif isinstance(v, list):
                 for x in v:
                     check_text(str(x), f"a value in {f.name}")
+
+
+MAX_QUESTIONS = 10
+MAX_QUESTION_CHARS = 300
+
+
+def question_list(v: Any) -> list[str]:
+    """``questions`` as a list: one string is one question (it may hold commas); a wrong shape, too
+    many or too long ones are a UsageError (they are searched on every recall)."""
+    if v is None:
+        return []
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list | tuple) or not all(isinstance(x, str) for x in v):
+        raise UsageError("field 'questions' must be a list of strings")
+    out = [" ".join(x.split()) for x in v if x.strip()]
+    if len(out) > MAX_QUESTIONS:
+        raise UsageError(f"at most {MAX_QUESTIONS} questions, not {len(out)}", hint="keep the 3-5 a reader is likeliest to ask")
+    for q in out:
+        if len(q) > MAX_QUESTION_CHARS:
+            raise UsageError(f"a question is over {MAX_QUESTION_CHARS} characters: {q[:40]!r}...", hint="ask it shorter")
+    return out
 
 
 def clean_confidence(c: Any) -> float | None:

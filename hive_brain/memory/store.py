@@ -48,7 +48,7 @@ from ..store.text import check_text
 from ..store.vault import AGENTS_DIR, MEMORY_DIR, Vault
 from .conflicts import for_entry
 from .layers import check_override, enforced, may_open, require_owner, visible_from
-from .model import MemoryInput, check_type, clean_confidence
+from .model import MemoryInput, check_type, clean_confidence, question_list
 from .proposals import stage_remember_proposal
 
 # The writes that can be given as data (replayed from the pending queue, sent to the server).
@@ -99,7 +99,8 @@ def with_id(meta: dict[str, Any], memory_id: str) -> dict[str, Any]:
 
 
 def check_input_secrets(inp: MemoryInput) -> None:
-    check_secrets(title=inp.title, content=inp.content, tags=inp.tags, aliases=inp.aliases, project=inp.project,
+    check_secrets(title=inp.title, content=inp.content, tags=inp.tags, aliases=inp.aliases,
+                  questions=inp.questions, project=inp.project,
                   memory_key=inp.memory_key, task=inp.task, overrides=inp.overrides, type=inp.type)
 # What each write argument may be when it arrives as JSON (the socket): a wrong type is a UsageError
 # naming it, never an AttributeError deep in a write.
@@ -107,6 +108,7 @@ _ARG_TYPES: dict[str, tuple[type, ...]] = {
     "memory_id": (str,), "content": (str, type(None)), "title": (str, type(None)), "tags": (list, type(None)),
     "project": (str, type(None)), "confidence": (int, float, type(None)), "status": (str, type(None)),
     "confirm": (bool,), "force": (bool,), "records": (list,), "inp": (MemoryInput,),
+    "aliases": (list, type(None)), "questions": (list, type(None)),
 }
 
 
@@ -116,8 +118,8 @@ def _check_arg_types(op: str, args: dict[str, Any]) -> None:
         if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
             want = " or ".join("null" if t is type(None) else t.__name__ for t in allowed)
             raise UsageError(f"{op}: argument {name!r} must be {want}, not {type(value).__name__}")
-        if name == "tags" and isinstance(value, list) and not all(isinstance(t, str) for t in value):
-            raise UsageError(f"{op}: every tag must be a string")
+        if name in ("tags", "aliases", "questions") and isinstance(value, list) and not all(isinstance(t, str) for t in value):
+            raise UsageError(f"{op}: every value of {name!r} must be a string")
 
 
 def check_sizes(title: str | None, content: str | None) -> None:
@@ -229,6 +231,7 @@ class MemoryStore:
             "project": inp.project or None,
             "tags": inp.tags or None,
             "aliases": inp.aliases or None,
+            "questions": inp.questions or None,
             "confidence": inp.confidence,
             "status": "active",
             "supersedes": supersedes,
@@ -431,6 +434,7 @@ class MemoryStore:
         return res
 
     def _stage_evolve(self, txn: Transaction, old: Entry, content: str, title: str | None = None, *,
+                      aliases: list[str] | None = None, questions: list[str] | None = None,
                       origin: str | None = None,
                       provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
         """Stage "``old`` is no longer true, ``content`` is" in ``txn`` (lock held, permissions checked)."""
@@ -448,7 +452,9 @@ class MemoryStore:
             memory_key=str(note.meta.get("memory_key") or old.memory_key) or None,
             project=note.meta.get("project"),
             tags=to_text_list(note.meta.get("tags")),
-            aliases=to_text_list(note.meta.get("aliases")),
+            # The new truth may be asked about in new words: given ones replace the old, else they carry over.
+            aliases=to_text_list(note.meta.get("aliases")) if aliases is None else to_text_list(aliases),
+            questions=question_list(note.meta.get("questions") if questions is None else questions),
             confidence=note.meta.get("confidence"),
             scope={"shared": "hive"}.get(old.layer, old.layer),
             task=old.task or None,
@@ -505,11 +511,15 @@ class MemoryStore:
         return self._result({"status": "created", "id": meta["id"], "path": path, "memoryKey": meta["memory_key"], "layer": meta["layer"]})
 
     @_deferrable("evolve")
-    def evolve(self, memory_id: str, content: str, title: str | None = None) -> dict:
+    def evolve(self, memory_id: str, content: str, title: str | None = None, aliases: list[str] | None = None,
+               questions: list[str] | None = None) -> dict:
+        # Checked before the lock, as remember's input is: a bad list or a secret refuses without waiting.
+        questions = None if questions is None else question_list(questions)
+        check_secrets(aliases=aliases, questions=questions)
         with self.transaction("evolve") as tx:
             old = tx.entry(memory_id)
             self._may_change(old)
-            path, meta = tx.evolve(old, content, title)
+            path, meta = tx.evolve(old, content, title, aliases=aliases, questions=questions)
         return self._result({"status": "evolved", "id": meta["id"], "path": path, "supersedes": old.id, "oldPath": old.path})
 
     def get(self, memory_id: str) -> dict:
@@ -684,10 +694,12 @@ class UnitOfWork:
         self._staged.append(meta)
         return path, meta
 
-    def evolve(self, old: Entry, content: str, title: str | None = None, *, origin: str | None = None,
+    def evolve(self, old: Entry, content: str, title: str | None = None, *, aliases: list[str] | None = None,
+               questions: list[str] | None = None, origin: str | None = None,
                provenance: dict[str, Any] | None = None) -> tuple[str, dict]:
         """Stage "``old`` is no longer true, ``content`` is"; returns the new note's (path, frontmatter)."""
-        return self.store._stage_evolve(self.txn, old, content, title, origin=origin, provenance=provenance)
+        return self.store._stage_evolve(self.txn, old, content, title, aliases=aliases, questions=questions,
+                                        origin=origin, provenance=provenance)
 
     def write(self, path: str, text: str, *, expect_old: str | None = None) -> None:
         """Stage a whole note; ``expect_old`` is the sha the note must still have ("" = must not exist)."""

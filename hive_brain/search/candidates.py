@@ -124,6 +124,7 @@ class Cand:
     lex_scores: dict[str, float] = field(default_factory=dict)
     sem_scores: dict[str, float] = field(default_factory=dict)
     lex_doc: float = 0.0  # BM25 of the whole note
+    name_sem: float = -1.0  # best cosine of the writer's questions/aliases (`~q` rows; -1: none found)
     win_rank: int | None = None  # rank among the notes dated inside the question's time window
     features: Any = None  # features.Features, once extracted
     details: dict[str, Any] = field(default_factory=dict)
@@ -177,10 +178,13 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
         info["semanticMs"] = round((time.perf_counter() - t0) * 1000, 2)
     info["semantic"] = bool(sem_hits) or (semantic and view.vectors is not None and view.embedder is not None)
     sims = [h.similarity for h in sem_hits]
-    # A conversation window (`<passage>~w<n>`) scores for the passage it comes from.
+    # A conversation window (`<passage>~w<n>`) and a writer's question (`~q<n>`) score for the passage
+    # they come from.
     sem_pairs = [(h.passage_id.split("~", 1)[0], h) for h in sem_hits]
     for pid, h in sem_pairs:
         c = cands.setdefault(h.note_path, Cand(h.note_path))
+        if "~q" in h.passage_id and h.similarity > c.name_sem:
+            c.name_sem = h.similarity
         if h.similarity > c.sem:
             c.sem = h.similarity
         c.sem_scores[pid] = max(h.similarity, c.sem_scores.get(pid, -1.0))

@@ -44,7 +44,7 @@ class Features:
     exact_title: float = 0.0
     key_match: float = 0.0
     alias_match: float = 0.0
-    # The note itself.
+    question_match: float = 0.0  # best rarity-weighted share of the question's words in one of the writer's `questions`
     confidence: float = 0.8
     superseded: bool = False  # a replaced version, and the question asks neither about the past nor as of a date
     in_window: bool | None = None  # None: the question names no window
@@ -61,8 +61,11 @@ class Features:
     floor_allowance: float = 0.0  # the part of that floor that grows with the index (candidates.size_allowance)
     late: float | None = None  # MaxSim of the question's and the note's best passage's token vectors
     late_gap: float | None = None  # MaxSim of the best passage minus the background's (abstention's top hits)
-    rr_sim: float | None = None  # the second model's cosine with the note's best passage
+    rr_sim: float | None = None  # the second model's cosine with the note's best passage, or with one of the
+    # writer's questions when nearer (`rr_question_sim`)
+    rr_question_sim: float | None = None
     rr_gap: float | None = None  # ... minus its cosine with the nearest background sentences
+    question_sim: float | None = None  # cosine of the nearest of the writer's questions/aliases (ranked in `semantic`)
 
 
 class Breakdown(NamedTuple):
@@ -110,7 +113,7 @@ def breakdown(f: Features, params: Mapping[str, float] = PARAMS) -> Breakdown:
         # ("zorbulator cache") must beat one that has only the common word in its title.
         mult *= 1.0 + P["w_cov_full"] * f.coverage
     mult *= (1.0 + P["w_title_cov"] * f.title_coverage + P["w_exact_title"] * f.exact_title
-             + P["w_key"] * f.key_match + P["w_alias"] * f.alias_match)
+             + P["w_key"] * f.key_match + P["w_alias"] * f.alias_match + P["w_question"] * f.question_match)
     mult *= P["conf_base"] + P["w_conf"] * f.confidence
     if f.superseded:
         mult *= P["superseded"]
@@ -138,7 +141,8 @@ def details(f: Features, b: Breakdown) -> dict[str, Any]:
         "floorAllowance": round(f.floor_allowance, 4),
         "rrf": round(b.rrf, 5), "support": round(b.support, 5), "coverage": round(f.coverage, 3),
         "titleCoverage": round(f.title_coverage, 3), "specificity": round(f.specificity, 3), "exactTitle": f.exact_title, "keyMatch": f.key_match,
-        "aliasMatch": f.alias_match, "confidence": f.confidence, "status": f.status, "inWindow": f.in_window,
+        "aliasMatch": f.alias_match, "questionMatch": round(f.question_match, 3),
+        "questionSim": round(f.question_sim, 4) if f.question_sim is not None else None, "confidence": f.confidence, "status": f.status, "inWindow": f.in_window,
         "windowRank": f.win_rank, "usage": round(f.usage, 4), "multiplier": round(b.multiplier, 4),
         "lateInteraction": round(f.late, 4) if f.late is not None else None, "lateRank": f.li_rank,
         "lateGap": round(f.late_gap, 4) if f.late_gap is not None else None,
@@ -215,6 +219,8 @@ def extract(cands: Mapping[str, Cand], query: Query, docs: Mapping[str, dict], e
         f.bm25, f.bm25_note = c.lex, c.lex_doc
         f.floor_allowance = float(info.get("floor_allowance") or 0.0)
         f.bm25_norm = c.lex / lex_max if c.lex else 0.0
+        if c.name_sem > -1:
+            f.question_sim = c.name_sem
         if c.sem > -1:
             f.semantic = c.sem
             if sims:
@@ -238,8 +244,9 @@ def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list
     title_terms = _head_terms_of(title)
     # Tags (frontmatter and inline, as indexed) and aliases name the note as much as its title does.
     d0 = next((docs[p] for p in c.pids if p in docs), None)
+    questions = _questions_of(e)
     extra = [*((e.meta.get("tags") or []) if e else []), *((d0 or {}).get("tags") or []),
-             *((e.meta.get("aliases") or []) if e else [])]
+             *((e.meta.get("aliases") or []) if e else []), *questions]
     head_terms = (title_terms | _head_terms_of(" ".join(str(x) for x in extra))) if extra else title_terms
     if q_terms:
         head_w = sum(w for t, w in q_weighted if t in head_terms)
@@ -266,6 +273,10 @@ def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list
         aliases = (e.meta.get("aliases") or []) if e else []
         named = (title_terms | _head_terms_of(" ".join(str(a) for a in aliases))) if aliases else title_terms
         f.title_coverage = sum(1 for t in q_terms if t in named) / len(q_terms)
+        # A question the writer foresaw: the share of this one's words that one of theirs holds.
+        for wq in questions:
+            wt = _head_terms_of(wq)
+            f.question_match = max(f.question_match, sum(w for t, w in q_weighted if t in wt) / q_total)
     qnorm = query.norm
     low = title.lower()
     f.exact_title = 1.0 if title and (low == qnorm or (len(title) >= P["exact_title_min_chars"] and low in qnorm)) else 0.0
@@ -273,6 +284,11 @@ def _words(f: Features, c: Cand, e: Entry | None, query: Query, q_weighted: list
     f.key_match = 1.0 if key and key.split("/")[-1].replace("-", " ") in qnorm else 0.0
     aliases = [str(a).lower() for a in ((e.meta.get("aliases") or []) if e else [])]
     f.alias_match = 1.0 if any(a and a in qnorm for a in aliases) else 0.0
+
+
+def _questions_of(e: Entry | None) -> list[str]:
+    v = e.meta.get("questions") if e else None
+    return [v] if isinstance(v, str) else [str(x) for x in v] if isinstance(v, list) else []
 
 
 def _note(f: Features, c: Cand, e: Entry | None, query: Query, docs: Mapping[str, dict],

@@ -55,6 +55,8 @@ PARAMS: dict[str, float] = {
     "exact_title_min_chars": 4,  # shorter titles ("Go") match inside too many questions to count
     "w_key": 0.2,  # the memory key's last part appears in the question
     "w_alias": 0.3,  # an alias appears in the question
+    # At full (rarity-weighted) coverage of the question by one of the writer's `questions` (benchmarks/aliasvault.py).
+    "w_question": 0.25,
     "conf_base": 0.9,  # multiplier = conf_base + w_conf * confidence
     "w_conf": 0.1,
     "conf_default": 0.8,  # confidence of a note that states none
@@ -89,6 +91,20 @@ PARAMS: dict[str, float] = {
     "fit_gap": 0.0,  # ... or this gap
     "w_win_time_only": 10.0,  # added to w_win for a question that asks about its time alone
     "time_only_terms": 1,  # a question with at most this many words besides its time phrase asks about a time
+    # The asking agent's alternatives (recall/answer `alternatives`): rank fusion of the question's ranking
+    # (weight 1) and each alternative's, over each one's top `alt_top` (benchmarks/smallvault.py --alternatives).
+    "w_alt": 0.5,
+    "alt_rrf_k": 5.0,
+    "alt_top": 30,
+    # Deep mode (recall --rerank, MCP deep): each ranking's pool of passages (e5 and BM25), and the second
+    # model and late interaction over the first pass's top `deep_top` (instead of `rr_top`; late interaction
+    # weighs `deep_w_li` there, where the fast path leaves it off). benchmarks/smallvault.py --deep.
+    "deep_pool": 200,
+    "deep_top": 100,
+    "deep_w_li": 0.5,
+    # ... and its MaxSim added to the second model's final fusion (search/rerank.py, fuse). Off: at 81 notes
+    # (smallvault, tune/held hit@1) 1.0 gave .881/.732 and 3.0 .881/.683 against .881/.707 without.
+    "deep_w_late": 0.0,
     "tier_cov": 0.5,  # tiered recall stays in typed memory when its best hit covers this much
     "drop_below": 0.25,  # hits scoring under this fraction of the best are dropped
     "spelling": 1.0,  # 1 = a word the vault has never seen is searched as the vault spells it (search.spelling)

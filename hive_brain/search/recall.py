@@ -95,7 +95,8 @@ class _Ranking:
 
 def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, types: list[str] | None,
           tags: list[str] | None, project: str | None, semantic: bool, pool: int, qcache: dict[str, Any],
-          rerank_cold: int | None = None) -> _Ranking:
+          rerank_cold: int | None = None, params: dict[str, float] = PARAMS) -> _Ranking:
+    P = params
     where = build_where(agent=agent, kinds=kinds, types=types, project=project, include_archived=False, cutoff=q.cutoff,
                         versions_until=_versions_until(q) if q.cutoff is None else None)
     cands, info = candidates.gather(view, q, where, semantic=semantic, qcache=qcache, pool=pool)
@@ -117,20 +118,20 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
                 if e is not None and e.kind == "memory" and e.id and c.features is not None:
                     c.features.usage = view.usage.weight(e.id, PARAMS, now)
     for c in cands.values():
-        c.score = features.score(c.features)
-    if semantic and PARAMS["w_li"] and info.get("semantic") and late.available(view.embedder):
+        c.score = features.score(c.features, P)
+    if semantic and P["w_li"] and info.get("semantic") and late.available(view.embedder):
         t0 = time.perf_counter()
-        late.rerank(sorted(cands.values(), key=lambda c: -c.score), q.text, view.embedder, docs, qcache)
+        late.rerank(sorted(cands.values(), key=lambda c: -c.score), q.text, view.embedder, docs, qcache, P)
         info["lateMs"] = round((time.perf_counter() - t0) * 1000, 2)
     for c in cands.values():
-        b = features.breakdown(c.features)
+        b = features.breakdown(c.features, P)
         c.score, c.details = b.score, features.details(c.features, b)
     _credit_heads(view, cands, entries)
     ranked = sorted(cands.values(), key=lambda c: -c.score)
     if semantic and info.get("semantic") and (model := _reranker(view, qcache)) is not None:
         t0 = time.perf_counter()
-        rerank.rerank(ranked, q.text, model, entries, docs, qcache, cold_limit=rerank_cold)
-        ranked = rerank.fuse(ranked, docs=view.lexical.doc_count())
+        rerank.rerank(ranked, q.text, model, entries, docs, qcache, P, cold_limit=rerank_cold)
+        ranked = rerank.fuse(ranked, P, docs=view.lexical.doc_count())
         info["rerankMs"] = round((time.perf_counter() - t0) * 1000, 2)
     return _Ranking(ranked, info, docs, entries)
 
@@ -362,8 +363,13 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
            tags: list[str] | None = None, project: str | None = None, limit: int = 10, as_of: str | None = None,
            include_operational: bool = False, detail: str = "overview", mode: str | None = None,
            semantic: bool = True, abstain: bool = True, drop_ratio: float = DROP_BELOW, now: Any = None,
-           pool: int = CANDIDATES, rerank_cold: int | None = None) -> dict:
-    """``pool``: passages each ranking contributes before fusion. The prompt hook asks for a smaller
+           pool: int = CANDIDATES, rerank_cold: int | None = None, alternatives: list[str] | None = None,
+           deep: bool = False, _answers: bool = False) -> dict:
+    """``alternatives``: other phrasings of the question the asking agent wrote (a rewording, a
+    hypothetical answer, key terms): each is ranked as the question is and the rankings are fused
+    (:func:`_fuse_alternatives`). ``deep`` (``recall --rerank``, MCP ``deep``): a wider candidate pool and
+the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), about a second more.
+``pool``: passages each ranking contributes before fusion. The prompt hook asks for a smaller
     pool: it shows 6 notes, and half the pool costs nothing at the top (10k: R@5 0.95 either way)
     while saving a quarter of the recall. ``rerank_cold``: the most passages the second model may
     compute for this question (:func:`.rerank.rerank`); None: as many as it reads."""
@@ -378,6 +384,23 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     if PARAMS["spelling"]:
         asked, fixes = spelling.correct(getattr(view, "lexical", None), query)
     q = analyse(asked, now=now, as_of=as_of)
+    alts = _check_alternatives(alternatives, query)
+    if not isinstance(deep, bool):
+        raise UsageError(f"deep must be true or false, not {deep!r}")
+    P = deep_params() if deep else PARAMS
+    if deep and abstain and not _answers:
+        # Whether the vault answers is the fast path's verdict: re-ordering a hundred candidates by the
+        # second model's cosine lifts the best cosine over the background for off-topic prompts too
+        # (smallvault, 511 notes: held off-topic abstention 0.90 -> 0.85 when deep mode decided).
+        fast = search(view, query, agent=agent, scope=scope, types=types, tags=tags, project=project, limit=limit,
+                      as_of=as_of, include_operational=include_operational, detail=detail, mode=mode,
+                      semantic=semantic, abstain=True, drop_ratio=drop_ratio, now=now, pool=pool,
+                      rerank_cold=rerank_cold)
+        if fast["abstained"]:
+            return {**fast, "deep": True}
+        _answers = True
+    if deep:
+        pool = max(pool, int(P["deep_pool"]))
     kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
     qcache: dict[str, Any] = {}  # the question's embedding, shared by both tiers
     if semantic:
@@ -385,7 +408,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
 
     def rank(kinds: tuple[str, ...]) -> _Ranking:
         return _rank(view, q, kinds, agent=agent, types=types, tags=tags, project=project, semantic=semantic,
-                     pool=max(10, min(int(pool), 1000)), qcache=qcache, rerank_cold=rerank_cold)
+                     pool=max(10, min(int(pool), 1000)), qcache=qcache, rerank_cold=rerank_cold, params=P)
 
     tier = scope
     if scope == "agent-memory":
@@ -407,7 +430,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     # The late test costs model time for passages not seen before (~60 ms CPU for three): run it only
     # when the other rules (coverage, a clear cosine gap) do not already answer.
     # Not when the second model ranked: its gap decides (abstain.reason), and it is cheaper.
-    if (abstain and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
+    if (abstain and not _answers and PARAMS["late_abstain"] and r.info.get("semantic") and late.available(view.embedder) and r.ranked
             and r.ranked[0].features.rr_gap is None and late.latin_only(q.text) and abstain_reason([c.features for c in r.ranked], q,
                                                            {**PARAMS, "abstain_gap": PARAMS["abstain_late_cos"]})):
         t0 = time.perf_counter()
@@ -415,9 +438,24 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
         r.info["lateJudgeMs"] = round((time.perf_counter() - t0) * 1000, 2)
         for c in r.ranked[: int(PARAMS["abstain_top"])]:
             c.details["lateGap"] = round(c.features.late_gap, 4) if c.features.late_gap is not None else None
-    reason = abstain_reason([c.features for c in r.ranked], q) if abstain else None
+    if deep:
+        for c in r.ranked[: int(P["deep_top"])]:
+            c.details["deep"] = True
+    reason = abstain_reason([c.features for c in r.ranked], q) if abstain and not _answers else None
     if reason is not None:
         reason = _unread_may_answer(r.ranked, q, reason)
+    if alts and reason is None:
+        # Whether the vault answers is the question's own verdict: a hypothetical answer sounds like some
+        # note whatever was asked (smallvault's off-topic prompts with their alternatives: abstention
+        # 0.95 -> 0.80 when any one answered phrasing answered). The alternatives only re-order.
+        rankings = []
+        for alt in alts:
+            aq = analyse(alt, now=now, as_of=as_of)
+            acache: dict[str, Any] = {"rr_model": qcache["rr_model"]} if "rr_model" in qcache else {}
+            rankings.append(_rank(view, aq, ("memory",) if tier == "agent-memory" else kinds_full, agent=agent,
+                                  types=types, tags=tags, project=project, semantic=semantic,
+                                  pool=max(10, min(int(pool), 1000)), qcache=acache, rerank_cold=rerank_cold, params=P))
+        r = _fuse_alternatives(r, rankings, P)
     hits = _hits(view, r, q, limit=limit, drop_ratio=drop_ratio, abstain=abstain, detail=detail) if reason is None else []
     conflicts: list[dict] = []
     if hits and agent:
@@ -436,10 +474,61 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
         "generation": view.generation,
         "semantic": bool(r.info.get("semantic")),
         "semanticOff": view.semantic_off_reason,
+        "deep": deep,
         "warnings": list(view.warnings),
         "timing": {**{k: v for k, v in r.info.items() if k.endswith("Ms")},
                    "totalMs": round((time.perf_counter() - t_start) * 1000, 2)},
     }
+
+
+MAX_ALTERNATIVES = 5
+
+
+def deep_params() -> dict[str, float]:
+    """PARAMS as deep mode ranks: its ``deep_*`` values in place of the fast path's."""
+    return {**PARAMS, "rr_top": PARAMS["deep_top"], "li_top": PARAMS["deep_top"], "w_li": PARAMS["deep_w_li"],
+            "w_late_fuse": PARAMS["deep_w_late"]}
+
+
+def _check_alternatives(alternatives: Any, query: str) -> list[str]:
+    if alternatives is None:
+        return []
+    if not isinstance(alternatives, list) or not all(isinstance(a, str) for a in alternatives):
+        raise UsageError("alternatives must be a list of strings")
+    out = [a for a in (clean_text(" ".join(x.split())) for x in alternatives) if a.strip() and a != query]
+    if len(out) > MAX_ALTERNATIVES:
+        raise UsageError(f"at most {MAX_ALTERNATIVES} alternatives, not {len(out)}")
+    return list(dict.fromkeys(out))
+
+
+def _fuse_alternatives(main: _Ranking, alts: list[_Ranking], params: dict[str, float] = PARAMS) -> _Ranking:
+    """Rank fusion of the question's ranking (weight 1) and each alternative's (``w_alt``), over
+    ``alt_top`` places of each: a note several phrasings put near the top comes first. A note found
+    only by an alternative keeps that ranking's features (its evidence is for that phrasing)."""
+    k, top = params["alt_rrf_k"], int(params["alt_top"])
+    fused: dict[str, float] = {}
+    ranks: dict[str, list[int | None]] = {}
+    pick: dict[str, Cand] = {}
+    for n, (r, w) in enumerate([(main, 1.0), *((a, params["w_alt"]) for a in alts)]):
+        for i, c in enumerate(r.ranked[:top]):
+            fused[c.path] = fused.get(c.path, 0.0) + w / (k + i)
+            ranks.setdefault(c.path, [None] * (1 + len(alts)))[n] = i
+            pick.setdefault(c.path, c)
+    order = sorted(pick.values(), key=lambda c: -fused[c.path])
+    for c in order:
+        c.details.update(alternativesRrf=round(fused[c.path], 5), alternativeRanks=ranks[c.path],
+                         questionScore=round(c.score, 6))
+        c.score = fused[c.path]
+    docs = dict(main.docs)
+    entries = dict(main.entries)
+    info = dict(main.info)
+    for a in alts:
+        docs.update(a.docs)
+        entries.update(a.entries)
+        for key, v in a.info.items():
+            if key.endswith("Ms"):
+                info[key] = round(info.get(key, 0.0) + v, 2)
+    return _Ranking(order, info, docs, entries)
 
 
 def _reranker(view: View, qcache: dict[str, Any]) -> Any:

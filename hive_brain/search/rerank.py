@@ -85,6 +85,15 @@ def compose(entry: Any, doc: Mapping[str, Any]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def writer_questions(entry: Any) -> list[str]:
+    """The questions a memory's writer said it answers (its ``questions`` property), in a Latin script:
+    the second model compares the question with each of them as with the passage (a question worded
+    like one of them is asking for this note, whatever words its content uses)."""
+    v = entry.meta.get("questions") if entry is not None else None
+    qs = [v] if isinstance(v, str) else [str(x) for x in v] if isinstance(v, list) else []
+    return [q for q in qs if q.strip() and latin(q)]
+
+
 def reads(entry: Any) -> bool:
     """Notes the second model judges: not conversations. A conversation's passage is a stretch of
     dialogue that means little without the turns around it, and the model was trained on questions
@@ -131,6 +140,7 @@ def warm(model: Any, lexical: Any, entries: Sequence[Any], store: Any = None) ->
         pids = lexical.note_passages(e.path)
         docs = lexical.get_docs(pids)
         texts.extend(t for p in pids if p in docs and latin(t := compose(e, docs[p])) and not cached(model, t))
+        texts.extend(q for q in writer_questions(e) if not cached(model, q))
     if texts:
         vectors(model, texts, store)
     return len(texts)
@@ -185,11 +195,22 @@ def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping
         qcache["rr_floor"] = sum(bg[:n]) / n
     vecs = vectors(model, [texts[c.path] for c in readable])  # type: ignore[misc]
     sims = {c.path: float(v.astype("float32") @ qv) for c, v in zip(readable, vecs, strict=True)}
+    # Abstention's gap reads the passage alone: a question is nearer any other question than a passage is
+    # (with the writer's questions in the gap, aliasvault's held off-topic abstention fell 0.95 -> 0.65).
+    passage_sims = dict(sims)
+    asked = {c.path: wq for c in readable if (wq := writer_questions(entries.get(c.path)))}
+    if asked:
+        qvecs = iter(vectors(model, [q for qs in asked.values() for q in qs]))
+        for path, qs in asked.items():
+            best = max(float(next(qvecs).astype("float32") @ qv) for _q in qs)
+            c = next(c for c in readable if c.path == path)
+            c.features.rr_question_sim = best
+            sims[path] = max(sims[path], best)
     slots = [i for i, c in enumerate(top) if c.path in sims]
     for slot, c in zip(slots, sorted(readable, key=lambda c: -sims[c.path]), strict=True):
         c.features.rr_rank = slot
         c.features.rr_sim = sims[c.path]
-        c.features.rr_gap = sims[c.path] - qcache["rr_floor"]
+        c.features.rr_gap = passage_sims[c.path] - qcache["rr_floor"]
 
 
 def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS, *, docs: int | None = None) -> list[Cand]:
@@ -220,7 +241,14 @@ def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS, *, docs: int 
     def e5(c: Cand) -> float:  # a note the vectors did not find is no nearer than the farthest they did
         return c.features.semantic if c.features.semantic is not None else low
 
-    fused = {top[i].path: 1.0 / (k + i) + w * top[i].features.rr_sim + w5 * e5(top[i]) for i in slots}
+    # Deep mode adds late interaction's MaxSim (`w_late_fuse`; set on the top it scored, 0 on the fast path).
+    wl = params.get("w_late_fuse", 0.0)
+
+    def late_of(c: Cand) -> float:
+        return wl * c.features.late if wl and c.features.late is not None else 0.0
+
+    fused = {top[i].path: 1.0 / (k + i) + w * top[i].features.rr_sim + w5 * e5(top[i]) + late_of(top[i])
+             for i in slots}
     moved = sorted((top[i] for i in slots), key=lambda c: -fused[c.path])
     order = list(top)
     for i, c in zip(slots, moved, strict=True):
@@ -230,6 +258,7 @@ def fuse(ranked: list[Cand], params: Mapping[str, float] = PARAMS, *, docs: int 
         f = c.features
         if c.path in fused:
             c.details.update(firstPassRank=top.index(c), firstPassScore=round(c.score, 6), rerankRank=f.rr_rank,
-                             rerankSim=round(f.rr_sim, 4), rerankGap=round(f.rr_gap, 4) if f.rr_gap is not None else None)
+                             rerankSim=round(f.rr_sim, 4),
+                             rerankQuestionSim=round(f.rr_question_sim, 4) if f.rr_question_sim is not None else None, rerankGap=round(f.rr_gap, 4) if f.rr_gap is not None else None)
         c.score = scores[i]
     return order + ranked[n:]

@@ -30,8 +30,8 @@ except AttributeError:  # pragma: no cover
 
 # Frontmatter keys written in this order; unknown keys follow in their original order.
 KEY_ORDER = (
-    "id", "type", "title", "memory_key", "layer", "agent", "task", "project", "tags", "aliases", "confidence",
-    "status", "supersedes", "superseded_by", "overrides", "origin", "created", "updated", "content_hash",
+    "id", "type", "title", "memory_key", "layer", "agent", "task", "project", "tags", "aliases", "questions",
+    "confidence", "status", "supersedes", "superseded_by", "overrides", "origin", "created", "updated", "content_hash",
 )
 
 # Frontmatter is the text between an opening "---" line and the first line that is exactly "---"
