@@ -67,6 +67,9 @@ def test_english_words_and_the_vaults_own_words_are_left_as_typed(eng):
     # absent from this vault: a user's real word is never replaced.
     for text in ("give me the sort order, then wait", "parses the timestamps", "the database port"):
         assert spelling.correct(view.lexical, text) == (text, {}), text
+    # A word only its stem brings near a vault word is not a typo of it ("beginner", stem "beginn",
+    # was read as "region": two edits apart as stems, four as written).
+    assert "beginner" not in spelling.correct(view.lexical, "explain it to a beginner in our region")[1]
     # Identifiers, paths and short words are names more often than typos.
     for text in ("harbr_db/migratoin.sql", "HarbrClient", "whn"):
         assert spelling.correct(view.lexical, text)[1] == {}, text

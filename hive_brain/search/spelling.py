@@ -121,8 +121,11 @@ def _nearest(word: str, term: str, most: int, lexical: Any) -> str | None:
         for t in lexical.near_texts(word[: len(word) - 3], 1, NEAR_PASSAGES, prefix=True):
             seen.update(set(_SURFACE.findall(t.lower())))
     # On the stems too: "mesage" is two edits from the vault's "messages", one from its stem "messag".
+    # The surface forms stay within one edit more than that: stems alone made "beginner" (stem
+    # "beginn") two edits from "region", four apart as written.
     ranked = sorted(((min(edits(word, w, most), edits(term, _stem(w), most)), -n, w) for w, n in seen.items()
-                     if len(w) >= MIN_CHARS - 1 and w != word), key=lambda x: x[:2])
+                     if len(w) >= MIN_CHARS - 1 and w != word and edits(word, w, most + 1) <= most + 1),
+                    key=lambda x: x[:2])
     if not ranked or ranked[0][0] > most:
         return None
     return ranked[0][2]
