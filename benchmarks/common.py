@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -198,11 +198,16 @@ def state_dir_at(d: Path) -> Iterator[Path]:
     try:
         yield d
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore_env(saved)
+
+
+def restore_env(saved: Mapping[str, str | None]) -> None:
+    """Put back the environment variables ``saved`` holds (None: the variable was not set)."""
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 @contextmanager

@@ -30,6 +30,7 @@ from .common import (
     log,
     model_dir,
     proc_memory_kb,
+    restore_env,
     running_server,
     temp_dir,
     temp_state_dir,
@@ -69,11 +70,7 @@ def one_run(vault: Path, state: Path, questions: Sequence[Mapping[str, Any]], en
         t0 = time.perf_counter()
         with running_server(vault, state, timeout=600.0) as srv:
             ready_s = time.perf_counter() - t0
-            for k, v in saved.items():  # restore at once: this process's own allocations are not measured
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            restore_env(saved)  # at once: this process's own allocations are not measured
             wait_server_idle(state, timeout=1800.0)
             idle_s = time.perf_counter() - t0
             time.sleep(1.0)
@@ -93,11 +90,7 @@ def one_run(vault: Path, state: Path, questions: Sequence[Mapping[str, Any]], en
             return {"ready_s": round(ready_s, 2), "idle_s": round(idle_s, 2), "curve": curve,
                     "latency": latency_summary(lat)}
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore_env(saved)
 
 
 def run(notes: int, recalls: int, step: int, rounds: int, variants: Sequence[str]) -> dict[str, Any]:

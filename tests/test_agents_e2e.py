@@ -184,7 +184,8 @@ def test_codex_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- gemini
-def test_gemini_cli_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
+def _gemini_installed(tmp_path: Path) -> tuple[Path, Path]:
+    """Gemini CLI with API-key auth, hive-brain's hooks and MCP entry installed, and a project folder."""
     gemini = cli("gemini")
     settings = Path.home() / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True)
@@ -192,6 +193,11 @@ def test_gemini_cli_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
     run("hooks", "install", "--agent", "gemini")
     project = tmp_path / "webapp"
     project.mkdir()
+    return gemini, project
+
+
+def test_gemini_cli_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
+    gemini, project = _gemini_installed(tmp_path)
     texts = []
     for prompt in (ON_TOPIC, OFF_TOPIC):
         with StandIn("gemini") as api:
@@ -317,13 +323,7 @@ def test_gemini_cli_runs_the_mcp_recall_tool(vault, tmp_path):
     ``mcpServers`` entry `hooks install --agent gemini` wrote, and sends the hits back."""
     from tests.standins import tool_names
 
-    gemini = cli("gemini")
-    settings = Path.home() / ".gemini" / "settings.json"
-    settings.parent.mkdir(parents=True)
-    settings.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n', encoding="utf-8")
-    run("hooks", "install", "--agent", "gemini")
-    project = tmp_path / "webapp"
-    project.mkdir()
+    gemini, project = _gemini_installed(tmp_path)
     results = []
     for question in ("billing service deploy day", "capital of France"):
         with StandIn("gemini", tool_call=(GEMINI_RECALL, {"query": question})) as api:
