@@ -12,6 +12,9 @@ Tune on ``--split tune``; quote final numbers from ``benchmarks.prompt_hook`` (t
     python -m benchmarks.tune_prompt_gate record --work /tmp/gate --size 3000 --vault V --state S
     python -m benchmarks.tune_prompt_gate eval --work /tmp/gate --split tune --try '{"hook_rr_gap": 0.05}'
     python -m benchmarks.tune_prompt_gate curve --work /tmp/gate --split tune --param hook_rr_gap --values 0,0.02,0.04
+    python -m benchmarks.tune_prompt_gate record --work /tmp/gate --size 500 --lexical     # the no-server answer
+    python -m benchmarks.tune_prompt_gate curve --work /tmp/gate --sizes lex0,lex500 --param hook_lex --values 0.3,0.5
+    python -m benchmarks.tune_prompt_gate talk --work /tmp/gate --sizes lex0,lex3000,0 --split held  # live, talk.json
 """
 
 from __future__ import annotations
@@ -38,13 +41,18 @@ def _key(query: str, opts: dict[str, Any]) -> str:
     return json.dumps([query, sorted(opts.items())], ensure_ascii=False)
 
 
-def build_memories(root: Path, mems: list[dict[str, Any]]) -> Any:
-    """The memories-only vault: every memory written as ``remember`` writes it, the evolved ones then evolved."""
+def build_memories(root: Path, mems: list[dict[str, Any]], *, refs: int = 0, embed: bool = True) -> Any:
+    """The memories-only vault (or with ``refs`` reference notes of :mod:`benchmarks.prompt_refs`): every
+    memory written as ``remember`` writes it, the evolved ones then evolved; ``embed=False`` indexes the
+    words only (the ``--lexical`` recording needs no vectors, so any size builds in a minute)."""
     from hive_brain.engine import Engine
 
+    from .prompt_refs import write_refs
     from .systems import make_vault
 
     make_vault(root)
+    if refs:
+        write_refs(root, refs)
     eng = Engine.open(root)
     for i in range(0, len(mems), 25):
         chunk = mems[i:i + 25]
@@ -55,7 +63,7 @@ def build_memories(root: Path, mems: list[dict[str, Any]]) -> Any:
     for m in mems:
         if m.get("evolve"):
             eng.memory.evolve(by_key[f"{m['type']}/{m['key']}"].id, m["evolve"])
-    eng.rebuild()
+    eng.rebuild(embed=embed)
     return eng
 
 
@@ -76,12 +84,13 @@ def gold(catalog: Any) -> tuple[dict[str, str], set[str]]:
 
 def record(args: argparse.Namespace) -> None:
     from hive_brain.engine import Engine
+    from hive_brain.search.params import PARAMS
     from hive_brain.search.prompt import contextual_answer, transcript_context
 
     from .smallvault import read_ahead
 
     mems, prompts = load()
-    out = Path(args.work) / f"size{args.size}"
+    out = Path(args.work) / (f"lex{args.size}" if args.lexical else f"size{args.size}")
     out.mkdir(parents=True, exist_ok=True)
     vault = Path(args.vault) if args.vault else out / "vault"
     state = Path(args.state) if args.state else out / "state"
@@ -90,16 +99,22 @@ def record(args: argparse.Namespace) -> None:
     os.environ["HIVE_BRAIN_AUTOSTART"] = "0"
     os.environ["HIVE_BRAIN_USE_SERVER"] = "0"
     if not (vault / ".hive-brain").exists() and not args.vault:
-        if args.size:
+        if args.size and not args.lexical:
             sys.exit("only the memories-only vault (--size 0) is built here; pass --vault/--state of a built one")
-        print("building the memories-only vault ...", file=sys.stderr)
-        build_memories(vault, mems)
+        print(f"building the vault ({args.size} reference notes) ...", file=sys.stderr)
+        build_memories(vault, mems, refs=args.size, embed=not args.lexical)
     eng = Engine.open(vault)
-    view = eng.view()
-    assert view.embedder is not None, "no embedding pack: set HIVE_BRAIN_MODEL_DIR"
-    t0 = time.perf_counter()
-    n = read_ahead(eng, view)
-    print(f"read ahead: {n} passages in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    if args.lexical:
+        # What the hook answers with when no server does: the read-only lexical view of hooks.lexical_view.
+        from hive_brain.agents.hooks import lexical_view
+
+        view = lexical_view(eng.vault, eng.settings)
+    else:
+        view = eng.view()
+        assert view.embedder is not None, "no embedding pack: set HIVE_BRAIN_MODEL_DIR"
+        t0 = time.perf_counter()
+        n = read_ahead(eng, view)
+        print(f"read ahead: {n} passages in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
     heads, old = gold(view.catalog)
     calls: dict[str, Any] = {}
 
@@ -109,6 +124,9 @@ def record(args: argparse.Namespace) -> None:
                              "tier": res.get("tier"), "semantic": res.get("semantic")}
         return res
 
+    inf = float("inf")
+    closed = {**PARAMS, "hook_conversational": 0.0, "hook_rr": inf, "hook_gap": inf, "hook_lex": inf,
+              "hook_words": inf, "hook_clear": inf, "hook_referents": 0}
     recs = []
     with tempfile.TemporaryDirectory() as td:
         for p in prompts:
@@ -121,7 +139,8 @@ def record(args: argparse.Namespace) -> None:
                 tp.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
                 ctx = transcript_context(str(tp))
             t1 = time.perf_counter()
-            contextual_answer(rec, p["prompt"], ctx, budget=6000)
+            # A gate nothing passes, and no prompt skipped as talk: every search any replay can ask for runs.
+            contextual_answer(rec, p["prompt"], ctx, budget=6000, params=closed)
             recs.append({"id": p["id"], "context": ctx, "ms": round((time.perf_counter() - t1) * 1000, 1)})
     (out / "calls.json").write_text(json.dumps({"calls": calls, "prompts": recs, "heads": heads, "old": sorted(old),
                                                 "notes": len(view.catalog.all())}, ensure_ascii=False),
@@ -135,12 +154,12 @@ def _search(view: Any, q: str, o: dict[str, Any]) -> dict:
     return search(view, q, agent=None, **o)
 
 
-def replay(work: Path, size: int, overrides: dict[str, float], split: str | None) -> list[dict[str, Any]]:
+def replay(work: Path, size: int | str, overrides: dict[str, float], split: str | None) -> list[dict[str, Any]]:
     from hive_brain.search.params import PARAMS
     from hive_brain.search.prompt import contextual_answer
 
     _mems, prompts = load()
-    data = json.loads((work / f"size{size}" / "calls.json").read_text(encoding="utf-8"))
+    data = json.loads((work / _dir(size) / "calls.json").read_text(encoding="utf-8"))
     calls, heads, old = data["calls"], data["heads"], set(data["old"])
     ctx = {r["id"]: r["context"] for r in data["prompts"]}
 
@@ -162,6 +181,11 @@ def replay(work: Path, size: int, overrides: dict[str, float], split: str | None
                      "first": bool(items) and items[0] in need, "old": sum(1 for x in items if x in old),
                      "kinds": [it.get("kind") for it in pack.get("items") or []]})
     return rows
+
+
+def _dir(size: int | str) -> str:
+    """``3000`` -> the hybrid recording ``size3000``; ``lex3000`` -> the lexical one (``record --lexical``)."""
+    return str(size) if str(size).startswith("lex") else f"size{size}"
 
 
 def metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -194,7 +218,7 @@ def objective(ms: list[dict[str, Any]]) -> float:
     return min((m["right"] + m["first"]) / 2 + m["quiet"] for m in ms) / 2
 
 
-def grid(work: Path, sizes: list[int], space: dict[str, list[float]], split: str | None, top: int) -> None:
+def grid(work: Path, sizes: list[int | str], space: dict[str, list[float]], split: str | None, top: int) -> None:
     import itertools
 
     names = list(space)
@@ -210,7 +234,7 @@ def grid(work: Path, sizes: list[int], space: dict[str, list[float]], split: str
             _print(f"   {size}", m)
 
 
-def usage_calibration(work: Path, sizes: list[int], base: dict[str, float]) -> None:
+def usage_calibration(work: Path, sizes: list[int | str], base: dict[str, float]) -> None:
     """Would calibrating the gate per vault from the Stop hook's usage signal help? Simulated: the tune
     half is asked under a permissive gate; every injected note is logged as retrieved, and as used
     (final-answer) when it is a memory the prompt needs (a reply that used it: the best case for the
@@ -220,7 +244,7 @@ def usage_calibration(work: Path, sizes: list[int], base: dict[str, float]) -> N
 
     loose = {**base, "hook_rr": 0.1, "hook_rr_note": 0.1}
     for size in sizes:
-        data = json.loads((work / f"size{size}" / "calls.json").read_text(encoding="utf-8"))
+        data = json.loads((work / _dir(size) / "calls.json").read_text(encoding="utf-8"))
         heads = data["heads"]
         _m, prompts = load()
         need = {p["id"]: {heads[k] for k in p["needs"] if k in heads} for p in prompts}
@@ -243,12 +267,48 @@ def usage_calibration(work: Path, sizes: list[int], base: dict[str, float]) -> N
         _print("   held, calibrated", cal)
 
 
+def talk(work: Path, sizes: list[int | str], split: str | None, overrides: dict[str, float]) -> None:
+    """Live, on the recorded vaults: how often the hook injects anything for the prompts of
+    ``prompts/talk.json`` that only talk to the agent (``talk``: it should not) and for the short ones
+    that name a topic (``work``), with the conversational filter (``hook_conversational``) and without."""
+    from hive_brain.agents.hooks import lexical_view
+    from hive_brain.engine import Engine
+    from hive_brain.search.params import PARAMS
+    from hive_brain.search.prompt import contextual_answer
+
+    data = json.loads((DATA / "talk.json").read_text(encoding="utf-8"))
+    rows = [r for k in ("tune", "held") if split in (None, k) for r in data[k]]
+    os.environ["HIVE_BRAIN_AUTOSTART"] = "0"
+    os.environ["HIVE_BRAIN_USE_SERVER"] = "0"
+    for size in sizes:
+        d = work / _dir(size)
+        os.environ["HIVE_BRAIN_STATE_DIR"] = str(d / "state")
+        eng = Engine.open(d / "vault")
+        view = lexical_view(eng.vault, eng.settings) if str(size).startswith("lex") else eng.view()
+
+        def rec(q: str, _view: Any = view, **o: Any) -> dict:
+            return _search(_view, q, o)
+
+        for on in (0.0, 1.0):
+            P = {**PARAMS, **overrides, "hook_conversational": on}
+            said: dict[str, list[str]] = {"talk": [], "work": []}
+            for r in rows:
+                if contextual_answer(rec, r["prompt"], "", budget=6000, params=P).get("items"):
+                    said[r["kind"]].append(r["prompt"])
+            n = {k: sum(1 for r in rows if r["kind"] == k) for k in said}
+            print(f"{size!s:8s} filter {'on ' if on else 'off'} talk quiet {1 - len(said['talk']) / max(1, n['talk']):.3f} "
+                  f"({n['talk'] - len(said['talk'])}/{n['talk']})  work answered {len(said['work'])}/{n['work']}  "
+                  f"talk answered: {said['talk'][:6]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("record", "eval", "curve", "misses", "grid", "usage"))
+    ap.add_argument("cmd", choices=("record", "eval", "curve", "misses", "grid", "usage", "talk"))
     ap.add_argument("--work", required=True)
     ap.add_argument("--size", type=int, default=None)
     ap.add_argument("--sizes", default="0")
+    ap.add_argument("--lexical", action="store_true",
+                    help="record: the no-server answer (lexical view; any --size is built, without vectors)")
     ap.add_argument("--vault")
     ap.add_argument("--state")
     ap.add_argument("--split", default="tune", help="tune | held | all")
@@ -264,8 +324,12 @@ def main() -> None:
         args.size = args.size or 0
         record(args)
         return
-    sizes = [args.size] if args.size is not None else [int(x) for x in args.sizes.split(",")]
+    sizes: list[int | str] = ([args.size] if args.size is not None
+                              else [x if x.startswith("lex") else int(x) for x in args.sizes.split(",")])
     variants = [json.loads(t) for t in args.tries] or [{}]
+    if args.cmd == "talk":
+        talk(work, sizes, None if args.split == "all" else args.split, variants[0])
+        return
     if args.cmd == "usage":
         usage_calibration(work, sizes, variants[0])
         return
@@ -273,11 +337,12 @@ def main() -> None:
         grid(work, sizes, json.loads(args.grid), split, args.top)
         return
     if args.cmd == "curve":
-        variants = [{args.param: float(v)} for v in args.values.split(",")]
+        base = json.loads(args.tries[0]) if args.tries else {}  # --try: the other overrides the curve holds
+        variants = [{**base, args.param: float(v)} for v in args.values.split(",")]
     for size in sizes:
         for v in variants:
             rows = replay(work, size, v, split)
-            _print(f"{size} {json.dumps(v)[:20]}", metrics(rows))
+            _print(f"{size} {json.dumps({args.param: v[args.param]} if args.cmd == 'curve' else v)[:20]}", metrics(rows))
             if args.cmd == "misses":
                 for r in rows:
                     bad = (r["needs"] and not r["first"]) or (not r["needs"] and r["items"]) or r["old"]

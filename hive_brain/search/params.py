@@ -118,7 +118,7 @@ PARAMS: dict[str, float] = {
     "hook_clear": 0.08,  # a lead this far above the next hit's evidence ...
     "hook_clear_less": 0.04,  # ... needs this much less than its kind's bar
     "hook_w_words": 0.01,  # weight of coverage x specificity beside e5's gap
-    "hook_lex": 0.5,  # lexical only (no vectors): coverage x specificity
+    "hook_lex": 0.25,  # lexical only (no vectors): coverage x specificity (flat from 0.25 to 0.35; docs/benchmarks.md)
     "hook_lex_note": 0.3,
     "hook_words": 1.1,  # coverage x specificity that answers on any basis (the vault's own rare words)
     "hook_words_note": 0.3,
@@ -127,6 +127,7 @@ PARAMS: dict[str, float] = {
     "hook_referents": 1,  # how many notes the previous reply points to are injected
     "hook_referent_first": 1.0,  # 1 = for a short prompt, what the reply points to comes first
     "hook_max_items": 3,
+    "hook_conversational": 1.0,  # 1 = a short prompt only addressed to the agent ("ok go on") is not searched
     "hook_context_chars": 200,  # a short prompt is also searched (hybrid) with this much of the reply's end
     "hook_referent_top": 3,  # ... found among the first this many hits of the prompt + reply search
     "hook_referent_notes": 0.0,  # 1 = reference notes (not typed memory) can be referents too

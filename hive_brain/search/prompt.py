@@ -20,6 +20,35 @@ RESULT_LIMIT = 6
 HOOK_POOL = 60  # candidates per ranking on the prompt path (recall's default is 120): see recall.search
 LONG_PROMPT_WORDS = 8
 USAGE_LOCK_WAIT_S = 0.05  # the longest the prompt hook waits to log what it injected
+CONVERSATIONAL_MAX_WORDS = 6
+# Words a developer says to the agent rather than about the work: acknowledgements, nudges, retries,
+# stops, approvals, reactions, greetings (English, and the commonest in a few other languages). A short
+# prompt made only of them ("ok go on", "try again", "wait, stop") asks the vault nothing: searched, each
+# word found the one note that happened to hold it ("ok" in a hotfix note, "go" in the Go notes).
+# Written from general usage, not from a benchmark's prompts (docs/benchmarks.md, the lexical gate).
+CONVERSATIONAL_TEXT = """
+    ok okay okey okie dokie k kk alright alrite right sure fine good great nice cool awesome perfect
+    excellent amazing brilliant wonderful neat sweet lovely super splendid fair enough thanks thank thx ty
+    tysm cheers appreciated appreciate much lot best rock legend lifesaver job happy yes yeah yep yup ya
+    yea y aye indeed absolutely definitely certainly correct exactly agreed agree true sounds works thing
+    approved approve lgtm sgtm ack noted understood roger got gotcha see makes sense mean meant
+    no nope nah n not never wrong bad worse meh hmm hm hmmm huh eh oh ah aha wow whoa oops oof uh um ugh
+    yikes damn bruh lol lmao haha heh weird strange odd interesting unexpected surprising fast quick slow
+    go going ahead on keep continue continuing cont proceed procede carry next step more further onward
+    forward resume finish rest others other else same too here there why how come what then
+    try retry again redo rerun another shot attempt once one run do it that this those these them
+    please pls plz wait hold off hang stop halt pause cancel abort quit mind nevermind sec second moment
+    minute brb yet undo revert back scratch asked put was
+    shorter short brief concise verbose less longer detail details elaborate explain simpler simply
+    summarize summarise summary tldr tl dr bullet points table format sentence output full code just
+    show apologizing apologize sorry u ur give need use say like anything apply
+    hi hello hey hiya yo morning afternoon evening night bye goodbye later cya ciao welcome claude codex
+    gemini cursor copilot buddy mate dude
+    done finished ready well now still really very so also actually maybe perhaps today
+    ja nein danke gut weiter bitte genau stimmt nochmal mal oui non merci beaucoup bien vas pourquoi
+    attends vale gracias bueno sigue claro perfecto otra vez sí adelante obrigado sim não nei takk bra
+    fortsett greit flott angre dank je wel 好 好的 谢谢 继续 对 行 可以 不 是 你 辛苦 了 为什么 ありがとう
+"""
 
 
 def without_hook_context(prompt: str) -> str:
@@ -114,6 +143,26 @@ def _with_reply(recall: Any, prompt: str, context: str, hits: list[dict], limit:
     return [h for h in r3["hits"] if h["path"] not in have and h.get("kind") != "core"]
 
 
+def conversational(prompt: str, words: list[str] | None = None) -> bool:
+    """A short prompt every word of which is addressed to the agent (``CONVERSATIONAL_TEXT``)."""
+    from ..index.textproc import content_words
+
+    words = content_words(prompt) if words is None else words
+    return len(prompt.split()) <= CONVERSATIONAL_MAX_WORDS and set(words) <= _conversational_terms()
+
+
+def _conversational_terms() -> frozenset[str]:
+    global _CONVERSATIONAL
+    if _CONVERSATIONAL is None:
+        from ..index.textproc import content_words
+
+        _CONVERSATIONAL = frozenset(content_words(CONVERSATIONAL_TEXT))
+    return _CONVERSATIONAL
+
+
+_CONVERSATIONAL: frozenset[str] | None = None
+
+
 def contextual_answer(
     recall: Any,
     prompt: str,
@@ -143,8 +192,9 @@ def contextual_answer(
     r1 = None
     hits: list[dict] = []
     words = content_words(prompt)
-    # "do all 3" alone would match any note with a 3 in it: numbers only count next to words.
-    if any(not t.isdigit() for t in words):
+    # "do all 3" alone would match any note with a 3 in it: numbers only count next to words. A prompt
+    # that only talks to the agent is not searched (what the reply points to still is, below).
+    if any(not t.isdigit() for t in words) and not (P["hook_conversational"] and conversational(prompt, words)):
         r1 = recall(prompt, limit=limit, pool=HOOK_POOL)
         if not r1.get("abstained"):
             # Core Memory is injected at session start; repeating it on every prompt wastes the budget.
