@@ -252,14 +252,21 @@ def test_serve_list_shows_every_server_and_stop_all_stops_them(vault_path, tmp_p
     other = tmp_path / "other-vault"
     init_vault(other, resolve())
     procs = [_serve(), _serve(env=dict(os.environ, HIVE_BRAIN_VAULT=str(other)))]
+    # Another session's server (its own runtime dir, as a second test suite or login has): not ours to stop.
+    foreign_run = tmp_path / "foreign-run"
+    foreign_run.mkdir(mode=0o700)
+    foreign_vault = tmp_path / "foreign-vault"
+    init_vault(foreign_vault, resolve())
+    foreign = _serve(env=dict(os.environ, HIVE_BRAIN_VAULT=str(foreign_vault), XDG_RUNTIME_DIR=str(foreign_run)))
     try:
+        client.wait_ready(open_vault(resolve(vault=foreign_vault)).state, START_TIMEOUT, proc=foreign)
         client.wait_ready(_state(), START_TIMEOUT, proc=procs[0])
         client.wait_ready(open_vault(resolve(vault=other)).state, START_TIMEOUT, proc=procs[1])
         listed = subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--list", "--json"], capture_output=True,
                                 text=True, timeout=60, cwd=tmp_path)
         assert listed.returncode == 0, listed.stderr
         rows = {r["pid"]: r for r in json.loads(listed.stdout)["servers"]}
-        assert set(rows) >= {p.pid for p in procs}
+        assert set(rows) >= {p.pid for p in procs} and foreign.pid not in rows
         assert rows[procs[0].pid]["vault"] == str(vault_path.resolve())
         assert rows[procs[1].pid]["vault"] == str(other.resolve())
         for p in procs:
@@ -271,11 +278,12 @@ def test_serve_list_shows_every_server_and_stop_all_stops_them(vault_path, tmp_p
                                  capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert stopped.returncode == 0, stopped.stderr
         assert all(p.poll() is not None for p in procs)
+        assert foreign.poll() is None, "serve --stop --all stopped another session's server"
         again = subprocess.run([sys.executable, "-m", "hive_brain", "serve", "--list", "--json"], capture_output=True,
                                text=True, timeout=60, cwd=tmp_path)
         assert not {r["pid"] for r in json.loads(again.stdout)["servers"]} & {p.pid for p in procs}
     finally:
-        for p in procs:
+        for p in [*procs, foreign]:
             _stop(p)
 
 

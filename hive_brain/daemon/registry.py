@@ -94,15 +94,31 @@ def _rss_bytes(pid: int) -> int | None:
     return None
 
 
+def _runtime_of(pid: int) -> str | None:
+    """The ``XDG_RUNTIME_DIR`` process ``pid`` was started with (None: unset or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+    except OSError:
+        return None
+    for kv in env:
+        if kv.startswith(b"XDG_RUNTIME_DIR="):
+            return kv.split(b"=", 1)[1].decode("utf-8", "replace") or None
+    return None
+
+
 def _proc_servers() -> dict[int, dict[str, Any]]:
     """Linux: ``python -m hive_brain ... serve`` processes of this user, from /proc (a server of an
-    older version has no lock file in the runtime dir)."""
+    older version has no lock file in the runtime dir), started with this process's runtime dir: one
+    started under another (a test session's, another login's) registers there, and ``serve --stop
+    --all`` here stopped the servers of a test suite running beside it."""
     found: dict[int, dict[str, Any]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
         return found
     uid = os.getuid()
+    ours = os.environ.get("XDG_RUNTIME_DIR") or None
     for name in names:
         if not name.isdigit():
             continue
@@ -119,13 +135,15 @@ def _proc_servers() -> dict[int, dict[str, Any]]:
         i = argv.index("serve")
         if any(a.startswith("--") and a not in ("--vault",) for a in argv[i + 1:]):
             continue  # serve --stop / --status / --list: a client, not a server
+        if _runtime_of(pid) != ours:
+            continue
         vault = argv[argv.index("--vault") + 1] if "--vault" in argv[:-1] else None
         found[pid] = {"pid": pid, "vault": vault}
     return found
 
 
 def servers() -> list[dict[str, Any]]:
-    """Every hive-brain server of this user: {pid, vault, stateDir, startedTs, uptimeS, rssBytes,
+    """Every hive-brain server of this user under this runtime dir: {pid, vault, stateDir, startedTs, uptimeS, rssBytes,
     registered}; ``registered`` is false for one found only in /proc (an older version)."""
     out: dict[int, dict[str, Any]] = {}
     folder = runtime_dir() / SERVERS_DIR
