@@ -221,3 +221,46 @@ def test_a_single_threaded_session_for_one_text_gives_the_same_vectors(pack_dir:
     assert np.allclose(v1, v2, atol=1e-5) and np.allclose(t1, t2, atol=1e-4)
     texts = ["Use pnpm, never npm.", "The web app is deployed on Fly.io."]  # a batch: the shared session
     assert np.allclose(single.embed_passages(texts), shared.embed_passages(texts), atol=1e-5)
+
+
+def test_fixed_texts_are_embedded_once_per_pack_and_a_torn_file_is_recomputed(tmp_path: Path) -> None:
+    from hive_brain.embedding.fixed import cache_path, cached
+
+    calls = []
+
+    def compute() -> list[np.ndarray]:
+        calls.append(1)
+        return [np.full(3, float(len(calls)), dtype=np.float32), np.zeros((2, 3), dtype=np.float16)]
+
+    texts = ["one", "two"]
+    first = cached("pack:a", "t", texts, compute)
+    again = cached("pack:a", "t", texts, compute)
+    assert len(calls) == 1 and all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(first, again, strict=True))
+    cached("pack:b", "t", texts, compute)  # another pack's vectors are its own
+    cached("pack:a", "t", ["one", "three"], compute)  # and other texts' too
+    assert len(calls) == 3
+    cache_path("pack:a", "t", texts).write_bytes(b"PK\x03\x04 torn")
+    assert cached("pack:a", "t", texts, compute)[0][0] == 4.0 and len(calls) == 4
+    assert len(cached("pack:a", "t", texts, compute)) == 2 and len(calls) == 4  # rewritten whole
+    assert cached(None, "t", texts, compute) and len(calls) == 5  # a stand-in embedder: never kept
+
+
+def test_the_background_read_back_from_disk_is_the_one_computed(pack_dir: Path) -> None:
+    """A server start embedded the abstention's background sentences every time (2.6 CPU-s of ~10 to
+    ``ready``, issue 26); a second process reads them back, and they are the vectors it would compute."""
+    from hive_brain.embedding.fixed import cache_path
+    from hive_brain.search import candidates
+
+    emb = Embedder.load(pack_dir)
+    candidates._background_cache.clear()
+    candidates._background_tokens.clear()
+    fresh, fresh_tok = candidates.background_vectors(emb), candidates.background_tokens(emb)
+    assert cache_path(emb.pack_key, "background", candidates.BACKGROUND).exists()
+    candidates._background_cache.clear()
+    candidates._background_tokens.clear()
+    calls = []
+    real = emb.embed_passages
+    emb.embed_passages = lambda *a, **k: calls.append(1) or real(*a, **k)  # type: ignore[method-assign]
+    back, back_tok = candidates.background_vectors(emb), candidates.background_tokens(emb)
+    assert not calls and back.shape == fresh.shape and np.allclose(back, fresh)
+    assert len(back_tok) == len(fresh_tok) and all(np.array_equal(a, b) for a, b in zip(back_tok, fresh_tok, strict=True))

@@ -62,7 +62,7 @@ def test_the_server_is_warm_before_it_says_ready(vault_path, with_model):
         snap = srv.indexing.snap
         assert snap.vectors is not None and snap.vectors._mem is not None
         # ... and one whole prompt was answered before ready (its imports and first model runs).
-        assert "read path warmed" in srv.log_path.read_text(encoding="utf-8")
+        assert "warm read " in srv.log_path.read_text(encoding="utf-8")  # "ready in ...s (..., warm read ...s)"
 
 
 def test_the_server_analyses_passages_for_coverage_ahead_of_questions(vault_path, with_model):

@@ -368,7 +368,7 @@ class IndexingLoop:
             self.cond.notify_all()
 
     def _first_index(self, eng: Any) -> bool:
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), time.process_time()
         idx = eng.indexer
         with self.cond:
             seq = self._begin_cycle()
@@ -381,14 +381,28 @@ class IndexingLoop:
         if res is None:
             with self.cond:
                 self._dirty = self._forced = True
+        # Each phase's wall and process CPU time, so a slow start says where it went on a loaded machine
+        # too (issue 26: ready <= 5 s at 1k notes).
+        phases: list[tuple[str, float, float]] = []
+        mark = [t0, c0]
+
+        def phase(name: str) -> None:
+            now = (time.monotonic(), time.process_time())
+            phases.append((name, now[0] - mark[0], now[1] - mark[1]))
+            mark[:] = now
+
+        phase("catch-up")
         self._load_semantic(idx)
+        phase("models")
         self._refresh(idx)
         if res is not None:
             self._end_cycle(seq)
         self._plan_rerank_warm(idx)
+        phase("snapshot")
         snap = self.snap
         assert snap is not None
         self._warm_read(idx, snap)
+        phase("warm read")
         self.error = None
         from ..rpc.client import READY_NAME
         from ..store.fsutil import atomic_write_text
@@ -398,8 +412,9 @@ class IndexingLoop:
             # the event: whoever waited on it may read at once.
             atomic_write_text(self.vault.state / READY_NAME, f"{os.getpid()}\n", durable=False)
         self.ready.set()
-        self.log.info("ready in %.2fs: generation %s, semantic %s, watcher %s", time.monotonic() - t0,
-                      snap.generation, "on" if snap.embedder is not None else f"off ({snap.semantic_off})", self.watcher)
+        self.log.info("ready in %.2fs, %.2f CPU-s (%s): generation %s, semantic %s, watcher %s", time.monotonic() - t0,
+                      time.process_time() - c0, ", ".join(f"{k} {w:.2f}s/{c:.2f} CPU-s" for k, w, c in phases), snap.generation,
+                      "on" if snap.embedder is not None else f"off ({snap.semantic_off})", self.watcher)
         return True
 
     def _warm_read(self, idx: Any, snap: Any) -> None:
@@ -413,13 +428,11 @@ class IndexingLoop:
         view = assemble(lexical=snap.lexical, catalog=idx.catalog, generation=snap.generation, vectors=snap.vectors,
                         embedder=snap.embedder, off_reason=snap.semantic_off, pending=snap.pending,
                         warnings=snap.warnings)
-        t0 = time.monotonic()
         try:
             contextual_answer(lambda q, **o: search(view, q, agent=None, **o), "how do we deploy the web app?",
                               budget=2000)
         except Exception:  # noqa: BLE001 - a failure here is met again, and reported, by the first request
             self.log.exception("warming the read path failed")
-        self.log.info("read path warmed in %.2fs", time.monotonic() - t0)
 
     def _load_semantic(self, idx: Any) -> None:
         if idx.pack_dir is None:

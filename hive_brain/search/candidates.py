@@ -90,7 +90,12 @@ def background_vectors(embedder: Any) -> Any:
     first prompt's request)."""
     key = getattr(embedder, "pack_key", id(embedder))
     if key not in _background_cache:
-        _background_cache[key] = embedder.embed_passages(list(BACKGROUND))
+        import numpy as np
+
+        from ..embedding.fixed import cached
+
+        rows = cached(_pack(embedder), "background", BACKGROUND, lambda: list(embedder.embed_passages(list(BACKGROUND))))
+        _background_cache[key] = np.stack(rows)
     return _background_cache[key]
 
 
@@ -99,8 +104,17 @@ def background_tokens(embedder: Any) -> list[Any]:
     a one-shot in-process recall pays it only when that check runs; the server computes them up front."""
     key = getattr(embedder, "pack_key", id(embedder))
     if key not in _background_tokens:
-        _background_tokens[key] = [t.astype("float16") for t in embedder.token_vectors(list(BACKGROUND), query=False)]
+        from ..embedding.fixed import cached
+
+        _background_tokens[key] = cached(_pack(embedder), "background-tokens", BACKGROUND, lambda: [
+            t.astype("float16") for t in embedder.token_vectors(list(BACKGROUND), query=False)])
     return _background_tokens[key]
+
+
+def _pack(embedder: Any) -> str | None:
+    """The pack an embedder's vectors belong to (None: a test's stand-in, whose vectors are not kept)."""
+    key = getattr(embedder, "pack_key", None)
+    return key if isinstance(key, str) else None
 
 
 def size_allowance(view: Any, params: dict[str, float] = PARAMS) -> float:
