@@ -42,12 +42,12 @@ def cached(pack_key: str | None, kind: str, texts: Sequence[str],
     path = cache_path(pack_key, kind, texts)
     try:
         with np.load(path, allow_pickle=False) as z:
-            return [z[f"a{i}"] for i in range(len(texts))]
+            return [z[f"arr_{i}"] for i in range(len(texts))]
     except _UNREADABLE:
         pass  # absent, torn or from an older layout: computed again below
     arrays = compute()
     buf = io.BytesIO()
-    np.savez(buf, **{f"a{i}": a for i, a in enumerate(arrays)})
+    np.savez(buf, *arrays)  # arr_0, arr_1, ...: one per text
     try:
         from ..store.fsutil import atomic_write_bytes
 
