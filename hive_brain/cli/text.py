@@ -116,7 +116,10 @@ def recall_lines(res: dict, style: Style = no_style, esc: Escape = no_escape) ->
             lines.append(f"   {style('yellow', 'sync conflict:')} the same memory is also in {esc(copies)} "
                          "(see `hive-brain repair-conflicts`)")
     sem = "hybrid" if res.get("semantic") else f"lexical ({res.get('semanticOff') or 'semantic off'})"
-    lines.append(style("dim", f"{len(res['hits'])} hits · {res.get('tier')} · {sem} · generation {res.get('generation')} · "
+    gen = f"generation {res.get('generation')}"
+    if res.get("mode") == "scan":  # no index: the warning above says why and how to rebuild it
+        sem, gen = f"scan of the notes ({(res.get('scan') or {}).get('engine') or 'python'})", "no index"
+    lines.append(style("dim", f"{len(res['hits'])} hits · {res.get('tier')} · {sem} · {gen} · "
                               f"{res['timing']['totalMs']:.0f} ms"))
     return lines
 
