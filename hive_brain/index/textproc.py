@@ -251,12 +251,6 @@ def query_terms(text: str) -> list[str]:
         return []
 
 
-def fold(text: str) -> str:
-    """``text`` lower-cased, accents folded as the analyzer folds them: what a plain substring scan
-    of the notes compares (search/scan.py, when there is no index to search)."""
-    return (text if text.isascii() else text.replace("\u2019", "'").translate(_FOLD)).lower()
-
-
 def content_words(text: str) -> list[str]:
     """Distinct terms without CJK bigrams or joined identifiers, for query-coverage features.
 

@@ -33,6 +33,7 @@ import re
 import shutil
 import subprocess
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,24 +79,30 @@ class NoteScan:
     engine: str = ""  # "ripgrep" or "python": how the last search picked its files
 
     # -- which notes ----------------------------------------------------------------------------
-    def _notes(self, agent: str | None, include_operational: bool) -> dict[str, os.stat_result]:
+    def _notes(self) -> dict[str, os.stat_result]:
+        """Every note the index would hold (``index.indexer.indexable``'s rules), by path."""
         from ..index.indexer import SKIP_GLOBS, SKIP_PREFIXES
-        from ..store.catalog import classify
         from ..store.vault import walk_markdown
 
         limit = int(self.settings.max_note_bytes)
-        out: dict[str, os.stat_result] = {}
-        for rel, st in walk_markdown(self.vault.root):
-            if st.st_size > limit or rel.startswith(SKIP_PREFIXES) or any(fnmatch.fnmatchcase(rel, g) for g in SKIP_GLOBS):
-                continue
+        skip = re.compile("|".join(fnmatch.translate(g) for g in SKIP_GLOBS))
+        return {rel: st for rel, st in walk_markdown(self.vault.root)
+                if st.st_size <= limit and not rel.startswith(SKIP_PREFIXES) and not skip.match(rel)}
+
+    @staticmethod
+    def _may_read(paths: list[str], agent: str | None, include_operational: bool) -> list[str]:
+        """By folder first: a note in another agent's folder is never opened (frontmatter may only
+        narrow what a folder allows, so pass 2 checks the rest on the real frontmatter)."""
+        from ..store.catalog import classify
+
+        readable = _reader(agent)
+        out = []
+        for rel in paths:
             kind, layer, owner, _task = classify(rel, {})
             if kind == "proposal" or (kind == "operational" and not include_operational):
                 continue
-            # By folder first: a note in another agent's folder is never read (frontmatter may only
-            # narrow what a folder allows, so pass 2 checks the rest on the real frontmatter).
-            if not _readable(agent, layer, owner):
-                continue
-            out[rel] = st
+            if readable(layer, owner):
+                out.append(rel)
         return out
 
     def _with_words(self, paths: dict[str, os.stat_result], needles: list[str]) -> list[str]:
@@ -130,30 +137,32 @@ class NoteScan:
         q = analyse(query, now=now, as_of=as_of)
         terms = list(dict.fromkeys(q.terms))
         needles = _needles(query, terms)
-        notes = self._notes(agent, include_operational)
+        notes = self._notes()
         n_notes = max(1, len(notes))
         deadline = time.monotonic() + self.budget_s
         found: list[_Found] = []
         partial = False
         if terms:
             flat = sorted({n for ns in needles.values() for n in ns})
-            for rel in self._with_words(notes, flat):
+            root, cap = str(self.vault.root), int(self.settings.max_note_bytes)
+            for rel in self._may_read(self._with_words(notes, flat), agent, include_operational):
                 if time.monotonic() > deadline:
                     partial = True
                     break
                 st = notes[rel]
-                text = _read_folded(self.vault.root, rel, int(self.settings.max_note_bytes))
+                text = _read_folded(root, rel, cap)
                 if text is None:
                     continue
                 counts = {t: c for t in terms if (c := sum(text.count(n) for n in needles[t]))}
                 if counts:
                     found.append(_Found(rel, st.st_size, st.st_mtime_ns, counts, len(text)))
         idf = _idf(terms, found, n_notes)
+        idf_top = math.log(1.0 + n_notes / 2.0) or 1.0  # the rarest a word can be: in one note
         _bm25(found, idf)
         found.sort(key=lambda f: (-f.details["coverage"], -f.score))
         hits = []
         for f in found[:PARSE_TOP]:
-            hit = self._hit(f, terms, needles, idf, q, agent=agent, scope=scope, types=types, tags=tags,
+            hit = self._hit(f, terms, needles, idf, idf_top, q, agent=agent, scope=scope, types=types, tags=tags,
                             project=project, detail=detail)
             if hit is not None:
                 hits.append(hit)
@@ -190,14 +199,14 @@ class NoteScan:
                        "totalMs": round((time.perf_counter() - t0) * 1000, 2)},
         }
 
-    def _hit(self, f: _Found, terms: list[str], needles: dict[str, list[str]], idf: dict[str, float], q: Any, *,
+    def _hit(self, f: _Found, terms: list[str], needles: dict[str, list[str]], idf: dict[str, float], idf_top: float,
+             q: Any, *,
              agent: str | None, scope: str, types: list[str] | None, tags: list[str] | None, project: str | None,
              detail: str) -> dict | None:
         """Pass 2 for one note: its frontmatter checked, its scrubbed text counted again."""
         from ..errors import NoteError
         from ..index.indexer import note_date
         from ..index.passages import split_passages
-        from ..index.textproc import fold
         from ..store.catalog import classify
         from ..store.notes import note_tags, read_note
 
@@ -256,6 +265,7 @@ class NoteScan:
                         "heading": best.heading if best is not None else "", "text": _excerpt(text, detail)},
             "passages": [],
             "scoreDetails": {"scan": True, "coverage": round(coverage, 4), "titleCoverage": round(title_cov, 4),
+                             "specificity": round(min(1.0, max(idf[t] for t in counts) / idf_top), 4),
                              "matchedTerms": sorted(counts), "termCounts": dict(sorted(counts.items())),
                              "missingTerms": [t for t in terms if t not in counts]},
         }
@@ -277,17 +287,34 @@ class NoteScan:
         return note.body if _readable(agent, layer, owner) else ""
 
 
-def _readable(agent: str | None, layer: str, owner: str) -> bool:
+def _reader(agent: str | None) -> Any:
+    """``readable(layer, owner)`` for ``agent``: the rule every search applies (memory.layers.visibility)."""
     from ..index.predicates import matches
     from ..memory.layers import visibility
 
-    return matches(visibility(agent), {"layer": layer, "agent": owner})
+    pred = visibility(agent)
+    return lambda layer, owner: matches(pred, {"layer": layer, "agent": owner})
+
+
+def _readable(agent: str | None, layer: str, owner: str) -> bool:
+    return bool(_reader(agent)(layer, owner))
+
+
+_COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+
+
+def fold(text: str) -> str:
+    """Lower case without accents, for substring counts: the analyzer's table (index.textproc.fold)
+    per character cost a 10k-note scan a second; NFKD and a regex over the marks run in C."""
+    if text.isascii():
+        return text.lower()
+    return _COMBINING.sub("", unicodedata.normalize("NFKD", text)).replace("\u2019", "'").lower()
 
 
 def _needles(query: str, terms: list[str]) -> dict[str, list[str]]:
     """Per analyzed term, the folded strings that count as it in a note: the term ("deploy") and the
     words of the question it came from ("deploying"), without any that holds another (counted twice)."""
-    from ..index.textproc import content_words, fold
+    from ..index.textproc import content_words
 
     forms: dict[str, set[str]] = {t: {t} for t in terms}
     for tok in _TOKEN_RE.findall(fold(query)):
@@ -297,9 +324,7 @@ def _needles(query: str, terms: list[str]) -> dict[str, list[str]]:
     return {t: sorted(n for n in ns if not any(m != n and m in n for m in ns)) for t, ns in forms.items()}
 
 
-def _read_folded(root: Any, rel: str, limit: int) -> str | None:
-    from ..index.textproc import fold
-
+def _read_folded(root: str, rel: str, limit: int) -> str | None:
     try:
         with open(os.path.join(root, rel), "rb") as fh:
             data = fh.read(limit + 1)
@@ -315,7 +340,11 @@ def _idf(terms: list[str], found: list[_Found], n: int) -> dict[str, float]:
     for f in found:
         for t in f.counts:
             df[t] += 1
-    return {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+    # The index's own weights (LexicalIndex.term_weights): coverage and specificity then mean what they
+    # mean on an index hit, and the prompt hook's gate judges a scan hit on the same scale.
+    known = sorted(math.log(1.0 + n / (1.0 + d)) for d in df.values() if d)
+    typical = known[len(known) // 2] if known else 1.0
+    return {t: math.log(1.0 + n / (1.0 + d)) if d else typical for t, d in df.items()}
 
 
 def _bm25(found: list[_Found], idf: dict[str, float]) -> None:

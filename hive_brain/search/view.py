@@ -55,14 +55,16 @@ def assemble(*, lexical: Any, catalog: Any, generation: int | None, semantic: bo
                 usage=usage)
 
 
-def scan_view(vault: Any, settings: Any, why: str, warnings: list[str] | tuple[str, ...] = ()) -> Any:
-    """A view that answers by scanning the notes (:mod:`.scan`): ``why`` the index cannot be read."""
+def scan_view(vault: Any, settings: Any, why: str, warnings: list[str] | tuple[str, ...] = (), *,
+              budget_s: float | None = None) -> Any:
+    """A view that answers by scanning the notes (:mod:`.scan`): ``why`` the index cannot be read;
+    ``budget_s``: the most seconds one search may read notes for (default :data:`.scan.BUDGET_S`)."""
     from .recall import View
-    from .scan import SEMANTIC_OFF, NoteScan
+    from .scan import BUDGET_S, SEMANTIC_OFF, NoteScan
 
     # No index, no catalog: search() hands a scan view to its NoteScan before either is touched.
     return View(lexical=None, catalog=None, generation=None, warnings=list(warnings),  # type: ignore[arg-type]
-                semantic_off_reason=SEMANTIC_OFF, scan=NoteScan(vault, settings, why))
+                semantic_off_reason=SEMANTIC_OFF, scan=NoteScan(vault, settings, why, BUDGET_S if budget_s is None else budget_s))
 
 
 def state_problem(e: BaseException) -> str:
@@ -113,7 +115,8 @@ def _read_only_view(vault: Any, settings: Any, *, semantic: bool, catalog: Any) 
     lex = LexicalIndex(vault.state / "index" / "lexical", read_only=True)  # = Indexer.reader()
     lex.reload()
     if lex.doc_count() == 0 and _indexed_notes(gens, gid):
-        return scan_view(vault, settings, INDEX_EMPTY, gens.warnings)
+        # The prompt hook reads this view: its scan gets a share of the hook's deadline, not seconds.
+        return scan_view(vault, settings, INDEX_EMPTY, gens.warnings, budget_s=float(settings.hook_deadline) / 3)
     if catalog is None:
         from ..store.catalog import Catalog
 
