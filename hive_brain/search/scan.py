@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ MIN_COVERAGE = 0.5  # of the question's words, by rarity: less is no answer (rec
 DROP_BELOW = 0.25  # hits scoring under this share of the best one are left off
 BUDGET_S = 20.0  # a scan that takes longer answers from what it read, and says so
 RG_TIMEOUT_S = 15.0
+READ_THREADS = 4
 K1, B = 1.2, 0.75
 _TOKEN_RE = re.compile(r"\w+(?:['\u2019]\w+)*")
 _EXCERPT = {"abstract": 280, "overview": 1200}
@@ -145,17 +147,30 @@ class NoteScan:
         if terms:
             flat = sorted({n for ns in needles.values() for n in ns})
             root, cap = str(self.vault.root), int(self.settings.max_note_bytes)
-            for rel in self._may_read(self._with_words(notes, flat), agent, include_operational):
+            paths = self._may_read(self._with_words(notes, flat), agent, include_operational)
+            bneedles = {t: [n.encode() for n in ns] for t, ns in needles.items()}
+
+            def count(rel: str) -> _Found | None:
                 if time.monotonic() > deadline:
-                    partial = True
-                    break
+                    return None
+                data = _read(root, rel, cap)
+                if data is None:
+                    return None
+                if data.isascii():  # most notes: counted on the bytes, no decoding or folding
+                    low = data.lower()
+                    counts = {t: c for t in terms if (c := sum(low.count(n) for n in bneedles[t]))}
+                    size = len(low)
+                else:
+                    text = fold(data.decode("utf-8", "replace"))
+                    counts = {t: c for t in terms if (c := sum(text.count(n) for n in needles[t]))}
+                    size = len(text)
                 st = notes[rel]
-                text = _read_folded(root, rel, cap)
-                if text is None:
-                    continue
-                counts = {t: c for t in terms if (c := sum(text.count(n) for n in needles[t]))}
-                if counts:
-                    found.append(_Found(rel, st.st_size, st.st_mtime_ns, counts, len(text)))
+                return _Found(rel, st.st_size, st.st_mtime_ns, counts, size) if counts else None
+
+            # Reading is most of a scan, and a read releases the GIL: a few threads overlap them.
+            with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+                found = [f for f in pool.map(count, paths, chunksize=64) if f is not None]
+            partial = time.monotonic() > deadline
         idf = _idf(terms, found, n_notes)
         idf_top = math.log(1.0 + n_notes / 2.0) or 1.0  # the rarest a word can be: in one note
         _bm25(found, idf)
@@ -324,15 +339,15 @@ def _needles(query: str, terms: list[str]) -> dict[str, list[str]]:
     return {t: sorted(n for n in ns if not any(m != n and m in n for m in ns)) for t, ns in forms.items()}
 
 
-def _read_folded(root: str, rel: str, limit: int) -> str | None:
+def _read(root: str, rel: str, limit: int) -> bytes | None:
     try:
         with open(os.path.join(root, rel), "rb") as fh:
             data = fh.read(limit + 1)
     except OSError:
         return None
     if len(data) > limit or b"\x00" in data[:8192]:
-        return None
-    return fold(data.decode("utf-8", "replace"))
+        return None  # over the note limit, or binary: not a note the index would hold
+    return data
 
 
 def _idf(terms: list[str], found: list[_Found], n: int) -> dict[str, float]:
