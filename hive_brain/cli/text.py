@@ -124,6 +124,17 @@ def recall_lines(res: dict, style: Style = no_style, esc: Escape = no_escape) ->
     return lines
 
 
+def evidence_arg(conversation: str | None, excerpt: str | None, turn: int | None) -> dict:
+    """``remember``'s ``--from-conversation/--excerpt/--turn`` as the record's ``evidence`` field."""
+    if conversation is None:
+        if excerpt is not None or turn is not None:
+            from ..errors import UsageError
+
+            raise UsageError("--excerpt and --turn quote a conversation", hint="name it with --from-conversation")
+        return {}
+    return {"evidence": {"conversation": conversation, "excerpt": excerpt, "turn": turn}}
+
+
 def remember_line(res: dict, where: Callable[[str], str]) -> str:
     """``where``: a note's absolute path from its vault-relative one (which vault a write landed in must
     be plain from its output; JSON keeps the relative path)."""
