@@ -132,8 +132,12 @@ class Engine:
             # beside the ranked hits (docs/operations.md). A replayed generation has none.
             from .memory.operations import search_operations
 
-            res["operational"] = search_operations(self.vault.state, query, agent=self.settings.agent_id,
-                                                   limit=int(opts.get("limit") or 10))
+            try:
+                res["operational"] = search_operations(self.vault.state, query, agent=self.settings.agent_id,
+                                                       limit=int(opts.get("limit") or 10))
+            except OSError as e:  # a state dir that cannot be used (the hits then came from a scan)
+                res["operational"] = []
+                res.setdefault("warnings", []).append(f"operational events cannot be read: {e.strerror or e}")
         return res
 
     def _mark_started(self, res: dict) -> dict:

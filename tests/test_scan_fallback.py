@@ -114,6 +114,8 @@ def test_recall_answers_when_the_state_dir_cannot_be_used(deploy_vault, tmp_path
     assert res["mode"] == "scan" and [h["path"] for h in res["hits"]] == ["Projects/Deploy.md"], res
     assert "state dir cannot be used" in res["scan"]["why"]
     _assert_scan_warning(res["warnings"])
+    ops = run("recall", "kamal deploy", "--include-operational")  # its events live in the state dir too
+    assert ops["hits"] and ops["operational"] == [] and any("operational events" in w for w in ops["warnings"])
 
 
 def test_a_damaged_index_found_while_another_process_holds_the_lock_is_not_an_empty_vault(deploy_vault):
