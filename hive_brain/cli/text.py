@@ -132,6 +132,11 @@ def evidence_arg(conversation: str | None, excerpt: str | None, turn: int | None
 
             raise UsageError("--excerpt and --turn quote a conversation", hint="name it with --from-conversation")
         return {}
+    import os
+
+    # A transcript named relative to here: the server that may do this write has another cwd.
+    if not conversation.startswith("Memory/Conversations/") and os.path.isfile(os.path.expanduser(conversation)):
+        conversation = os.path.abspath(os.path.expanduser(conversation))
     return {"evidence": {"conversation": conversation, "excerpt": excerpt, "turn": turn}}
 
 
