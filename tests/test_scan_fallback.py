@@ -196,3 +196,17 @@ def test_python_and_ripgrep_scans_find_the_same_notes(deploy_vault, monkeypatch,
     assert sorted(h["path"] for h in res["hits"]) == ["Projects/Deploy.md", "Projects/Déploiement.md"], res["hits"]
     if engine == "python":  # ripgrep compares bytes: it cannot fold accents
         assert [h["path"] for h in accents["hits"]] == ["Projects/Déploiement.md"], accents
+
+
+def test_a_scan_for_typed_memory_is_not_crowded_out_by_notes(deploy_vault):
+    """--scope agent-memory and --type are frontmatter facts: eighty notes that say "kamal" more often
+    than the one memory filled the notes read again (60), and the memory was not found."""
+    for i in range(80):
+        _note(deploy_vault, f"Projects/Log {i}.md", "kamal " * 20 + f"run {i}")
+    remember("Kamal secrets", "Kamal reads its secrets from .kamal/secrets.", "fact")
+    shutil.rmtree(_state(deploy_vault))
+    with _lock_held(deploy_vault):
+        typed = run("recall", "kamal", "--scope", "agent-memory")
+        by_type = run("recall", "kamal", "--type", "fact", "--scope", "full-vault")
+    assert [h["title"] for h in typed["hits"]] == ["Kamal secrets"], typed["hits"]
+    assert [h["title"] for h in by_type["hits"]] == ["Kamal secrets"], by_type["hits"]

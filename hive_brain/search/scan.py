@@ -92,10 +92,12 @@ class NoteScan:
                 if st.st_size <= limit and not rel.startswith(SKIP_PREFIXES) and not skip.match(rel)}
 
     @staticmethod
-    def _may_read(paths: list[str], agent: str | None, include_operational: bool) -> list[str]:
+    def _may_read(paths: list[str], agent: str | None, include_operational: bool, memory_only: bool) -> list[str]:
         """By folder first: a note in another agent's folder is never opened (frontmatter may only
-        narrow what a folder allows, so pass 2 checks the rest on the real frontmatter)."""
+        narrow what a folder allows, so pass 2 checks the rest on the real frontmatter).
+        ``memory_only``: only the folders typed memory lives in (``--scope agent-memory``)."""
         from ..store.catalog import classify
+        from ..store.vault import AGENTS_DIR, MEMORY_DIR
 
         readable = _reader(agent)
         out = []
@@ -103,6 +105,10 @@ class NoteScan:
             kind, layer, owner, _task = classify(rel, {})
             if kind == "proposal" or (kind == "operational" and not include_operational):
                 continue
+            if memory_only:
+                parts = rel.split("/")
+                if not (rel.startswith(MEMORY_DIR + "/") or (parts[0] == AGENTS_DIR and parts[2:3] in (["Memory"], ["Tasks"]))):
+                    continue
             if readable(layer, owner):
                 out.append(rel)
         return out
@@ -147,7 +153,7 @@ class NoteScan:
         if terms:
             flat = sorted({n for ns in needles.values() for n in ns})
             root, cap = str(self.vault.root), int(self.settings.max_note_bytes)
-            paths = self._may_read(self._with_words(notes, flat), agent, include_operational)
+            paths = self._may_read(self._with_words(notes, flat), agent, include_operational, scope == "agent-memory")
             bneedles = {t: [n.encode() for n in ns] for t, ns in needles.items()}
 
             def count(rel: str) -> _Found | None:
@@ -176,7 +182,9 @@ class NoteScan:
         _bm25(found, idf)
         found.sort(key=lambda f: (-f.details["coverage"], -f.score))
         hits = []
-        for f in found[:PARSE_TOP]:
+        # Type, project and tag filters are read off the frontmatter (pass 2): with one, read further.
+        top = PARSE_TOP * (8 if types or tags or project else 1)
+        for f in found[:top]:
             hit = self._hit(f, terms, needles, idf, idf_top, q, agent=agent, scope=scope, types=types, tags=tags,
                             project=project, detail=detail)
             if hit is not None:
