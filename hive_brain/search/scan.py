@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SCAN_WARNING = ("the index is unavailable ({why}): answered by scanning the notes for the question's words "
-                "(no ranking by meaning); run `hive-brain rebuild-index` to rebuild it")
+                "(no ranking by meaning); `hive-brain rebuild-index` rebuilds it")
 SEMANTIC_OFF = "the index is unavailable (a plain scan of the notes)"
 PARSE_TOP = 60  # notes of pass 1 read again as the index would (pass 2)
 MIN_COVERAGE = 0.5  # of the question's words, by rarity: less is no answer (recall's lexical bar)
