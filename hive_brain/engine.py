@@ -62,12 +62,23 @@ class Engine:
              generation: int | None = None):
         """A recall view (:func:`~hive_brain.search.view.open_view`): by default the current index after
         a catch-up that never waits on a writer; ``generation=G`` replays generation G."""
-        from .search.view import open_view
+        import sqlite3
 
+        from .errors import IndexError_
+        from .search.view import open_view, scan_view, state_problem
+
+        try:
+            indexer, catalog = self.indexer, self.catalog
+        except (OSError, sqlite3.Error, IndexError_) as e:
+            if generation is not None:
+                raise
+            # The state dir cannot hold a catalog or an index (gone read-only, a file in its place, a
+            # full disk): the notes are still there, and a scan of them answers (search/scan.py).
+            return scan_view(self.vault, self.settings, state_problem(e))
         # With a server up, it alone writes vectors (in large batches); small writes from here
         # would fragment the table.
         return open_view(self.vault, self.settings, catch_up=catch_up, generation=generation, semantic=semantic,
-                         indexer=self.indexer, catalog=self.catalog, embed=lambda: not self._server_up(),
+                         indexer=indexer, catalog=catalog, embed=lambda: not self._server_up(),
                          embed_budget_s=embed_budget_s)
 
     def _server_up(self) -> bool:
@@ -121,8 +132,12 @@ class Engine:
             # beside the ranked hits (docs/operations.md). A replayed generation has none.
             from .memory.operations import search_operations
 
-            res["operational"] = search_operations(self.vault.state, query, agent=self.settings.agent_id,
-                                                   limit=int(opts.get("limit") or 10))
+            try:
+                res["operational"] = search_operations(self.vault.state, query, agent=self.settings.agent_id,
+                                                       limit=int(opts.get("limit") or 10))
+            except OSError as e:  # a state dir that cannot be used (the hits then came from a scan)
+                res["operational"] = []
+                res.setdefault("warnings", []).append(f"operational events cannot be read: {e.strerror or e}")
         return res
 
     def _mark_started(self, res: dict) -> dict:

@@ -122,7 +122,7 @@ class LocalSource(Source):
         from .search.recall import _full_text
 
         v = next((x for x in self._views.values() if x is not None), None)
-        return _full_text(v, path) if v is not None else None
+        return _full_text(v, path, self._r.agent) if v is not None else None
 
     def recall(self, query: str, *, semantic: bool = True, **opts: Any) -> dict:
         from .search.recall import search

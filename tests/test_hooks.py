@@ -273,6 +273,34 @@ def test_prompt_hook_never_indexes_but_asks_for_a_rebuild(vault_path, tmp_path):
     assert code == 0 and "pnpm" in context_of(out)
 
 
+def test_prompt_hook_scans_the_notes_when_the_index_files_are_gone(vault_path, tmp_path):
+    """The generation names notes but the lexical index is gone (deleted, moved aside as damaged): the
+    hook's read-only view read an empty index and injected nothing (issue 28). Now the notes are
+    scanned for the prompt's words, the pack says so, and a rebuild is asked for."""
+    import shutil
+
+    from hive_brain.agents.hooks import lexical_view
+    from hive_brain.config import resolve
+    from hive_brain.engine import Engine
+    from hive_brain.store.vault import open_vault
+
+    (vault_path / "Projects" / "Package manager.md").write_text("Always use pnpm, never npm.\n")
+    eng = Engine.open()
+    eng.rebuild(embed=False)
+    shutil.rmtree(eng.vault.state / "index" / "lexical")
+    code, out, err, _ = hook("prompt", {"prompt": "which package manager, pnpm or npm?"})
+    assert code == 0, err
+    ctx = context_of(out)
+    assert "pnpm" in ctx and "plain scan of the notes" in ctx, out
+    assert status(tmp_path)["last"]["prompt"]["mode"] == "scan"
+    settings = resolve()
+    deadline = time.monotonic() + 60
+    while lexical_view(open_vault(settings), settings).scan is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert lexical_view(open_vault(settings), settings).scan is None, "the background rebuild did not run"
+    time.sleep(0.5)  # let the detached rebuild release the lock and exit
+
+
 def test_a_hung_server_costs_the_prompt_its_server_answer_not_its_memory(indexed, tmp_path):
     from hive_brain.engine import Engine
     from hive_brain.rpc import client

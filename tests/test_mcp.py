@@ -330,3 +330,28 @@ def test_a_lone_surrogate_in_a_request_still_gets_an_answer(vault_path):
     assert refused["error"] == "Refused" and refused["records"][0]["error"] == "InvalidText"
     assert not answers[5]["result"]["isError"]
     assert not list((vault_path / "Memory").rglob("t-*.md"))
+
+
+def test_mcp_remember_keeps_where_it_was_learned(vault_path, tmp_path):
+    """MCP `remember` takes the conversation it was learned in (from_conversation, excerpt): the
+    evidence is checked against the transcript and kept with the memory (issue 28)."""
+    rows = [{"type": "user", "sessionId": "sess-mcp-1", "timestamp": "2026-03-01T10:00:00Z",
+             "message": {"role": "user", "content": [{"type": "text", "text": "Why is CI red?"}]}},
+            {"type": "assistant", "sessionId": "sess-mcp-1", "timestamp": "2026-03-01T10:00:05Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "The cache volume is full (ENOSPC)."}]}}]
+    t = tmp_path / "sess.jsonl"
+    t.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = dict(os.environ, HIVE_AGENT_ID="codex")
+    out: dict = {}
+
+    async def body(s: ClientSession) -> None:
+        base = {"type": "lesson", "title": "CI cache fills up", "content": "Clear the CI cache on ENOSPC."}
+        out["ok"] = json.loads(_text(await s.call_tool("remember", {**base, "from_conversation": str(t),
+                                                                      "excerpt": "cache volume is full"})))
+        out["bad"] = await s.call_tool("remember", {**base, "title": "Other", "from_conversation": str(t),
+                                                    "excerpt": "never said"})
+
+    asyncio.run(asyncio.wait_for(_session_run(env, body), 60))
+    meta = run("--agent", "codex", "get", out["ok"]["id"])["meta"]
+    assert meta["evidence"]["turn"] == 1 and meta["evidence"]["excerpt"] == "cache volume is full", meta
+    assert out["bad"].is_error and "not in that conversation" in _text(out["bad"])

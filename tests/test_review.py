@@ -417,3 +417,70 @@ def test_review_show_of_a_pending_proposal_shows_it(vault_path):
     res = CliRunner().invoke(main, ["review", "show", prop["proposal"]], catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "busy" not in res.output and "Shared CI" in res.output and "CI runs on Buildkite." in res.output
+
+
+# ---------------------------------------------------------------------------------------------- evidence
+def _transcript(path: Path, sid: str = "sess-teach-0001") -> Path:
+    def entry(role: str, text: str, ts: str) -> dict:
+        return {"type": role, "isSidechain": False, "sessionId": sid, "cwd": "/home/u/api", "timestamp": ts,
+                "message": {"role": role, "content": [{"type": "text", "text": text}]}}
+
+    rows = [entry("user", "Why did the deploy fail again?", "2026-03-01T10:00:00Z"),
+            entry("assistant", "The deploy failed because the migrations had not run first.", "2026-03-01T10:00:05Z"),
+            entry("user", "OK. Use key sk-proj-Ab3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z for the registry.",
+                  "2026-03-01T10:01:00Z"),
+            entry("assistant", "Noted.", "2026-03-01T10:01:05Z")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _teach(*evidence: str, agent: str = "a", ok: bool = True) -> dict:
+    return cli("remember", "--type", "lesson", "--title", "Migrations before deploy",
+               "--content", "Deploys fail unless the migrations ran first.", "--memory-scope", "hive",
+               *evidence, agent=agent, ok=ok)
+
+
+def test_a_proposal_from_a_conversation_carries_its_evidence(vault_path, tmp_path):
+    """"Teach the hive" from a conversation: the proposal names the conversation and quotes the turn it
+    was learned in, in its note, `review show` (JSON and human) and the memory it becomes."""
+    t = _transcript(tmp_path / "session.jsonl")
+    prop = _teach("--from-conversation", str(t), "--excerpt", "the  migrations had not run")
+    assert prop["status"] == "proposed", prop
+    ev = _meta(vault_path, prop["path"])["evidence"]
+    assert ev["transcript"] == str(t.resolve()) and ev["session_id"] == "sess-teach-0001" and ev["turn"] == 1
+    assert ev["excerpt"] == "the migrations had not run"
+    shown = cli("review", "show", prop["proposal"])
+    assert shown["evidence"] == {"conversation": None, "sessionId": "sess-teach-0001", "transcript": str(t.resolve()),
+                                 "turn": 1, "excerpt": "the migrations had not run"}
+    assert cli("review", "list")[0]["evidence"]["turn"] == 1
+    human = CliRunner().invoke(main, ["review", "show", prop["proposal"]], catch_exceptions=False).output
+    assert "evidence:" in human and "turn 1" in human and "> the migrations had not run" in human, human
+    applied = cli("review", "approve", prop["proposal"], "--apply")
+    assert _meta(vault_path, applied["path"])["evidence"]["excerpt"] == "the migrations had not run"
+
+
+def test_evidence_names_the_captured_conversation_note_and_quotes_a_turn(vault_path, tmp_path):
+    from hive_brain.engine import Engine
+    from hive_brain.memory.conversations import capture
+
+    t = _transcript(tmp_path / "session.jsonl")
+    note = capture(Engine.open(), t, agent="a")["path"]
+    by_id = _teach("--from-conversation", "sess-teach-0001", "--turn", "1")
+    ev = cli("review", "show", by_id["proposal"])["evidence"]
+    assert ev["conversation"] == note and ev["turn"] == 1 and "migrations had not run" in ev["excerpt"], ev
+    by_note = cli("remember", "--type", "fact", "--title", "Registry key lives in the vault",
+                  "--content", "The registry key is kept in the secrets store.", "--memory-scope", "hive",
+                  "--from-conversation", note, "--turn", "2", agent="a")
+    ev2 = cli("review", "show", by_note["proposal"])["evidence"]
+    assert ev2["conversation"] == note and ev2["turn"] == 2
+    assert "sk-proj-" not in json.dumps(ev2) and "registry" in ev2["excerpt"]  # quoted redacted
+
+
+def test_evidence_that_is_not_in_the_conversation_is_refused(vault_path, tmp_path):
+    t = _transcript(tmp_path / "session.jsonl")
+    bad = _teach("--from-conversation", str(t), "--excerpt", "we always deploy on Fridays", ok=False)
+    assert bad["error"] == "UsageError" and "not in that conversation" in bad["message"], bad
+    assert _teach("--from-conversation", str(t), "--turn", "9", ok=False)["error"] == "UsageError"
+    assert _teach("--from-conversation", "no-such-session", ok=False)["error"] == "UsageError"
+    assert _teach("--excerpt", "the migrations", ok=False)["error"] == "UsageError"
+    assert not list((vault_path / REVIEW).glob("*.md"))  # nothing was proposed

@@ -338,7 +338,7 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     (``search.prompt.prompt_pack`` runs there): this process then loads no ranking, stemming, transcript or
     usage-log code, and receives the finished context rather than every hit's details.
 
-    Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | no-index).
+    Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | scan | no-index).
     """
     from ..store.vault import open_vault
 
@@ -370,8 +370,12 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
 
     pack = reader.read(work, deadline=deadline)
     server_error = reader.server_error
-    if pack.get("mode") == "lexical" and server_error:  # no index: a rebuild is asked for below instead
+    if pack.get("mode") in ("lexical", "scan") and server_error:  # no index: a rebuild is asked for below instead
         pack["startServer"] = True  # by the caller, after the answer is given (see dispatch)
+    if pack.get("mode") == "scan":
+        # The generation names notes the index no longer holds (its files gone or damaged): the notes
+        # were scanned for this prompt, and a detached rebuild makes the next one an index answer.
+        _request_rebuild(vault.state, vault.root)
     if pack["mode"] == "no-index":
         # Indexing here would take the lock and open a writer: the prompt path never does.
         # It asks a detached process to build the index, so the next prompt has memory.

@@ -228,10 +228,18 @@ def remember(t: Tools, type: Annotated[str, Field(min_length=1, max_length=50, d
              confidence: Confidence = None,
              memory_key: Annotated[str | None, Field(max_length=300, description="Canonical key (default: derived).")] = None,
              questions: Questions = None, aliases: Aliases = None,
+             from_conversation: Annotated[str | None, Field(
+                 max_length=4096, description="Where this was learned: your transcript file, a conversation note's "
+                 "vault path or a session id (Brain Review shows it to the reviewer).")] = None,
+             excerpt: Annotated[str | None, Field(
+                 max_length=4000, description="The words of that conversation it rests on (must be there).")] = None,
+             turn: Annotated[int | None, Field(ge=1, description="The conversation's turn it came from.")] = None,
              ) -> dict:
-    inp = {"type": type, "title": title, "content": content, "tags": list(tags or []), "project": project,
-           "scope": scope, "confidence": confidence, "memory_key": memory_key, "aliases": list(aliases or []),
-           "questions": list(questions or [])}
+    inp: dict[str, Any] = {"type": type, "title": title, "content": content, "tags": list(tags or []),
+                           "project": project, "scope": scope, "confidence": confidence, "memory_key": memory_key,
+                           "aliases": list(aliases or []), "questions": list(questions or [])}
+    if from_conversation is not None:
+        inp["evidence"] = {"conversation": from_conversation, "excerpt": excerpt, "turn": turn}
     return t.write("remember", {"inp": inp})
 
 

@@ -11,6 +11,7 @@ import click
 
 from .base import State, command, memory_id_argument, out, say
 from .text import (
+    evidence_arg,
     evolve_line,
     evolve_names,
     get_lines,
@@ -62,9 +63,15 @@ def init_cmd(state: State, path: Path | None, force: bool, as_json: bool) -> Non
               help="hive = shared memory; default: private for an agent, shared for the owner.")
 @click.option("--task", default=None, help="Task id for a task-layer memory.")
 @click.option("--overrides", default=None, help="Id of a shared memory this private memory replaces for its agent.")
+@click.option("--from-conversation", "conversation", default=None, metavar="TRANSCRIPT|NOTE|SESSION",
+              help="Where this was learned: a transcript file, a conversation note (vault path) or a session id; "
+                   "Brain Review shows it to the reviewer.")
+@click.option("--excerpt", default=None, help="The words of that conversation it rests on (checked: they must be there).")
+@click.option("--turn", type=click.IntRange(1, 1_000_000), default=None, help="The conversation's turn it came from (## Turn N).")
 def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_key: str | None, project: str | None,
                  tags: str | None, aliases: str | None, questions: tuple[str, ...], confidence: float | None,
-                 memory_scope: str | None, task: str | None, overrides: str | None, as_json: bool) -> None:
+                 memory_scope: str | None, task: str | None, overrides: str | None, conversation: str | None,
+                 excerpt: str | None, turn: int | None, as_json: bool) -> None:
     """Store a new typed memory as a note under Memory/.
 
     Refuses a second active memory with the same key (use `evolve`), identical content, and anything
@@ -76,6 +83,9 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
           --content "Use pnpm, never npm, for JavaScript projects." --tags js,tooling \\
           --aliases "JS package manager" --question "which package manager do we use?" \\
           --question "npm or pnpm?"
+      hive-brain remember --memory-scope hive --type lesson --title "Run migrations first" \\
+          --content "Deploys fail unless migrations ran." \\
+          --from-conversation ~/.claude/projects/x/session.jsonl --excerpt "the migrations had not run"
     """
     if content == "-":
         content = sys.stdin.read()
@@ -83,7 +93,8 @@ def remember_cmd(state: State, mem_type: str, title: str, content: str, memory_k
     # the memory layer at all.
     inp = {"type": mem_type, "title": title, "content": content, "memory_key": memory_key, "project": project,
            "tags": split_tags(tags) or [], "aliases": split_tags(aliases) or [], "questions": list(questions),
-           "confidence": confidence, "scope": memory_scope, "task": task, "overrides": overrides}
+           "confidence": confidence, "scope": memory_scope, "task": task, "overrides": overrides,
+           **evidence_arg(conversation, excerpt, turn)}
     res = state.write("remember", {"inp": inp})
     say(as_json, res, lambda: remember_line(res, state.where))
 

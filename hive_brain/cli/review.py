@@ -93,6 +93,8 @@ def review_show_cmd(state: State, review_id: str, as_json: bool) -> None:
             c.print(f"sources: {', '.join(res['sources'])}", markup=False)
         if res.get("evolves"):
             c.print(f"evolves: {res['evolves']}", markup=False)
+        for line in evidence_lines(res.get("evidence")):
+            c.print(line, markup=False)
         c.print("")
         c.print(res["content"], markup=False)
 
@@ -333,3 +335,17 @@ def health_cmd(state: State, as_json: bool) -> None:
 
 
 COMMANDS: list[click.Command] = [review_group, promote_cmd, conflicts_cmd, health_cmd]
+
+
+def evidence_lines(ev: dict | None) -> list[str]:
+    """Where a proposal was learned, as ``review show`` prints it: the conversation, then the words
+    quoted from it (each line quoted, so a reviewer tells them from the proposal)."""
+    if not ev:
+        return []
+    where = ev.get("conversation") or ev.get("transcript") or "a conversation"
+    bits = [f"session {ev['sessionId']}" if ev.get("sessionId") else "", f"turn {ev['turn']}" if ev.get("turn") else ""]
+    lines = [f"evidence: {where}" + (f" ({', '.join(b for b in bits if b)})" if any(bits) else "")]
+    if ev.get("conversation") and ev.get("transcript"):
+        lines.append(f"  transcript: {ev['transcript']}")
+    lines += [f"  > {line}" if line.strip() else "  >" for line in str(ev.get("excerpt") or "").splitlines()]
+    return lines

@@ -128,6 +128,10 @@ def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool,
     _warm_next(eng.settings, res)
 
     def human(c: Any) -> None:
+        rec = res.get("recall") or {}
+        if rec.get("mode") == "scan":  # the pack is the whole of stdout: why it came from a scan goes to stderr
+            for w in rec.get("warnings") or []:
+                click.echo(f"warning: {w}", err=True)
         if res["abstained"]:
             c.print(f"No grounded answer: {res.get('reason')}")
         else:

@@ -116,9 +116,28 @@ def recall_lines(res: dict, style: Style = no_style, esc: Escape = no_escape) ->
             lines.append(f"   {style('yellow', 'sync conflict:')} the same memory is also in {esc(copies)} "
                          "(see `hive-brain repair-conflicts`)")
     sem = "hybrid" if res.get("semantic") else f"lexical ({res.get('semanticOff') or 'semantic off'})"
-    lines.append(style("dim", f"{len(res['hits'])} hits · {res.get('tier')} · {sem} · generation {res.get('generation')} · "
+    gen = f"generation {res.get('generation')}"
+    if res.get("mode") == "scan":  # no index: the warning above says why and how to rebuild it
+        sem, gen = f"scan of the notes ({(res.get('scan') or {}).get('engine') or 'python'})", "no index"
+    lines.append(style("dim", f"{len(res['hits'])} hits · {res.get('tier')} · {sem} · {gen} · "
                               f"{res['timing']['totalMs']:.0f} ms"))
     return lines
+
+
+def evidence_arg(conversation: str | None, excerpt: str | None, turn: int | None) -> dict:
+    """``remember``'s ``--from-conversation/--excerpt/--turn`` as the record's ``evidence`` field."""
+    if conversation is None:
+        if excerpt is not None or turn is not None:
+            from ..errors import UsageError
+
+            raise UsageError("--excerpt and --turn quote a conversation", hint="name it with --from-conversation")
+        return {}
+    import os
+
+    # A transcript named relative to here: the server that may do this write has another cwd.
+    if not conversation.startswith("Memory/Conversations/") and os.path.isfile(os.path.expanduser(conversation)):
+        conversation = os.path.abspath(os.path.expanduser(conversation))
+    return {"evidence": {"conversation": conversation, "excerpt": excerpt, "turn": turn}}
 
 
 def remember_line(res: dict, where: Callable[[str], str]) -> str:

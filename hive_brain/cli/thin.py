@@ -63,7 +63,8 @@ COMMANDS: dict[str, tuple[str | None, dict[str, tuple[str, str, Any]]]] = {
         "--tags": ("tags", "str", None), "--aliases": ("aliases", "str", None),
         "--question": ("questions", "multi", ()), "--confidence": ("confidence", "float", None),
         "--memory-scope": ("memory_scope", "hive|private|task", None), "--task": ("task", "str", None),
-        "--overrides": ("overrides", "str", None), **_JSON,
+        "--overrides": ("overrides", "str", None), "--from-conversation": ("conversation", "str", None),
+        "--excerpt": ("excerpt", "str", None), "--turn": ("turn", "int:1:1000000", None), **_JSON,
     }),
     "evolve": ("memory_id_arg", {**_ID, "--content": ("content", "str", None), "--title": ("title", "str", None),
                                  "--aliases": ("aliases", "str", None), "--question": ("questions", "multi", ()),
@@ -178,10 +179,13 @@ def recall_args(types: Any, tags: str | None, project: str | None, limit: int, a
 def _remember(v: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if v["mem_type"] is None or v["title"] is None or v["content"] is None:
         raise Fallback("a required option is missing")  # click says which
+    if v["conversation"] is None and (v["excerpt"] is not None or v["turn"] is not None):
+        raise Fallback("--excerpt/--turn without --from-conversation")  # the full CLI says what is wrong
     inp = {"type": v["mem_type"], "title": v["title"], "content": v["content"], "memory_key": v["memory_key"],
            "project": v["project"], "tags": text.split_tags(v["tags"]) or [],
            "aliases": text.split_tags(v["aliases"]) or [], "questions": list(v["questions"]), "confidence": v["confidence"],
-           "scope": v["memory_scope"], "task": v["task"], "overrides": v["overrides"]}
+           "scope": v["memory_scope"], "task": v["task"], "overrides": v["overrides"],
+           **text.evidence_arg(v["conversation"], v["excerpt"], v["turn"])}
     return "remember", {"inp": inp}
 
 

@@ -662,3 +662,91 @@ def consolidate(
         "results": results,
         "indexError": index_error,
     }
+
+
+# ---------------------------------------------------------------------------------------------- evidence
+MAX_EXCERPT_CHARS = 1_000
+_TURN_HEADING = re.compile(r"^## Turn (\d+)\s*$", re.M)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _note_turns(body: str) -> list[tuple[int, str]]:
+    """(turn number, text) of a conversation note's ``## Turn N`` sections (:func:`render_note`)."""
+    parts = _TURN_HEADING.split(body)
+    return [(int(parts[i]), parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+
+
+def _transcript_turns(t: Transcript) -> list[tuple[int, str]]:
+    """The same numbering for a transcript: a turn is a user prompt and the replies after it."""
+    out: list[tuple[int, list[str]]] = []
+    for role, text in t.turns:
+        if role == "user" or not out:
+            out.append((len(out) + 1, []))
+        out[-1][1].append(f"**{'User' if role == 'user' else 'Assistant'}:** {text}")
+    return [(n, "\n\n".join(blocks)) for n, blocks in out]
+
+
+def conversation_evidence(vault: Any, *, agent: str | None, conversation: str, excerpt: str | None = None,
+                          turn: int | None = None) -> dict[str, Any]:
+    """Where a memory an agent proposes was learned, for the reviewer: the conversation (its note in
+    the vault when it was captured, the transcript, the session id), the turn and the words quoted.
+
+    ``conversation``: a transcript file, a conversation note's vault path, or a session id this agent's
+    captured conversations hold. ``excerpt`` must be in the conversation (case and spacing aside: a
+    quote that is not there is refused, so what a reviewer reads is what was said); without it, the
+    ``turn``'s own text is quoted. Everything quoted is redacted as a captured conversation is.
+    """
+    from ..errors import UsageError
+    from ..store.notes import read_note
+    from ..store.secrets import redact
+    from ..store.vault import CONVERSATIONS_DIR
+
+    conversation = conversation.strip()
+    if not conversation:
+        raise UsageError("the conversation is empty", hint="a transcript file, a conversation note or a session id")
+    if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int) or turn < 1):
+        raise UsageError(f"the turn must be a whole number of at least 1, not {turn!r}")
+    note_rel = transcript = None
+    sid = ""
+    path = Path(conversation).expanduser()
+    rel = conversation.replace("\\", "/")
+    if rel.startswith(CONVERSATIONS_DIR + "/") and rel.endswith(".md") and ".." not in rel.split("/"):
+        if not vault.abs(rel).is_file():
+            raise UsageError(f"no conversation note at {rel}")
+        note = read_note(vault.abs(rel), rel, scrub=True)
+        note_rel, sid = rel, str(note.meta.get("session_id") or "")
+        turns = _note_turns(note.body)
+    elif path.is_file():
+        t = parse_transcript(path)
+        if not t.turns:
+            raise UsageError(f"{path} holds no conversation turns", hint="give an agent's transcript (JSONL)")
+        transcript = str(path.resolve())
+        sid = t.session_id or path.stem
+        note_rel = _existing_note(vault, note_folder(agent), sid) if agent else None
+        turns = _transcript_turns(t)
+    else:
+        sid = conversation
+        note_rel = _existing_note(vault, note_folder(agent), sid) if agent else None
+        if note_rel is None:
+            raise UsageError(f"no captured conversation with session id {sid!r}" + (f" for agent {agent!r}" if agent else ""),
+                             hint="give the transcript file or the conversation note's path instead")
+        turns = _note_turns(read_note(vault.abs(note_rel), note_rel, scrub=True).body)
+    if turn is not None and turn not in {n for n, _ in turns}:
+        raise UsageError(f"the conversation has no turn {turn} (it has {len(turns)})")
+    quote = None
+    if excerpt is not None and excerpt.strip():
+        want = _squash(excerpt)
+        found = next((n for n, text in turns if (turn is None or n == turn) and want in _squash(text)), None)
+        if found is None:
+            where = f"turn {turn} of that conversation" if turn is not None else "that conversation"
+            raise UsageError(f"the excerpt is not in {where}", hint="quote the conversation's own words")
+        turn, quote = found, " ".join(excerpt.split())
+    elif turn is not None:
+        quote = next(text for n, text in turns if n == turn)
+    if quote is not None:
+        quote, _n = redact(quote[:MAX_EXCERPT_CHARS] + ("…" if len(quote) > MAX_EXCERPT_CHARS else ""))
+    return {"conversation": note_rel, "session_id": sid or None, "transcript": transcript, "turn": turn,
+            "excerpt": quote}

@@ -62,6 +62,11 @@ class MemoryInput:
     task: str | None = None
     overrides: str | None = None
     origin: str | None = None
+    # Where it was learned (``{"conversation", "excerpt", "turn"}``): a transcript, a conversation note
+    # or a session id, and the words quoted from it. Resolved and checked by MemoryStore.remember
+    # (memory.conversations.conversation_evidence) into ``provenance["evidence"]``, which a Brain
+    # Review proposal shows its reviewer.
+    evidence: dict[str, Any] | None = None
     # Extra frontmatter recording where a reviewed memory came from (review id, sources); set by
     # Brain Review only, never accepted from a caller's record.
     provenance: dict[str, Any] | None = None
@@ -85,6 +90,17 @@ class MemoryInput:
         for req in ("type", "title", "content"):
             if not isinstance(d.get(req), str):
                 raise UsageError(f"field {req!r} is required and must be a string")
+        ev = d.get("evidence")
+        if ev is not None:
+            if not isinstance(ev, dict) or set(ev) - {"conversation", "excerpt", "turn"}:
+                raise UsageError("field 'evidence' must be an object with conversation, excerpt and turn")
+            if not isinstance(ev.get("conversation"), str) or not ev["conversation"].strip():
+                raise UsageError("evidence needs its conversation: a transcript file, a conversation note or a session id")
+            if ev.get("excerpt") is not None and not isinstance(ev["excerpt"], str):
+                raise UsageError("the evidence's excerpt must be a string")
+            t = ev.get("turn")
+            if t is not None and (isinstance(t, bool) or not isinstance(t, int)):
+                raise UsageError("the evidence's turn must be a whole number")
         for opt in ("memory_key", "project", "scope", "task", "overrides", "origin"):
             if d.get(opt) is not None and not isinstance(d[opt], str):
                 raise UsageError(f"field {opt!r} must be a string")
@@ -99,6 +115,10 @@ class MemoryInput:
             elif isinstance(v, list):
                 for x in v:
                     check_text(str(x), f"a value in {f.name}")
+            elif f.name == "evidence" and isinstance(v, dict):
+                for k, x in v.items():
+                    if isinstance(x, str):
+                        check_text(x, f"the evidence's {k}")
 
 
 MAX_QUESTIONS = 10

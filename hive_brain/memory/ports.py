@@ -10,11 +10,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from ..config import Settings
     from ..index.indexer import Indexer
     from ..store.catalog import Catalog
     from ..store.vault import Vault
-    from .store import MemoryStore
+
+
+class MemoryLike(Protocol):
+    """What engine-driven modules use of the memory store (:class:`~hive_brain.memory.store.MemoryStore`):
+    its unit of work. A protocol rather than the store's import: the store imports modules typed by
+    this one (conversations, for a proposal's evidence), and that import made a circle."""
+
+    publish_error: str | None
+
+    def transaction(self, label: str, *, timeout: float | None = None, publish: bool = True,
+                    refresh: bool = True) -> AbstractContextManager[Any]: ...
 
 
 class EngineLike(Protocol):
@@ -25,7 +37,7 @@ class EngineLike(Protocol):
     def catalog(self) -> Catalog: ...
 
     @property
-    def memory(self) -> MemoryStore: ...
+    def memory(self) -> MemoryLike: ...
 
     @property
     def indexer(self) -> Indexer: ...

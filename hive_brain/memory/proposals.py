@@ -64,6 +64,7 @@ def build_proposal(
     evolves: str | None = None,
     taken: set[str] | None = None,
     exists: Any = None,
+    evidence: dict[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any], str]:
     """(path, frontmatter, note text) of a new pending proposal."""
     if kind not in KINDS:
@@ -82,6 +83,9 @@ def build_proposal(
         "sources": list(sources or []) or None,
         "source_agents": list(source_agents or []) or None,
         "reason": reason,
+        # Where it was learned (memory.conversations.conversation_evidence): what a reviewer reads to
+        # see why, and what the applied memory keeps.
+        "evidence": evidence or None,
         "content_hash": content_hash(content),
     }
     title = str(fields.get("title") or kind)
@@ -145,6 +149,7 @@ def stage_remember_proposal(catalog: Catalog, vault: Vault, txn: Transaction, in
         evolves=evolves,
         taken=set(txn.paths),
         exists=lambda p: vault.abs(p).exists(),
+        evidence=(inp.provenance or {}).get("evidence"),
     )
     txn.write(path, text, expect_old="")
     # "id" is the proposal's: callers that print the id of what was stored get the note that was stored.

@@ -73,8 +73,18 @@ class Proposal:
             "sources": to_text_list(m.get("sources")),
             "evolves": m.get("evolves"),
             "appliedMemory": m.get("applied_memory"),
+            "evidence": evidence_of(m),
             "path": self.entry.path,
         }
+
+
+def evidence_of(meta: dict[str, Any]) -> dict[str, Any] | None:
+    """A proposal's ``evidence`` frontmatter as the JSON shows it (camelCase; None without any)."""
+    ev = meta.get("evidence")
+    if not isinstance(ev, dict):
+        return None
+    return {"conversation": ev.get("conversation"), "sessionId": ev.get("session_id"),
+            "transcript": ev.get("transcript"), "turn": ev.get("turn"), "excerpt": ev.get("excerpt")}
 
 
 class BrainReview:
@@ -104,6 +114,7 @@ class BrainReview:
                 "title": e.meta.get("title"),
                 "created": e.meta.get("created"),
                 "reason": e.meta.get("reason"),
+                "evidence": evidence_of(e.meta),
                 "path": e.path,
             }
             for e in proposal_entries(self.catalog, status)
@@ -168,6 +179,7 @@ class BrainReview:
                 "review": p.id,
                 "proposed_by": m.get("proposed_by"),
                 "sources": to_text_list(m.get("sources")) or None,
+                "evidence": m.get("evidence") or None,  # where it was learned, kept on the memory
             }
             old = self.catalog.by_id(str(m["evolves"])) if m.get("evolves") else None
             if old is not None and old.kind == "memory" and old.layer == SHARED and old.status == "active":

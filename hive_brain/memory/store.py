@@ -480,6 +480,17 @@ class MemoryStore:
         txn.write(old.path, render(old_meta, note.body, like=note), expect_old=old.sha)
         return path, meta
 
+    def _resolve_evidence(self, inp: MemoryInput) -> None:
+        """The caller's evidence request, checked against its conversation, as the record the memory
+        (or the proposal) keeps; resolved once, so a write kept pending replays the same record."""
+        from .conversations import conversation_evidence
+
+        ev = dict(inp.evidence or {})
+        rec = conversation_evidence(self.vault, agent=self.agent, conversation=str(ev.get("conversation") or ""),
+                                    excerpt=ev.get("excerpt"), turn=ev.get("turn"))
+        inp.provenance = {**(inp.provenance or {}), "evidence": rec}
+        inp.evidence = None
+
     def _propose(self, inp: MemoryInput) -> dict:
         """Queue an agent's shared write for Brain Review instead of writing shared memory."""
         if inp.overrides:
@@ -504,6 +515,8 @@ class MemoryStore:
     def remember(self, inp: MemoryInput) -> dict:
         self._check_type(inp)
         self._validate(inp)
+        if inp.evidence is not None:
+            self._resolve_evidence(inp)
         if self._proposes(inp):
             return self._propose(inp)
         with self.transaction("remember") as tx:

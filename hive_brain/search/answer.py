@@ -83,7 +83,8 @@ def build(result: dict, *, budget: int, full_text: Any = None) -> dict:
             "context": "",
             "items": [],
             "chars": 0,
-            "recall": {k: result.get(k) for k in ("tier", "semantic", "generation", "warnings", "timing")},
+            "recall": {k: result.get(k) for k in ("tier", "semantic", "generation", "warnings", "timing", "mode")
+                       if k != "mode" or result.get(k)},
         }
     hits = result["hits"]
     seen_fam: set[str] = set()
@@ -137,7 +138,8 @@ def build(result: dict, *, budget: int, full_text: Any = None) -> dict:
         "context": context,
         "items": items,
         "chars": len(context),
-        "recall": {k: result.get(k) for k in ("tier", "semantic", "generation", "warnings", "time", "timing")},
+        "recall": {k: result.get(k) for k in ("tier", "semantic", "generation", "warnings", "time", "timing", "mode")
+                   if k != "mode" or result.get(k)},
     }
 
 
@@ -146,6 +148,6 @@ def answer_view(view: Any, query: str, *, agent: str | None, semantic: bool, bud
     from .recall import _full_text, search
 
     res = search(view, query, agent=agent, semantic=semantic, **opts)
-    pack = build(res, budget=int(budget) if budget else 60_000, full_text=lambda p: _full_text(view, p))
+    pack = build(res, budget=int(budget) if budget else 60_000, full_text=lambda p: _full_text(view, p, agent))
     pack["query"] = query
     return pack

@@ -65,6 +65,8 @@ def without_hook_context(prompt: str) -> str:
 def mode_header(mode: str) -> str:
     if mode == "hybrid":
         return "[hive-brain: hybrid recall (BM25 + vectors) from the running server]"
+    if mode == "scan":
+        return "[hive-brain: no usable index: a plain scan of the notes for the prompt's words; it is being rebuilt]"
     why = "server not running" if mode == "lexical" else "server answered without vectors"
     return f"[hive-brain: lexical recall only ({why}); semantic matches may be missing]"
 
@@ -93,6 +95,8 @@ def prompt_pack(recall: Any, prompt: str, context: str = "", *, budget: int, sta
     if hybrid is None:
         hybrid = bool((pack.get("recall") or {}).get("semantic"))
     mode = "lexical" if local else "hybrid" if hybrid else "lexical-server"
+    if (pack.get("recall") or {}).get("mode") == "scan":
+        mode = "scan"  # the index could not be read: the notes were scanned (search/scan.py)
     pack["mode"] = mode
     if not pack.get("abstained") and pack.get("context"):
         from .answer import fit

@@ -52,6 +52,9 @@ class View:
     warnings: list[str] = field(default_factory=list)
     semantic_off_reason: str | None = None
     usage: Any = None  # memory.usage.UsageTable of this device's usage log; None: usage does not rank (replay)
+    # The index is unavailable (missing, being built, damaged, no state dir): a plain scan of the notes
+    # answers instead (:mod:`.scan`); ``lexical`` and ``catalog`` are then None.
+    scan: Any = None
 
 
 def build_where(*, agent: str | None, kinds: tuple[str, ...], types: list[str] | None = None, project: str | None = None,
@@ -377,6 +380,10 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
     query = clean_text(query)
     _check_options(scope=scope, types=types, tags=tags, project=project, limit=limit, detail=detail, mode=mode,
                    drop_ratio=drop_ratio, pool=pool, as_of=as_of)
+    if view.scan is not None:
+        return view.scan.search(query, agent=agent, scope=scope, types=types, tags=tags, project=project, limit=limit,
+                                as_of=as_of, include_operational=include_operational, detail=detail, now=now,
+                                warnings=view.warnings)
     # A word the vault has never seen, read as the vault spells it (``search.spelling``): the typed
     # question stays the answer's ``query``, the corrected one is what both models search.
     fixes: dict[str, str] = {}
@@ -562,7 +569,9 @@ def _vectors_ahead(view: View, text: str, qcache: dict[str, Any]) -> None:
         qcache["rr_qv_ahead"] = _AHEAD.submit(lambda: model.embed_queries([text])[0])
 
 
-def _full_text(view: View, path: str) -> str:
+def _full_text(view: View, path: str, agent: str | None = None) -> str:
+    if view.scan is not None:
+        return str(view.scan.full_text(path, agent))
     pids = view.lexical.note_passages(path)
     docs = view.lexical.get_docs(pids)
     return "\n\n".join(docs[p]["text"] for p in pids if p in docs)

@@ -8,6 +8,8 @@ server, the prompt hook, replay); they now all come through here:
   ``catch_up=True``: first brings the index up to date with the vault when nobody else is writing,
   and embeds a little of the queue when it can (never waiting on a writer);
   ``generation=G``: a replay of generation G from its scratch index (:mod:`.replay`).
+* :func:`scan_view` — no index at all can be read (missing and being built by another process,
+  damaged, the state dir unusable): a plain scan of the notes answers instead (:mod:`.scan`).
 * :func:`assemble` — the last step of all of them, and all the server needs (it holds the pieces
   warm): whether semantic search is on, and the warnings a reader should see.
 
@@ -25,6 +27,9 @@ NOT_EMBEDDED = "{n} passages are not embedded yet; semantic search covers the re
 SERVER_STARTING = ("the server is starting (or not answering): a lexical answer for now; the next questions are "
                    "answered hybrid by the server")
 WRITER_BUSY = "another process is writing; results may miss its last change"
+# Why the index is unavailable, for the scan that answers instead (:mod:`.scan`).
+INDEX_BUILDING = "another process is building it"
+INDEX_EMPTY = "it holds none of the indexed notes (damaged, or being rebuilt)"
 
 
 def assemble(*, lexical: Any, catalog: Any, generation: int | None, semantic: bool = True, vectors: Any = None,
@@ -48,6 +53,24 @@ def assemble(*, lexical: Any, catalog: Any, generation: int | None, semantic: bo
     return View(lexical=lexical, catalog=catalog, vectors=vectors if on else None, embedder=embedder if on else None,
                 generation=generation, warnings=out, semantic_off_reason=None if on or not semantic else off_reason,
                 usage=usage)
+
+
+def scan_view(vault: Any, settings: Any, why: str, warnings: list[str] | tuple[str, ...] = (), *,
+              budget_s: float | None = None) -> Any:
+    """A view that answers by scanning the notes (:mod:`.scan`): ``why`` the index cannot be read;
+    ``budget_s``: the most seconds one search may read notes for (default :data:`.scan.BUDGET_S`)."""
+    from .recall import View
+    from .scan import BUDGET_S, SEMANTIC_OFF, NoteScan
+
+    # No index, no catalog: search() hands a scan view to its NoteScan before either is touched.
+    return View(lexical=None, catalog=None, generation=None, warnings=list(warnings),  # type: ignore[arg-type]
+                semantic_off_reason=SEMANTIC_OFF, scan=NoteScan(vault, settings, why, BUDGET_S if budget_s is None else budget_s))
+
+
+def state_problem(e: BaseException) -> str:
+    """One line on why the state dir (index, catalog, generations) could not be used."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    return f"its state dir cannot be used: {msg[:200]}"
 
 
 def open_view(vault: Any, settings: Any, *, catch_up: bool = False, generation: int | None = None,
@@ -91,6 +114,9 @@ def _read_only_view(vault: Any, settings: Any, *, semantic: bool, catalog: Any) 
         return None
     lex = LexicalIndex(vault.state / "index" / "lexical", read_only=True)  # = Indexer.reader()
     lex.reload()
+    if lex.doc_count() == 0 and _indexed_notes(gens, gid):
+        # The prompt hook reads this view: its scan gets a share of the hook's deadline, not seconds.
+        return scan_view(vault, settings, INDEX_EMPTY, gens.warnings, budget_s=float(settings.hook_deadline) / 3)
     if catalog is None:
         from ..store.catalog import Catalog
 
@@ -105,21 +131,34 @@ def _catch_up_view(vault: Any, settings: Any, idx: Any, *, semantic: bool, embed
 
     Reading never fails because someone is writing: when the lock is taken the view answers with
     what is indexed and leaves catching up and embedding to the holder (a server, a rebuild)."""
-    from ..errors import LockTimeout
+    import sqlite3  # here: the prompt hook imports this module and never comes this way
+
+    from ..errors import IndexError_, LockTimeout
 
     warnings: list[str] = []
-    busy = idx.try_catch_up() is None
+    try:
+        busy = idx.try_catch_up() is None
+        gid = idx.gens.current_id()
+    except (OSError, IndexError_, sqlite3.Error) as e:
+        return scan_view(vault, settings, state_problem(e))
     if busy:
         warnings.append(WRITER_BUSY)
-    gid = idx.gens.current_id()
     warnings += idx.gens.warnings
     if gid is None:
-        # Nothing to read at all: indexing is the only answer, and it may wait for the lock.
+        if busy:
+            # Nothing indexed, and the lock holder (a rebuild, a server's first index) is indexing:
+            # waiting for it cost a recall the whole lock timeout and then an error.
+            return scan_view(vault, settings, INDEX_BUILDING, [w for w in warnings if w != WRITER_BUSY])
         from ..store.journal import write_session
 
-        with write_session(vault, timeout=settings.lock_timeout, command="first index"):
-            idx.catch_up(label="first index")
-        gid = idx.gens.current_id()
+        try:
+            with write_session(vault, timeout=settings.lock_timeout, command="first index"):
+                idx.catch_up(label="first index")
+            gid = idx.gens.current_id()
+        except LockTimeout:
+            return scan_view(vault, settings, INDEX_BUILDING, warnings)
+        except (OSError, IndexError_, sqlite3.Error) as e:
+            return scan_view(vault, settings, state_problem(e), warnings)
     vectors = embedder = None
     pending = 0
     off = None
@@ -136,5 +175,19 @@ def _catch_up_view(vault: Any, settings: Any, idx: Any, *, semantic: bool, embed
         off = NO_PACK if settings.semantic else "disabled"
     lex = idx.lexical
     lex.reload()
+    if busy and lex.doc_count() == 0 and _indexed_notes(idx.gens, gid):
+        # Found damaged (moved aside) while another process holds the lock: the notes answer until
+        # the next catch-up indexes them again.
+        return scan_view(vault, settings, INDEX_EMPTY, warnings)
     return assemble(lexical=lex, catalog=idx.catalog, generation=gid, semantic=semantic, vectors=vectors,
                     embedder=embedder, off_reason=off, pending=pending, warnings=warnings, state=vault.state)
+
+
+def _indexed_notes(gens: Any, gid: int | None) -> int:
+    """How many notes generation ``gid`` says are indexed (0 when it cannot be read)."""
+    if gid is None:
+        return 0
+    try:
+        return int(gens.load(gid).note_count)
+    except Exception:  # noqa: BLE001 - an unreadable generation is reported by whoever reads it next
+        return 0
