@@ -92,3 +92,57 @@ def test_a_vault_mixing_old_and_new_forms_orders_by_the_instant(vault_path: Path
     got = run("get", "--memory-id", mid)
     assert got["path"] == newer, got["path"]
     assert got["meta"]["updated"] == "2026-12-04T08:00:00Z"
+
+
+# ------------------------------------------------------------------------------------ version links
+LINK = re.compile(r"^'\[\[(?P<target>[^|\]]+)\|(?P<id>mem-[0-9a-z]+)\]\]'$")
+
+
+def test_evolve_links_the_versions_by_wikilinks_to_their_notes(vault_path: Path) -> None:
+    old = remember("Deploy target", "We deploy the web app to Heroku.", "decision")
+    new = run("evolve", old["id"], "--content", "We deploy the web app to Fly.io.")
+    back = LINK.match(_fm(vault_path / new["path"])["supersedes"])
+    ahead = LINK.match(_fm(vault_path / old["path"])["superseded_by"])
+    assert back and ahead
+    # Obsidian follows the link to the other version's note (its vault path, without .md).
+    assert (back["target"] + ".md", back["id"]) == (old["path"], old["id"])
+    assert (ahead["target"] + ".md", ahead["id"]) == (new["path"], new["id"])
+    got = run("get", "--memory-id", old["id"])
+    assert got["status"] == "superseded" and [c["id"] for c in got["chain"]] == [old["id"], new["id"]]
+    assert run("get", "--memory-id", new["id"])["meta"]["supersedes"] == old["id"]
+
+
+def _memory(vault_path: Path, name: str, mid: str, content: str, **links: str) -> str:
+    rel = f"Memory/Distillations/Agent Memory/{name}.md"
+    p = vault_path / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    extra = "".join(f"{k}: {v}\n" for k, v in links.items())
+    p.write_text(f"---\nid: {mid}\ntype: decision\ntitle: Deploy day\nstatus: active\n{extra}"
+                 f"created: 2026-12-0{1 + len(links)}T10:00:00\n---\n\n{content}\n", encoding="utf-8")
+    return rel
+
+
+@pytest.mark.parametrize("form", [
+    "{id}",                      # the bare id hive-brain wrote before
+    "'[[{stem}|{id}]]'",         # a link shown as the id
+    "'[[{stem}]]'",              # a link written by hand, to the file name (Obsidian's shortest form)
+    '"[[{path}]]"',              # to the vault path, double-quoted as Obsidian writes it
+    "'[[{path}.md|the old rule]]'",  # shown as words, not an id
+])
+def test_every_form_of_a_version_link_links_the_chain(vault_path: Path, form: str) -> None:
+    old_id, new_id = "mem-01deployday000000000000001", "mem-01deployday000000000000002"
+    old = _memory(vault_path, "deploy-day-000001", old_id, "We deploy the web app on Mondays.")
+    link = form.format(id=old_id, stem="deploy-day-000001", path=old.removesuffix(".md"))
+    _memory(vault_path, "deploy-day-000002", new_id, "We deploy the web app on Thursdays.", supersedes=link)
+    got = run("get", "--memory-id", old_id)
+    assert got["status"] == "superseded", (form, got["status"])
+    assert [c["id"] for c in got["chain"]] == [old_id, new_id]
+    hits = run("recall", "which day do we deploy the web app", "--lexical")["hits"]
+    assert [h["id"] for h in hits if h["id"] in (old_id, new_id)] == [new_id]
+
+
+def test_a_link_to_no_note_links_nothing(vault_path: Path) -> None:
+    mid = "mem-01deployday000000000000003"
+    _memory(vault_path, "deploy-day-000003", mid, "We deploy the web app on Fridays.", supersedes="'[[gone-note]]'")
+    got = run("get", "--memory-id", mid)
+    assert got["status"] == "active" and [c["id"] for c in got["chain"]] == [mid]

@@ -269,11 +269,48 @@ def normal_date(v: Any) -> Any:
     return d.isoformat() + "Z"
 
 
+# Frontmatter keys that link one version of a memory to another. Written as Obsidian wikilinks to
+# the other version's note, so Obsidian's graph and backlinks show the chain; read as the linked id.
+LINK_KEYS = frozenset({"supersedes", "superseded_by", "rolled_up_into"})
+_LINK_RE = re.compile(r"\[\[([^\[\]|#^]+)(?:#[^\[\]|]*)?(?:\|([^\[\]|]*))?\]\]")
+
+
+def wikilink(path: str, memory_id: str) -> str:
+    """``[[Memory/.../note-file|mem-...]]``: a link Obsidian follows to the note at ``path`` (its full
+    vault path, so two notes of one name cannot be confused), shown as the id, which hive-brain reads
+    back without looking the note up, so the chain holds even after the file is renamed outside
+    Obsidian. A path a wikilink cannot hold (``|``, ``#``, brackets) gets the bare id."""
+    target = path.removesuffix(".md")
+    if not memory_id or any(c in target for c in "[]|#^") or any(c in memory_id for c in "[]|"):
+        return memory_id
+    return f"[[{target}|{memory_id}]]"
+
+
+def link_parts(v: Any) -> tuple[str, str] | None:
+    """(target, shown text) of a value that is one wikilink, else None."""
+    m = _LINK_RE.fullmatch(v.strip()) if isinstance(v, str) else None
+    return (m.group(1).strip(), (m.group(2) or "").strip()) if m else None
+
+
+def linked_id(v: Any) -> Any:
+    """The id a link key names: a bare id as it is (how hive-brain wrote it before), a wikilink's shown
+    text when it has one (:func:`wikilink`). A wikilink without one (written by hand, ``[[note]]``)
+    is left as it is: only the catalog, which knows every note's path, can resolve it
+    (``Catalog.resolve_links``)."""
+    parts = link_parts(v)
+    if parts is None:
+        return v
+    return parts[1] if parts[1] and not any(c.isspace() for c in parts[1]) else v.strip()
+
+
 def _read_form(meta: dict[str, Any]) -> dict[str, Any]:
     """Times under :data:`DATE_KEYS` as :func:`normal_date` strings, so that sorting and comparing them
-    as text works for every form a vault holds (YAML turns the unquoted ones into date objects)."""
+    as text works for every form a vault holds (YAML turns the unquoted ones into date objects); links
+    under :data:`LINK_KEYS` as the ids they name (:func:`linked_id`)."""
     for k in DATE_KEYS & meta.keys():
         meta[k] = normal_date(meta[k])
+    for k in LINK_KEYS & meta.keys():
+        meta[k] = linked_id(meta[k])
     return meta
 
 
