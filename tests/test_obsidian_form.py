@@ -146,3 +146,15 @@ def test_a_link_to_no_note_links_nothing(vault_path: Path) -> None:
     _memory(vault_path, "deploy-day-000003", mid, "We deploy the web app on Fridays.", supersedes="'[[gone-note]]'")
     got = run("get", "--memory-id", mid)
     assert got["status"] == "active" and [c["id"] for c in got["chain"]] == [mid]
+
+
+def test_deleting_a_middle_version_relinks_its_neighbours_by_wikilinks(vault_path: Path) -> None:
+    v1 = remember("Deploy target", "We deploy the web app to Heroku.", "decision")
+    v2 = run("evolve", v1["id"], "--content", "We deploy the web app to Render.")
+    v3 = run("evolve", v2["id"], "--content", "We deploy the web app to Fly.io.")
+    run("delete", "--memory-id", v2["id"], "--confirm", "--force")
+    ahead = LINK.match(_fm(vault_path / v1["path"])["superseded_by"])
+    back = LINK.match(_fm(vault_path / v3["path"])["supersedes"])
+    assert ahead and (ahead["target"] + ".md", ahead["id"]) == (v3["path"], v3["id"])
+    assert back and (back["target"] + ".md", back["id"]) == (v1["path"], v1["id"])
+    assert [c["id"] for c in run("get", "--memory-id", v3["id"])["chain"]] == [v1["id"], v3["id"]]

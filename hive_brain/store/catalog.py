@@ -22,7 +22,7 @@ from .secrets import RULES_VERSION, SECURE_PREFIX
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
 CATALOG_VERSION = 6  # 3: secrets redacted (and the detector's version, below); 4: derived status; 5: CP-1252 notes read;
-# 6: times in one form (notes.normal_date)
+# 6: times in one form (notes.normal_date), version wikilinks read as ids (notes.linked_id, resolve_links)
 PARSED_KEEP_CHARS = 24 << 20  # note text kept parsed between the catalog refresh and the indexer
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
