@@ -158,3 +158,15 @@ def test_deleting_a_middle_version_relinks_its_neighbours_by_wikilinks(vault_pat
     assert ahead and (ahead["target"] + ".md", ahead["id"]) == (v3["path"], v3["id"])
     assert back and (back["target"] + ".md", back["id"]) == (v1["path"], v1["id"])
     assert [c["id"] for c in run("get", "--memory-id", v3["id"])["chain"]] == [v1["id"], v3["id"]]
+
+
+def test_repair_restores_a_resurrected_version_with_a_wikilink_to_its_head(vault_path: Path) -> None:
+    v1 = remember("Deploy region", "Production deploys go to region eu-west-1.", "decision")
+    before = (vault_path / v1["path"]).read_bytes()  # the old version as it was: active, no link
+    v2 = run("evolve", v1["id"], "--content", "Production deploys go to region eu-central-1.")
+    (vault_path / v1["path"]).write_bytes(before)  # a sync brings it back
+    run("repair-conflicts", "--confirm")
+    fm = _fm(vault_path / v1["path"])
+    ahead = LINK.match(fm["superseded_by"])
+    assert fm["status"] == "superseded" and ahead
+    assert (ahead["target"] + ".md", ahead["id"]) == (v2["path"], v2["id"])
