@@ -134,8 +134,9 @@ def _alternatives(alternatives: list[str] | None, deep: bool) -> dict[str, Any]:
 def recall(t: Tools, query: Query, limit: Limit = 8, scope: ScopeArg = "tiered", types: Types = None,
            tags: Tags = None, project: Project = None, as_of: AsOf = None, alternatives: Alternatives = None,
            deep: Deep = False) -> dict:
+    # Hits are cut to RECALL_TEXT_CHARS here: the whole note (recall's default) would be read for nothing.
     res = t.reader.recall(_question(query), limit=limit, scope=scope, types=types or None, tags=tags or None,
-                          project=project, as_of=as_of, **_alternatives(alternatives, deep))
+                          project=project, as_of=as_of, detail="overview", **_alternatives(alternatives, deep))
     t.log_usage(res.get("hits") or [])
     return recall_out(res)
 
@@ -145,7 +146,8 @@ def recall(t: Tools, query: Query, limit: Limit = 8, scope: ScopeArg = "tiered",
       aliases={"question": "query"})
 def answer(t: Tools, query: Query, budget: Budget = 8000, as_of: AsOf = None, alternatives: Alternatives = None,
            deep: Deep = False) -> dict:
-    res = t.reader.answer(_question(query), budget=budget, as_of=as_of, **_alternatives(alternatives, deep))
+    res = t.reader.answer(_question(query), budget=budget, as_of=as_of, detail="overview",
+                          **_alternatives(alternatives, deep))
     t.log_usage(res.get("items") or [])
     out = {"abstained": bool(res.get("abstained")), "context": res.get("context") or ""}
     if res.get("abstained"):

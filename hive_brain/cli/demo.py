@@ -52,7 +52,7 @@ def run_demo(path: Path, settings: Settings, *, semantic: bool = True) -> dict[s
     eng.rebuild(embed=semantic)
     answers = []
     for q in QUESTIONS + ["which analytics database do we use?"]:
-        r = eng.recall(q, semantic=semantic, limit=3)
+        r = eng.recall(q, semantic=semantic, limit=3, detail="overview")
         answers.append({"question": q, "abstained": r["abstained"], "reason": r["reason"], "semantic": r["semantic"],
                         "hits": [{"title": h["title"], "path": h["path"], "text": h["passage"]["text"],
                                   "evolved": bool(h.get("evolutionChain"))} for h in r["hits"]]})

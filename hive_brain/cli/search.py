@@ -27,7 +27,11 @@ def _finish(res: dict, exit_status: bool) -> None:
         raise SystemExit(NOTHING_FOUND_EXIT)
 
 
-def recall_options(fn: Callable) -> Callable:
+def recall_options(fn: Callable | None = None, *, detail: str = "full") -> Any:
+    """The options recall and answer share. ``detail``: the ``--detail`` default, ``full`` for recall
+    (the whole note with each hit); ``answer`` keeps ``overview`` passages, which its pack is built of."""
+    if fn is None:
+        return lambda f: recall_options(f, detail=detail)
     opts = [
         click.option("--scope", type=click.Choice(["tiered", "agent-memory", "full-vault"]), default="tiered", show_default=True,
                      help="tiered: typed memory first, the whole vault when the best typed hit is weak."),
@@ -38,8 +42,9 @@ def recall_options(fn: Callable) -> Callable:
         click.option("--as-of", default=None, metavar="YYYY-MM-DD", help="Recall as things stood on that day."),
         click.option("--include-operational", is_flag=True,
                      help="Also search Operations/ notes, and list matching operational events apart (recall)."),
-        click.option("--detail", type=click.Choice(["abstract", "overview", "full"]), default="overview", show_default=True,
-                     help="How much of each hit to return (never changes ranking)."),
+        click.option("--detail", type=click.Choice(["abstract", "overview", "full"]), default=detail, show_default=True,
+                     help="How much of each hit to return: full adds the whole note, overview a passage up to "
+                          "1,200 characters, abstract its first paragraph (never changes ranking)."),
         click.option("--mode", type=click.Choice(["flat", "hierarchical"]), default="flat", show_default=True,
                      help="hierarchical: score folders first and re-rank by them (never hides a note)."),
         click.option("--lexical", is_flag=True, help="Skip semantic search (BM25 and features only)."),
@@ -105,7 +110,7 @@ def recall_cmd(state: State, question: str, scope: str, types, tags, project, li
 @click.argument("question")
 @click.option("--budget", type=int, default=None, help="Character budget of the context pack (hook mode default 8000).")
 @click.option("--hook", "hook_mode", is_flag=True, help="Hook mode: lexical unless the server is up, budgeted, never waits.")
-@recall_options
+@recall_options(detail="overview")
 def answer_cmd(state: State, question: str, budget: int | None, hook_mode: bool, scope: str, types, tags, project, limit,
                as_of, include_operational, detail, mode, lexical: bool, rerank: bool, exit_status: bool,
                as_json: bool) -> None:

@@ -47,7 +47,7 @@ _RECALL: dict[str, tuple[str, str, Any]] = {
     "--limit": ("limit", "int:1:100", 10),
     "--as-of": ("as_of", "str", None),
     "--include-operational": ("include_operational", "flag", False),
-    "--detail": ("detail", "abstract|overview|full", "overview"),
+    "--detail": ("detail", "abstract|overview|full", "full"),
     "--mode": ("mode", "flat|hierarchical", "flat"),
     "--lexical": ("lexical", "flag", False),
     "--rerank": ("rerank", "flag", False),
@@ -76,7 +76,8 @@ COMMANDS: dict[str, tuple[str | None, dict[str, tuple[str, str, Any]]]] = {
     }),
     "get": ("memory_id_arg", {**_ID, **_JSON}),
     "recall": ("question", _RECALL),
-    "answer": ("question", {"--budget": ("budget", "int", None), "--hook": ("hook_mode", "flag", False), **_RECALL}),
+    "answer": ("question", {"--budget": ("budget", "int", None), "--hook": ("hook_mode", "flag", False), **_RECALL,
+                            "--detail": ("detail", "abstract|overview|full", "overview")}),
     "core": (None, {"--agent": ("agent_id", "str", None), "--budget": ("budget", "int:200:100000", 6000), **_JSON}),
     "status": (None, _JSON),
 }

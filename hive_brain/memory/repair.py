@@ -22,7 +22,7 @@ import difflib
 from typing import Any
 
 from ..store.catalog import Entry
-from ..store.notes import derived_memory_id, now_iso, render
+from ..store.notes import derived_memory_id, now_iso, render, wikilink
 from .conflicts import REPAIRABLE, find
 from .layers import require_owner
 from .ports import EngineLike
@@ -51,7 +51,7 @@ class _Plan:
     def set_aside(self, kind: str, head: Entry, loser: Entry, *, new_id: str | None = None) -> None:
         """``loser`` becomes a superseded version that names ``head``; ``head`` lists it."""
         changes, _ = self._edit(loser)
-        changes.update(status="superseded", superseded_by=head.id, conflict_of=head.id)
+        changes.update(status="superseded", superseded_by=wikilink(head.path, head.id), conflict_of=head.id)
         if new_id:
             # A copy repeats the head's place in its chain; as a copy it supersedes nothing itself.
             changes.update(id=new_id, supersedes=None)
@@ -61,7 +61,9 @@ class _Plan:
     def restore_status(self, e: Entry) -> None:
         head = self.engine.catalog.by_id(e.next_id)
         changes, _ = self._edit(e)
-        changes.update(status="superseded", superseded_by=str(e.meta.get("superseded_by") or e.next_id))
+        newer = str(e.meta.get("superseded_by") or e.next_id)
+        link = wikilink(head.path, head.id) if head is not None and head.id == newer else newer
+        changes.update(status="superseded", superseded_by=link)
         if head is not None:
             self._pair("resurrected", head, e, {})
 

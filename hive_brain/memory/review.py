@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import NoteError, NotFound, Refused, UsageError
 from ..store.catalog import Catalog, Entry
 from ..store.notes import (
+    linked_id,
     now_iso,
     read_note,
     render,
@@ -219,7 +220,7 @@ class BrainReview:
             "proposal": p.id,
             "id": meta["id"],
             "path": path,
-            "supersedes": meta.get("supersedes"),
+            "supersedes": linked_id(meta.get("supersedes")),
             "layer": SHARED,
         }
 

@@ -43,6 +43,7 @@ from ..store.notes import (
     now_iso,
     render,
     slugify,
+    wikilink,
 )
 from ..store.secrets import scrub
 from .layers import AGENT_LAYERS, PROTECTED_TYPES, require_owner
@@ -214,7 +215,7 @@ def _stage_run(tx: UnitOfWork, store: MemoryStore, run: Run) -> dict[str, Any]:
         "agent": run.agent or None, "task": run.task or None,
         "project": _unanimous([e.meta.get("project") for e in run.members]),
         "tags": ["rollup"], "aliases": None, "confidence": None, "status": "active",
-        "supersedes": old.id if old else None, "overrides": None, "origin": ORIGIN, "created": ts, "updated": ts,
+        "supersedes": wikilink(old.path, old.id) if old else None, "overrides": None, "origin": ORIGIN, "created": ts, "updated": ts,
         "content_hash": content_hash(body), "rollup_of": run.pattern, "rollup_basis": run.basis,
         "rollup_count": count, "rollup_first": first, "rollup_last": last,
     }
@@ -227,10 +228,11 @@ def _stage_run(tx: UnitOfWork, store: MemoryStore, run: Run) -> dict[str, Any]:
         path = f"{folder}/{memory_filename(title, mid)}"
     tx.write(path, render(meta, body), expect_old="")
     if old is not None and old_note is not None:
-        done = {**old_meta, "status": "superseded", "superseded_by": mid, "updated": ts}
+        done = {**old_meta, "status": "superseded", "superseded_by": wikilink(path, mid), "updated": ts}
         tx.write(old.path, render(done, old_note.body, like=old_note), expect_old=old.sha)
     for e, n in notes:
-        m = {**n.meta, "status": "superseded", "superseded_by": mid, "rolled_up_into": mid, "updated": ts}
+        m = {**n.meta, "status": "superseded", "superseded_by": wikilink(path, mid), "rolled_up_into": wikilink(path, mid),
+             "updated": ts}
         tx.write(e.path, render(m, n.body, like=n), expect_old=e.sha)
     return {**run.describe(), "summary": {"id": mid, "path": path, "title": title, "extends": old.id if old else None,
                                           "count": count}, "skipped": skipped}

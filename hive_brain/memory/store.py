@@ -41,6 +41,7 @@ from ..store.notes import (
     read_note,
     render,
     to_text_list,
+    wikilink,
     written_id,
 )
 from ..store.secrets import check_secrets, scrub
@@ -468,14 +469,14 @@ class MemoryStore:
         self._validate(inp)
         if content_hash(inp.content) == old.content_hash:
             raise DuplicateContent("the new content is the same as the current version", hint="nothing to do")
-        path, meta, text = self._new_note(inp, taken_paths=set(txn.paths), supersedes=old.id)
+        path, meta, text = self._new_note(inp, taken_paths=set(txn.paths), supersedes=wikilink(old.path, old.id))
         # An override of a shared memory that has since changed or gone is kept as history (it matches
         # nothing any more); one of a memory that is still current is checked again, as on remember.
         target = self.catalog.by_id(str(inp.overrides)) if inp.overrides else None
         current = target is not None and target.layer == "shared" and target.status == "active"
         self._check_unique(meta, ignore_ids={old.id}, pending=[], check_overrides=current)
         old_meta = with_id(note.meta, old.id)
-        old_meta.update(status="superseded", superseded_by=meta["id"], updated=now_iso())
+        old_meta.update(status="superseded", superseded_by=wikilink(path, meta["id"]), updated=now_iso())
         txn.write(path, text, expect_old="")
         txn.write(old.path, render(old_meta, note.body, like=note), expect_old=old.sha)
         return path, meta
@@ -623,7 +624,8 @@ class MemoryStore:
                     continue
                 nn = self.load(n)
                 meta = with_id(nn.meta, n.id)
-                meta[key] = value
+                linked = self.catalog.by_id(str(value)) if value else None
+                meta[key] = wikilink(linked.path, linked.id) if linked is not None else value
                 if key == "superseded_by" and not value and meta.get("status") == "superseded":
                     meta["status"] = "active"
                 meta["updated"] = now_iso()

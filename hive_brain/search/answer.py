@@ -147,6 +147,8 @@ def answer_view(view: Any, query: str, *, agent: str | None, semantic: bool, bud
     """Recall on a view and build the pack (the one implementation used in-process and by the server)."""
     from .recall import _full_text, search
 
+    # The pack is built of passages: overview ones (recall's default, full, also reads every hit's note).
+    opts.setdefault("detail", "overview")
     res = search(view, query, agent=agent, semantic=semantic, **opts)
     pack = build(res, budget=int(budget) if budget else 60_000, full_text=lambda p: _full_text(view, p, agent))
     pack["query"] = query

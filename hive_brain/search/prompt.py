@@ -18,6 +18,7 @@ CONTEXT_CHARS = 1500  # words of the previous assistant reply that join the quer
 PROMPT_CHARS = 4000  # a pasted log after the question adds nothing but noise
 RESULT_LIMIT = 6
 HOOK_POOL = 60  # candidates per ranking on the prompt path (recall's default is 120): see recall.search
+HOOK_DETAIL = "overview"  # passages, never whole notes: recall's default (full) would read every hit's note
 LONG_PROMPT_WORDS = 8
 USAGE_LOCK_WAIT_S = 0.05  # the longest the prompt hook waits to log what it injected
 CONVERSATIONAL_MAX_WORDS = 6
@@ -142,7 +143,7 @@ def _with_reply(recall: Any, prompt: str, context: str, hits: list[dict], limit:
     tail = context[-n:]
     if len(context) > n and " " in tail:
         tail = tail.split(" ", 1)[1]  # from a word's start
-    r3 = recall(prompt + "\n" + tail, limit=limit, abstain=False, pool=HOOK_POOL)
+    r3 = recall(prompt + "\n" + tail, limit=limit, abstain=False, pool=HOOK_POOL, detail=HOOK_DETAIL)
     have = {h["path"] for h in hits}
     return [h for h in r3["hits"] if h["path"] not in have and h.get("kind") != "core"]
 
@@ -199,7 +200,7 @@ def contextual_answer(
     # "do all 3" alone would match any note with a 3 in it: numbers only count next to words. A prompt
     # that only talks to the agent is not searched (what the reply points to still is, below).
     if any(not t.isdigit() for t in words) and not (P["hook_conversational"] and conversational(prompt, words)):
-        r1 = recall(prompt, limit=limit, pool=HOOK_POOL)
+        r1 = recall(prompt, limit=limit, pool=HOOK_POOL, detail=HOOK_DETAIL)
         if not r1.get("abstained"):
             # Core Memory is injected at session start; repeating it on every prompt wastes the budget.
             hits = [h for h in r1["hits"] if h.get("kind") != "core"]
@@ -213,7 +214,7 @@ def contextual_answer(
         # (_topic_present), which BM25 finds by itself; the model runs over a 1,500-character text
         # (e5 and the second model's cold passages) tripled the hook's time with a transcript
         # (benchmarks/hook_latency.py) for hits the filter then mostly dropped.
-        r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL, semantic=False)
+        r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL, semantic=False, detail=HOOK_DETAIL)
         q_terms = set(content_words(q2))
         # Only the best of that search: deeper down, a one-word title ("Before merging") is in any reply.
         referents = [h for h in r2["hits"][: int(P["hook_referent_top"])]

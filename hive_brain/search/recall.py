@@ -364,7 +364,7 @@ def _check_options(*, scope: Any, types: Any, tags: Any, project: Any, limit: An
 
 def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", types: list[str] | None = None,
            tags: list[str] | None = None, project: str | None = None, limit: int = 10, as_of: str | None = None,
-           include_operational: bool = False, detail: str = "overview", mode: str | None = None,
+           include_operational: bool = False, detail: str = "full", mode: str | None = None,
            semantic: bool = True, abstain: bool = True, drop_ratio: float = DROP_BELOW, now: Any = None,
            pool: int = CANDIDATES, rerank_cold: int | None = None, alternatives: list[str] | None = None,
            deep: bool = False, _answers: bool = False) -> dict:

@@ -95,6 +95,7 @@ def compare(engine: Any, query: str, a: int, b: int | None, **opts: Any) -> dict
     added = sorted(p for p in mb if p not in ma)
     removed = sorted(p for p in ma if p not in mb)
     changed = sorted(p for p in mb if p in ma and ma[p] != mb[p])
+    opts.setdefault("detail", "abstract")  # only which notes answer is compared, not their text
     ra = engine.recall(query, view=engine.view(generation=a), **opts)
     rb = engine.recall(query, view=engine.view(generation=b), **opts)
     pa = [h["path"] for h in ra["hits"]]

@@ -17,11 +17,12 @@ from typing import Any
 from ..errors import NoteError
 from .copies import copy_kind, has_git_markers
 from .fsutil import connect_sqlite, quarantine, sqlite_tx
-from .notes import Note, note_id, read_note
+from .notes import LINK_KEYS, Note, link_parts, note_id, read_note
 from .secrets import RULES_VERSION, SECURE_PREFIX
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
-CATALOG_VERSION = 5  # 3: secrets redacted (and the detector's version, below); 4: derived status; 5: CP-1252 notes read
+CATALOG_VERSION = 6  # 3: secrets redacted (and the detector's version, below); 4: derived status; 5: CP-1252 notes read;
+# 6: times in one form (notes.normal_date), version wikilinks read as ids (notes.linked_id, resolve_links)
 PARSED_KEEP_CHARS = 24 << 20  # note text kept parsed between the catalog refresh and the indexer
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS notes (
@@ -217,6 +218,7 @@ class Catalog:
                 self.db.executemany("DELETE FROM notes WHERE path = ?", [(p,) for p in removed])
                 self.db.executemany("DELETE FROM secrets WHERE path = ?", [(r[0],) for r in rows] + [(p,) for p in removed])
                 self.db.executemany("INSERT INTO secrets VALUES (?,?,?)", self._found)
+                affected |= self.resolve_links(rows)
                 self.derive(None if only is None and not known else affected)
         return {"added": added, "changed": changed, "removed": removed}
 
@@ -256,6 +258,38 @@ class Catalog:
             status, str(meta.get("supersedes") or "") if kind == "memory" else "",
             str(meta.get("superseded_by") or ""), "", 1, flags,
         )
+
+    def resolve_links(self, rows: list[tuple]) -> set[str]:
+        """Give the ids of the notes they link to to the link keys of these just-written rows that
+        hold a wikilink without one (``supersedes: "[[deploy-target-abc123]]"``, written by hand;
+        hive-brain's own links carry the id, ``notes.linked_id``): in the ``supersedes`` column and in
+        ``meta``, so the chain and the derived status read ids only. The link names a vault path
+        (``.md`` optional) or, as Obsidian's shortest links do, a file name anywhere in the vault.
+        A link to no note stays as written (and links nothing). Returns the ids resolved."""
+        found: set[str] = set()
+        for r in rows:
+            if "[[" not in (r[12] or ""):
+                continue
+            meta = json.loads(r[12])
+            for key in sorted(LINK_KEYS & meta.keys()):
+                parts = link_parts(meta[key])
+                target_id = self._link_target(parts[0]) if parts else None
+                if not target_id:
+                    continue
+                found.add(target_id)
+                sets = "meta = json_set(meta, ?, ?)" + (", supersedes = ?" if key == "supersedes" and r[4] == "memory" else "")
+                args = (f"$.{key}", target_id, *((target_id,) if "supersedes =" in sets else ()), r[0])
+                self.db.execute(f"UPDATE notes SET {sets} WHERE path = ?", args)
+        return found
+
+    def _link_target(self, target: str) -> str | None:
+        path = target if target.endswith(".md") else target + ".md"
+        row = self.db.execute("SELECT id FROM notes WHERE path = ? AND id != ''", (path,)).fetchone()
+        if row is None and "/" not in target:
+            name = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            row = self.db.execute("SELECT id FROM notes WHERE (path = ? OR path LIKE ? ESCAPE '\\') AND id != '' "
+                                  "ORDER BY copy_of != '', length(path), path LIMIT 1", (path, "%/" + name)).fetchone()
+        return str(row[0]) if row else None
 
     def derive(self, ids: set[str] | None = None) -> None:
         """Derive ``status``, ``next_id``, ``copy_of`` and ``dups`` of the notes carrying ``ids`` (all
@@ -336,7 +370,7 @@ class Catalog:
         """Record a note that is not (or no longer) on disk, e.g. one replayed from a generation."""
         row = self._note_row(note, mtime_ns, size)
         self.db.execute(_INSERT, row)
-        self.derive({row[5], row[15]})
+        self.derive({row[5], row[15], *self.resolve_links([row])})
 
     def all(self) -> list[Entry]:
         return self.select()

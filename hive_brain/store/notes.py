@@ -23,10 +23,27 @@ from .ids import now_iso as now_iso
 
 try:  # the C loader is ~10x faster; fall back silently where libyaml is missing
     _Loader: Any = yaml.CSafeLoader
-    _Dumper: Any = yaml.CSafeDumper
+    _BaseDumper: Any = yaml.CSafeDumper
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
-    _Dumper = yaml.SafeDumper
+    _BaseDumper = yaml.SafeDumper
+
+
+class _Dumper(_BaseDumper):
+    """PyYAML writes a datetime as ``2026-12-04 10:30:00``; Obsidian's Properties read a "Date & time"
+    only in the ISO form with a ``T`` (and no zone suffix, which would make it text)."""
+
+
+def _represent_datetime(dumper: Any, v: dt.datetime) -> Any:
+    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", v.isoformat())
+
+
+_Dumper.add_representer(dt.datetime, _represent_datetime)
+
+# Frontmatter keys that hold a time hive-brain writes or compares. Written as Obsidian dates:
+# unquoted ``2026-12-04`` (a Date) or ``2026-12-04T10:30:00`` (a Date & time), always in UTC;
+# read back, whatever form they were written in, as one string (:func:`normal_date`).
+DATE_KEYS = frozenset({"created", "updated", "date", "ended", "decided_at", "applied_at"})
 
 # Frontmatter keys written in this order; unknown keys follow in their original order.
 KEY_ORDER = (
@@ -180,7 +197,7 @@ def parse_text(path: str, text: str, raw_sha: str | None = None) -> Note:
         return Note(path, {}, text, raw_sha, problem=f"YAML frontmatter {hostile}")
     if not isinstance(meta, dict):
         return Note(path, {}, text, raw_sha, problem="frontmatter is not a key/value mapping")
-    meta = {str(k): v for k, v in meta.items()}
+    meta = _read_form({str(k): v for k, v in meta.items()})
     note = Note(path, meta, text[body_at:], raw_sha)
     note.extra["frontmatter"] = fm  # the user's own text: a rewrite keeps what it does not change
     return note
@@ -225,8 +242,93 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def normal_date(v: Any) -> Any:
+    """A time as every reader compares it: ``2026-12-04T10:30:00Z`` (UTC, to the second or finer) or
+    ``2026-12-04`` (a day), from a YAML date or datetime, an ISO string with ``Z`` or an offset (the
+    quoted form hive-brain wrote before it wrote Obsidian dates), or the unquoted Obsidian form, which
+    carries no zone and is read as UTC (what hive-brain writes there). Anything else is left as it is."""
+    if isinstance(v, dt.datetime):
+        d = v
+    elif isinstance(v, dt.date):
+        return v.isoformat()
+    elif isinstance(v, str) and len(v) >= 10 and v[:4].isdigit() and v[4:5] == "-":
+        s = v.strip()
+        if len(s) == 10:
+            try:
+                return dt.date.fromisoformat(s).isoformat()
+            except ValueError:
+                return v
+        try:
+            d = dt.datetime.fromisoformat(s[:-1] + "+00:00" if s[-1:] in "Zz" else s)
+        except ValueError:
+            return v
+    else:
+        return v
+    if d.tzinfo is not None:
+        d = d.astimezone(dt.UTC).replace(tzinfo=None)
+    return d.isoformat() + "Z"
+
+
+# Frontmatter keys that link one version of a memory to another. Written as Obsidian wikilinks to
+# the other version's note, so Obsidian's graph and backlinks show the chain; read as the linked id.
+LINK_KEYS = frozenset({"supersedes", "superseded_by", "rolled_up_into"})
+_LINK_RE = re.compile(r"\[\[([^\[\]|#^]+)(?:#[^\[\]|]*)?(?:\|([^\[\]|]*))?\]\]")
+
+
+def wikilink(path: str, memory_id: str) -> str:
+    """``[[Memory/.../note-file|mem-...]]``: a link Obsidian follows to the note at ``path`` (its full
+    vault path, so two notes of one name cannot be confused), shown as the id, which hive-brain reads
+    back without looking the note up, so the chain holds even after the file is renamed outside
+    Obsidian. A path a wikilink cannot hold (``|``, ``#``, brackets) gets the bare id."""
+    target = path.removesuffix(".md")
+    if not memory_id or any(c in target for c in "[]|#^") or any(c in memory_id for c in "[]|"):
+        return memory_id
+    return f"[[{target}|{memory_id}]]"
+
+
+def link_parts(v: Any) -> tuple[str, str] | None:
+    """(target, shown text) of a value that is one wikilink, else None."""
+    m = _LINK_RE.fullmatch(v.strip()) if isinstance(v, str) else None
+    return (m.group(1).strip(), (m.group(2) or "").strip()) if m else None
+
+
+def linked_id(v: Any) -> Any:
+    """The id a link key names: a bare id as it is (how hive-brain wrote it before), a wikilink's shown
+    text when it has one (:func:`wikilink`). A wikilink without one (written by hand, ``[[note]]``)
+    is left as it is: only the catalog, which knows every note's path, can resolve it
+    (``Catalog.resolve_links``)."""
+    parts = link_parts(v)
+    if parts is None:
+        return v
+    return parts[1] if parts[1] and not any(c.isspace() for c in parts[1]) else v.strip()
+
+
+def _read_form(meta: dict[str, Any]) -> dict[str, Any]:
+    """Times under :data:`DATE_KEYS` as :func:`normal_date` strings, so that sorting and comparing them
+    as text works for every form a vault holds (YAML turns the unquoted ones into date objects); links
+    under :data:`LINK_KEYS` as the ids they name (:func:`linked_id`)."""
+    for k in DATE_KEYS & meta.keys():
+        meta[k] = normal_date(meta[k])
+    for k in LINK_KEYS & meta.keys():
+        meta[k] = linked_id(meta[k])
+    return meta
+
+
+def _written_form(meta: dict[str, Any]) -> dict[str, Any]:
+    """Times under :data:`DATE_KEYS` as the YAML date / datetime Obsidian types as a Date or a Date &
+    time: the UTC wall-clock time without a suffix (a ``Z`` or an offset would make Obsidian see text)."""
+    out = dict(meta)
+    for k in DATE_KEYS & out.keys():
+        v = normal_date(out[k])
+        if isinstance(v, str) and v.endswith("Z") and len(v) > 10:
+            out[k] = dt.datetime.fromisoformat(v[:-1])
+        elif isinstance(v, str) and len(v) == 10 and v[4:5] == "-":
+            out[k] = dt.date.fromisoformat(v)
+    return out
+
+
 def _dump(meta: dict[str, Any]) -> str:
-    return yaml.dump(_plain(meta), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
+    return yaml.dump(_plain(_written_form(meta)), Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False,
                      width=1000)
 
 
@@ -298,7 +400,9 @@ def _patched(fm: str, old: dict[str, Any], new: dict[str, Any]) -> str | None:
         back = yaml.load(text, Loader=_Loader) or {}
     except yaml.YAMLError:
         return None
-    return text if isinstance(back, dict) and back == _plain(want) else None
+    if not isinstance(back, dict):
+        return None
+    return text if _read_form({str(k): v for k, v in back.items()}) == _read_form(_plain(want)) else None
 
 
 def to_text_list(v: Any) -> list[str]:
