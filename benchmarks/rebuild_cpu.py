@@ -3,7 +3,7 @@
     python -m benchmarks.rebuild_cpu --work /tmp/rebuildwork --notes 1000 --runs 3
     python -m benchmarks.rebuild_cpu --work /tmp/rebuildwork --against /tmp/base-src   # interleaved with another tree
     python -m benchmarks.rebuild_cpu --work /tmp/rebuildwork --profile                 # cProfile of one rebuild
-    python -m benchmarks.rebuild_cpu --vault V --dump out.json                         # what the rebuild derived
+    python -m benchmarks.rebuild_cpu --vault V --dump out.json [--tree DIR]            # what the rebuild derived
 
 Each run is a fresh process with a fresh state dir: imports first, then only the rebuild is timed
 (``time.process_time`` for CPU, ``perf_counter`` for wall). The machine is shared, so CPU seconds
@@ -75,7 +75,7 @@ if mode == "dump":
     for r in rows:
         r.pop("mtime_ns", None)  # a copied vault has other mtimes; everything else must match
     secrets = [list(r) for r in db.execute("SELECT path, line, kind FROM secrets ORDER BY path, line, kind")]
-    odb = sqlite3.connect(os.path.join(state, "generations", "objects.sqlite"))
+    odb = sqlite3.connect(str(eng.indexer.gens.objects_path))
     objects = sorted((k, hashlib.sha256(v).hexdigest()) for k, v in odb.execute("SELECT sha, data FROM objects"))
     def key(d):
         return (d.get("passage_id") or [""])[0]
@@ -132,16 +132,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--label", default="this tree")
     ap.add_argument("--profile", action="store_true", help="print a cProfile (tottime) of one rebuild")
     ap.add_argument("--dump", type=Path, default=None, help="write what one rebuild derived, then stop")
+    ap.add_argument("--tree", type=Path, default=HERE, help="the source tree --dump and --profile run (default: this one)")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     enable_bytecode_cache()  # as an installed package: modules imported during the rebuild are not compiled each run
     vault = args.vault or fixture_vault(args.work, args.notes)
     if args.dump:
-        r = child(HERE, vault, "dump", args.dump)
+        r = child(args.tree, vault, "dump", args.dump)
         log(f"{r['notes']} notes, {r['passages']} documents: wrote {args.dump}")
         return 0
     if args.profile:
-        print(child(HERE, vault, "profile")["profile"])
+        print(child(args.tree, vault, "profile")["profile"])
         return 0
     trees = {args.label: HERE, **({f"against {args.against}": args.against} if args.against else {})}
     child(HERE, vault)  # warm the page cache and the bytecode
@@ -151,13 +152,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for label, tree in trees.items():
             runs[label].append(r := child(tree, vault))
             log(f"run {i + 1} {label}: {r['cpu_s']:.3f} CPU s, {r['wall_s']:.3f} s wall")
-    res = {"commit": git_commit(), "vault": str(vault), "load": [load0, load_average()],
-           "trees": {k: str(v) for k, v in trees.items()}, "results": {k: summarize(v) for k, v in runs.items()}}
-    print_table(f"Lexical rebuild, {next(iter(res['results'].values()))['notes']:,} notes (fresh state each run)",
+    results = {k: summarize(v) for k, v in runs.items()}
+    res: dict[str, Any] = {"commit": git_commit(), "vault": str(vault), "load": [load0, load_average()],
+                           "trees": {k: str(v) for k, v in trees.items()}, "results": results}
+    print_table(f"Lexical rebuild, {next(iter(results.values()))['notes']:,} notes (fresh state each run)",
                 ["tree", "CPU s", "notes per CPU-s", "wall s", "notes/s wall"],
                 [[k, " / ".join(f"{c:.2f}" for c in s["cpu_s"]), " / ".join(f"{x:,}" for x in s["notes_per_cpu_s"]),
                   " / ".join(f"{w:.2f}" for w in s["wall_s"]), " / ".join(f"{x:,}" for x in s["notes_per_wall_s"])]
-                 for k, s in res["results"].items()])
+                 for k, s in results.items()])
     print(f"load average {res['load']}")
     log(f"wrote {write_result(NAME, res)}")
     return 0

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import NoteError
+from . import flatyaml
 from .fsutil import sha256_bytes
 from .ids import _CROCKFORD
 from .ids import new_ulid as new_ulid  # re-exported: callers import ids from here
@@ -168,19 +169,26 @@ def parse_text(path: str, text: str, raw_sha: str | None = None) -> Note:
     if split is None:
         return Note(path, {}, text, raw_sha, problem="frontmatter is not closed by a '---' line")
     fm, body_at = split
-    try:
-        meta = yaml.load(fm, Loader=_Loader) or {}
-    except yaml.YAMLError as e:
-        first = str(e).splitlines()[0] if str(e) else "invalid YAML"
-        return Note(path, {}, text, raw_sha, problem=f"broken YAML frontmatter: {first}")
-    except RecursionError:
-        return Note(path, {}, text, raw_sha, problem="YAML frontmatter nested too deeply")
-    hostile = _hostile(meta)
-    if hostile:
-        return Note(path, {}, text, raw_sha, problem=f"YAML frontmatter {hostile}")
-    if not isinstance(meta, dict):
-        return Note(path, {}, text, raw_sha, problem="frontmatter is not a key/value mapping")
-    meta = {str(k): v for k, v in meta.items()}
+    # The simple form (what hive-brain writes) without PyYAML's Python constructor, a third of a
+    # rebuild's CPU; bounded by construction, so it needs none of the hostile-input checks below.
+    meta = flatyaml.load(fm)
+    if meta is None:
+        try:
+            meta = yaml.load(fm, Loader=_Loader) or {}
+        except yaml.YAMLError as e:
+            first = str(e).splitlines()[0] if str(e) else "invalid YAML"
+            return Note(path, {}, text, raw_sha, problem=f"broken YAML frontmatter: {first}")
+        except RecursionError:
+            return Note(path, {}, text, raw_sha, problem="YAML frontmatter nested too deeply")
+        except (ValueError, OverflowError) as e:
+            # The constructor's own errors: an impossible date (2024-02-30), an integer of 5,000 digits.
+            return Note(path, {}, text, raw_sha, problem=f"broken YAML frontmatter: {e}")
+        hostile = _hostile(meta)
+        if hostile:
+            return Note(path, {}, text, raw_sha, problem=f"YAML frontmatter {hostile}")
+        if not isinstance(meta, dict):
+            return Note(path, {}, text, raw_sha, problem="frontmatter is not a key/value mapping")
+        meta = {str(k): v for k, v in meta.items()}
     note = Note(path, meta, text[body_at:], raw_sha)
     note.extra["frontmatter"] = fm  # the user's own text: a rewrite keeps what it does not change
     return note
