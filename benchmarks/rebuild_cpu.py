@@ -60,7 +60,8 @@ res = eng.rebuild(embed=False)
 if prof: prof.disable()
 cpu, wall = time.process_time() - c0, time.perf_counter() - t0
 notes = eng.indexer.catalog.db.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
-result = {"cpu_s": cpu, "wall_s": wall, "notes": notes, "indexed": res.get("indexed"), "passages": res.get("passages")}
+import hive_brain
+result = {"tree": os.path.dirname(os.path.dirname(hive_brain.__file__)), "cpu_s": cpu, "wall_s": wall, "notes": notes, "indexed": res.get("indexed"), "passages": res.get("passages")}
 if prof:
     import io, pstats
     buf = io.StringIO()
@@ -104,7 +105,8 @@ def fixture_vault(work: Path, notes: int) -> Path:
 def child(tree: Path, vault: Path, mode: str = "time", out: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hb-rebuild-state-") as state:
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        p = subprocess.run([sys.executable, "-c", CHILD, str(vault), state, mode, str(out or "")], env=env,
+        # cwd elsewhere: ``python -c`` puts the working directory first on sys.path, before PYTHONPATH.
+        p = subprocess.run([sys.executable, "-c", CHILD, str(vault), state, mode, str(out or "")], env=env, cwd=state,
                            capture_output=True, text=True, timeout=1800)
     if p.returncode != 0:
         raise SystemExit(f"rebuild child failed ({tree}): {p.stderr[-2000:]}")
@@ -139,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     vault = args.vault or fixture_vault(args.work, args.notes)
     if args.dump:
         r = child(args.tree, vault, "dump", args.dump)
-        log(f"{r['notes']} notes, {r['passages']} documents: wrote {args.dump}")
+        log(f"{r['tree']}: {r['notes']} notes, {r['passages']} documents: wrote {args.dump}")
         return 0
     if args.profile:
         print(child(args.tree, vault, "profile")["profile"])
@@ -151,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for i in range(args.runs):
         for label, tree in trees.items():
             runs[label].append(r := child(tree, vault))
-            log(f"run {i + 1} {label}: {r['cpu_s']:.3f} CPU s, {r['wall_s']:.3f} s wall")
+            log(f"run {i + 1} {label} ({r['tree']}): {r['cpu_s']:.3f} CPU s, {r['wall_s']:.3f} s wall")
     results = {k: summarize(v) for k, v in runs.items()}
     res: dict[str, Any] = {"commit": git_commit(), "vault": str(vault), "load": [load0, load_average()],
                            "trees": {k: str(v) for k, v in trees.items()}, "results": results}
