@@ -380,17 +380,23 @@ class Indexer:
                 if e is None:  # gone from the catalog since the diff
                     manifest.pop(p, None)
                     continue
-                try:
-                    data = (self.vault.root / p).read_bytes()
-                except OSError:
-                    manifest.pop(p, None)
-                    continue
-                sha = sha256_bytes(data)
-                parsed = self.catalog.parsed.pop(p, None)  # freed as it is used
-                if sha != e.sha:  # edited since the catalog looked: index what is on disk now
-                    manifest[p] = sha
-                    parsed = None
-                if parsed is None or parsed.raw_sha256 != sha:
+                held = self.catalog.parsed.pop(p, None)  # freed as it is used
+                parsed: Note | None = None
+                if held is not None and held[0].raw_sha256 == e.sha:
+                    # Read and parsed by this pass's catalog refresh, its row made from these very
+                    # bytes: index them (an edit since then changed the stat; the next pass takes it).
+                    parsed, data = held
+                    sha = e.sha
+                else:
+                    try:
+                        data = (self.vault.root / p).read_bytes()
+                    except OSError:
+                        manifest.pop(p, None)
+                        continue
+                    sha = sha256_bytes(data)
+                    if sha != e.sha:  # edited since the catalog looked: index what is on disk now
+                        manifest[p] = sha
+                if parsed is None:
                     try:
                         parsed = parse_bytes(p, data, scrub=True)
                     except NoteError:

@@ -368,13 +368,17 @@ def derive_memory_key(mem_type: str, title: str, project: str | None = None) -> 
     return "/".join(parts)
 
 
-def read_note(abs_path: str | os.PathLike, rel: str, *, max_bytes: int | None = None, scrub: bool = False) -> Note:
+def read_bytes(abs_path: str | os.PathLike, rel: str, *, max_bytes: int | None = None) -> bytes:
+    """A note's bytes (at most ``max_bytes + 1``: enough for :func:`parse_bytes` to say it is too large)."""
     try:
         with open(abs_path, "rb") as f:
-            data = f.read() if max_bytes is None else f.read(max_bytes + 1)
+            return f.read() if max_bytes is None else f.read(max_bytes + 1)
     except OSError as e:
         raise NoteError(rel, f"cannot be read: {e.strerror}") from e
-    return parse_bytes(rel, data, max_bytes=max_bytes, scrub=scrub)
+
+
+def read_note(abs_path: str | os.PathLike, rel: str, *, max_bytes: int | None = None, scrub: bool = False) -> Note:
+    return parse_bytes(rel, read_bytes(abs_path, rel, max_bytes=max_bytes), max_bytes=max_bytes, scrub=scrub)
 
 
 def date_of(v: Any) -> dt.datetime | None:
