@@ -97,8 +97,9 @@ def note_date(meta: dict[str, Any], mtime_ns: int, kind: str = "") -> int:
 
 
 def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: str, task: str,
-               mtime_ns: int = 0) -> tuple[list[dict], list[dict]]:
-    """(lexical docs, vector rows without vectors) for one note (its bytes, or already parsed)."""
+               mtime_ns: int = 0, vectors: bool = True) -> tuple[list[dict], list[dict]]:
+    """(lexical docs, vector rows without vectors) for one note (its bytes, or already parsed).
+    ``vectors=False``: no rows (nothing will embed them: an index without a pack)."""
     from .passages import embed_text, split_passages
 
     # Everything below derives from the scrubbed note: no secret reaches tantivy, LanceDB rows or the
@@ -141,9 +142,10 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
             **base, "unit": "passage", "passage_id": pid, "title": title, "aliases": aliases, "tags": tags,
             "questions": questions, "heading": p.heading, "text": p.text, "text_terms": t, "text_hash": th,
         })
-        rows.append({**base, "passage_id": pid, "text_hash": th, "_embed_text": etext})
-        if kind == "conversation":
-            rows.extend(_turn_windows(base, pid, title, p.text, date_str))
+        if vectors:
+            rows.append({**base, "passage_id": pid, "text_hash": th, "_embed_text": etext})
+            if kind == "conversation":
+                rows.extend(_turn_windows(base, pid, title, p.text, date_str))
     if len(docs) == 1:
         docs[0]["unit"] = "whole"  # the only passage is also the whole note: indexed once, found by both
     else:
@@ -151,7 +153,8 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
         # signal for questions whose words are spread over several passages (measured on LoCoMo).
         docs.append({**base, "unit": "note", "passage_id": f"{path}#note", "title": title, "aliases": aliases,
                      "tags": tags, "questions": questions, "heading": "", "text": "", "text_terms": " ".join(terms), "text_hash": ""})
-    rows.extend(_name_rows(base, f"{path}#0", title, aliases, questions))
+    if vectors:
+        rows.extend(_name_rows(base, f"{path}#0", title, aliases, questions))
     return docs, rows
 
 
@@ -416,7 +419,7 @@ class Indexer:
                     w.delete_note(p)
                 try:
                     docs, rows = build_docs(p, parsed if parsed is not None else data, kind=e.kind if e.kind != "broken" else "note", layer=e.layer,
-                                            agent=e.agent, task=e.task, mtime_ns=e.mtime_ns)
+                                            agent=e.agent, task=e.task, mtime_ns=e.mtime_ns, vectors=queue)
                 except Exception:  # noqa: BLE001 - one odd note must not stop the index; doctor reports it
                     manifest.pop(p, None)
                     continue
