@@ -70,7 +70,7 @@ def _load(text: str) -> dict[str, Any]:
         if m is None:
             raise _Unsure
         key, raw = m.group(1), m.group(2)
-        if key in out or len(key) > _MAX_KEY or not isinstance(_plain(key), str):
+        if key in out or not _plain_key(key):
             raise _Unsure  # a repeated key, or one YAML reads as true/false/null
         if raw:
             out[key] = _scalar(raw)
@@ -86,6 +86,18 @@ def _load(text: str) -> dict[str, Any]:
             i += 1
         out[key] = items if items else None
     return out
+
+
+_KEYS: dict[str, bool] = {}  # key -> whether YAML reads it as a string: the same few keys start every note
+
+
+def _plain_key(key: str) -> bool:
+    ok = _KEYS.get(key)
+    if ok is None:
+        ok = len(key) <= _MAX_KEY and isinstance(_plain(key), str)
+        if len(_KEYS) < 10_000:
+            _KEYS[key] = ok
+    return ok
 
 
 def _scalar(raw: str) -> Any:
@@ -124,7 +136,8 @@ def _plain(raw: str) -> Any:
         raise _Unsure  # an indicator (& * ! | > ' " % @ ` [ { # ? - :) or a space
     if ": " in raw or raw[-1] == ":" or " #" in raw:
         raise _Unsure  # a nested mapping, or a comment
-    tag = next((t for t, regexp in _RESOLVERS.get(first, ()) if regexp.match(raw)), None)
+    resolvers = _RESOLVERS.get(first)
+    tag = None if resolvers is None else next((t for t, regexp in resolvers if regexp.match(raw)), None)
     if tag is None:
         return raw  # no implicit type: a string
     if tag == "tag:yaml.org,2002:bool":

@@ -321,7 +321,8 @@ def to_text_list(v: Any) -> list[str]:
 
 # An Obsidian inline tag: "#" after a space or line start, then a word that is not all digits
 # ("#k8s", "#infra/db"; not "#1", not a "# Heading", not a URL fragment "page#part").
-_INLINE_TAG_RE = re.compile(r"(?<![\w&/#])#((?:[^\W\d_]|\d+[^\W\d_])[\w/-]*)")
+# The "#" comes first, the look-behind after it, so the regex engine jumps from "#" to "#".
+_INLINE_TAG_RE = re.compile(r"#(?<![\w&/#]#)((?:[^\W\d_]|\d+[^\W\d_])[\w/-]*)")
 _CODE_RE = re.compile(r"^ {0,3}(?:`{3,}|~{3,}).*?^ {0,3}(?:`{3,}|~{3,})[ \t]*$|`[^`\n]*`", re.S | re.M)
 
 
@@ -329,7 +330,9 @@ def inline_tags(body: str) -> list[str]:
     """The ``#tags`` written in a note's text (outside code), first occurrence order."""
     if "#" not in body:
         return []
-    return list(dict.fromkeys(m.group(1) for m in _INLINE_TAG_RE.finditer(_CODE_RE.sub(" ", body))))
+    if "`" in body or "~" in body:  # no code span or fence without one of them
+        body = _CODE_RE.sub(" ", body)
+    return list(dict.fromkeys(m.group(1) for m in _INLINE_TAG_RE.finditer(body)))
 
 
 def note_tags(meta: dict[str, Any], body: str) -> list[str]:
