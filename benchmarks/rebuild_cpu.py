@@ -38,7 +38,15 @@ os.environ.update({"HIVE_BRAIN_STATE_DIR": state, "HIVE_BRAIN_VAULT": vault, "HI
                    "HIVE_BRAIN_AUTOSTART": "0"})
 from hive_brain.config import resolve
 from hive_brain.engine import Engine
-import hive_brain.index.lexical, hive_brain.index.textproc, hive_brain.store.secrets, yaml  # noqa: imports are not timed
+import importlib
+for mod in ("hive_brain.index.indexer", "hive_brain.index.lexical", "hive_brain.index.textproc", "hive_brain.index.passages",
+            "hive_brain.index.generations", "hive_brain.index.embcache", "hive_brain.store.catalog", "hive_brain.store.journal",
+            "hive_brain.store.secrets", "hive_brain.store.copies", "hive_brain.store.flatyaml", "hive_brain.memory.layers",
+            "yaml", "tantivy"):
+    try:  # imports are not timed: the figure is the rebuild's own (a tree may lack a module)
+        importlib.import_module(mod)
+    except ImportError:
+        pass
 eng = Engine.from_settings(resolve())
 docs = []
 if mode == "dump":
