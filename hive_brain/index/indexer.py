@@ -553,7 +553,9 @@ class Indexer:
         if problem := sqlite_damage(self.pending):
             self.reset_pending(problem)
             found.append(f"index/pending.sqlite: {problem}")
-        if problem := self.embcache.damage():
+        # A lexical-only index never made the embedding cache: opening it to check it would create it.
+        if ("embcache" in self.__dict__ or (self.vault.state / "embcache.sqlite").exists()) and (
+                problem := self.embcache.damage()):
             found.append(f"embcache.sqlite: {problem}")
         if deep and (problem := self.lexical.damage()):
             self.__dict__.pop("lexical")
