@@ -333,12 +333,18 @@ def _find(text: str, depth: int = 0) -> list[Finding]:
     return kept
 
 
+@functools.cache
+def _invisible() -> re.Pattern[str]:
+    return re.compile("[" + "".join(sorted(_INVISIBLE)) + "]")
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Secrets in ``text`` (positions in ``text`` itself). Invisible characters (zero-width spaces,
     soft hyphens, direction marks) are ignored while matching, so ``AKIA<ZWSP>...`` is still a key."""
     if not text:
         return []
-    if not any(ch in text for ch in _INVISIBLE):
+    # Every invisible character is outside ASCII; otherwise one search, not a scan per character.
+    if text.isascii() or _invisible().search(text) is None:
         return _find(text)
     keep = [i for i, ch in enumerate(text) if ch not in _INVISIBLE]
     clean = "".join(text[i] for i in keep)
