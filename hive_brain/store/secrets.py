@@ -425,14 +425,18 @@ def _secure_value(m: re.Match[str]) -> str:
 
 
 def scrub_bytes(data: bytes, *, path: str = "") -> bytes:
-    """A note's bytes with secrets redacted; the same object when there is nothing to redact or the
-    bytes are not UTF-8 (such a note is not indexed at all)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data
+    """A note's bytes with secrets redacted, in the note's own encoding; the same object when there is
+    nothing to redact. Read as ``notes.parse_bytes`` reads a note: UTF-8, else CP-1252, else Latin-1
+    (an older editor's note is indexed, so its stored copy must be scrubbed too)."""
+    for encoding in ("utf-8", "cp1252", "latin-1"):
+        try:
+            text = data.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
     out = scrub(text, path=path)
-    return data if out is text or out == text else out.encode("utf-8")
+    # Every character came from this encoding and the markers are ASCII: it encodes back.
+    return data if out is text or out == text else out.encode(encoding)
 
 
 def check_secrets(**fields: Any) -> None:
