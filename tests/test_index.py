@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -37,6 +39,15 @@ def test_rebuild_after_deleting_state_gives_identical_results(small_vault):
     assert first["notesHash"] == second["notesHash"]
     assert _paths(before) == _paths(after) and before["hits"]
     assert [h["score"] for h in before["hits"]] == [h["score"] for h in after["hits"]]
+
+
+def test_lexical_rebuild_loads_no_vector_library(small_vault):
+    """Without an embedding pack a rebuild is lexical: importing numpy to check the embedding cache's
+    file cost ~0.1 CPU-second, a tenth of a 1k-note rebuild (issue 30)."""
+    code = ("import sys; from hive_brain.engine import Engine; Engine.open().rebuild(embed=False); "
+            "print(','.join(m for m in ('numpy', 'lancedb', 'pyarrow', 'onnxruntime') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out.splitlines()[-1:] in ([], [""])
 
 
 def test_hand_edit_found_on_next_recall_without_server(small_vault):

@@ -215,3 +215,24 @@ def test_status_counts_unreadable_notes(vault_path):
     (vault_path / "Ideas" / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n", encoding="utf-8")
     (vault_path / "Ideas" / "blob.md").write_bytes(b"\x00\x01binary")
     assert run("status")["unreadableNotes"] == 2
+
+
+def test_inline_tags_and_merge_markers_match_the_plain_regexes_on_random_text():
+    """The fast forms (a literal "#" before the look-behind, substring tests first) find exactly what
+    the plain regexes find."""
+    from hive_brain.store import notes
+    from hive_brain.store.copies import has_git_markers
+
+    tag = re.compile(r"(?<![\w&/#])#((?:[^\W\d_]|\d+[^\W\d_])[\w/-]*)")
+    git_open, git_close = re.compile(r"^<{7} \S", re.M), re.compile(r"^>{7} \S", re.M)
+
+    def reference(body: str) -> list[str]:
+        return list(dict.fromkeys(m.group(1) for m in tag.finditer(notes._CODE_RE.sub(" ", body)))) if "#" in body else []
+
+    rng = random.Random(20261204)
+    pieces = ["#", "##", "# ", "#a", "#1", "#1a", "a#b", "&#x", "/#y", "##z", "`", "```", "~~~", "\n", " ", "k8s", "é",
+              "_", "-", "/", "<<<<<<< ", ">>>>>>> ", "<<<<<<<", "=======", "x", "中"]
+    for _ in range(20_000):
+        body = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+        assert notes.inline_tags(body) == reference(body), repr(body)
+        assert has_git_markers(body) == bool(git_open.search(body) and git_close.search(body)), repr(body)

@@ -128,3 +128,29 @@ def test_no_false_positive_on_locomo(tmp_path):
     assert res["falsePositives"] == 0, res["hits"][:5]
     assert res["samplesFound"] == res["samples"], res["missed"]
     assert secrets_fp.summary_rows(res)[0]["status"] == "ok"
+
+
+def test_one_search_for_the_word_rules_anchors_finds_what_each_rule_would(monkeypatch):
+    """A note whose long words hold no "words" rule's anchor skips those rules (issue 30): on text
+    built from every anchor, real tokens and filler, the findings equal those of every rule run."""
+    import random
+
+    from hive_brain.store import secrets
+
+    anchors = sorted({a for r in secrets._rules() if r.anchors for a in r.anchors})
+    tokens = [*SECRETS, "ghp_" + "a1B2" * 10, "xoxb-1234567890-abcdefghij", "sk_live_" + "a1" * 12, "SK" + "0f" * 16,
+              "AIza" + "x1" * 18, "eyJhbGciOiJI.eyJzdWIiOiIx.c2lnbmF0dXJl", "0123456789abcdef" * 4, "npm_" + "a" * 36]
+    filler = ["the", "deploy", "notes", "\n", " ", "=", ": ", "-", "_", "/", "mem-01hx" + "q" * 20, "x" * 40]
+    rng = random.Random(20261204)
+    texts = []
+    for _ in range(3_000):
+        parts = [rng.choice(filler) for _ in range(rng.randint(1, 12))]
+        for _ in range(rng.randint(0, 3)):
+            piece = rng.choice(anchors + tokens)
+            parts.insert(rng.randrange(len(parts) + 1), piece + rng.choice(["", "x" * 20, "A1b2" * 5, " "]))
+        texts.append("".join(parts))
+    fast = [[(f.kind, f.start, f.end) for f in secrets.find_secrets(t)] for t in texts]
+    monkeypatch.setattr(secrets, "_unanchored_or_text_rules", secrets._rules)
+    slow = [[(f.kind, f.start, f.end) for f in secrets.find_secrets(t)] for t in texts]
+    assert fast == slow
+    assert sum(map(bool, fast)) > 300  # the texts do hold secrets the word rules find

@@ -196,6 +196,22 @@ def test_an_edit_that_adds_a_secret_is_scrubbed_by_the_next_write(vault_path, tm
     assert "sk_live_51Capybara" not in json.dumps(replay)
 
 
+def test_a_cp1252_note_holding_a_secret_is_stored_scrubbed(vault_path, tmp_path):
+    """A note saved by an older editor in CP-1252 is read and indexed; the copy of its bytes the
+    generation store keeps for replay was kept as it was, secret and all (found in issue 30)."""
+    note = vault_path / "Projects" / "caf\u00e9.md"
+    note.write_bytes("# Caf\u00e9\n\nThe caf\u00e9 upload key is AKIAQWERTYCAFE1252XY, cr\u00e8me only.\n".encode("cp1252"))
+    run("rebuild-index")
+    hits = run("recall", "cafe upload key", "--scope", "full-vault")
+    assert any(h["path"] == "Projects/caf\u00e9.md" for h in hits["hits"])
+    for f in (tmp_path / "state").rglob("*"):
+        if f.is_file():
+            assert b"AKIAQWERTYCAFE1252XY" not in f.read_bytes() and b"akiaqwertycafe1252xy" not in f.read_bytes(), f
+    gens = run("generations")
+    replay = run("replay", "cafe upload key", "--generation", str(gens["current"]))
+    assert "AKIAQWERTYCAFE1252XY" not in json.dumps(replay) and "cr\u00e8me" in json.dumps(replay, ensure_ascii=False)
+
+
 # ---------------------------------------------------------------------------------------------- writes
 GH = "ghp_WriteFieldTok3nAbCdEfGhIjKlMnOpQrSt"
 

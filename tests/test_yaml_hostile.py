@@ -14,6 +14,9 @@ HOSTILE = {
     "bomb": "---\ntitle: Bomb\n" + "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
             + "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 9)) + "---\nbody\n",
     "huge": "---\ntitle: Huge\nsummary: " + "y" * 300_000 + "\n---\nbody\n",
+    # PyYAML's constructor raises ValueError, not YAMLError, for these: every refresh used to crash on them.
+    "impossible-date": "---\ntitle: Leap\ndate: 2023-02-29\n---\nbody\n",
+    "huge-integer": "---\ntitle: Digits\nn: " + "7" * 5000 + "\n---\nbody\n",
 }
 
 

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ..store.fsutil import connect_sqlite, quarantine, sqlite_damage, sqlite_tx
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..embedding.embedder import Embedder
 
 Progress = Callable[[int, int], None]
@@ -88,6 +88,8 @@ class EmbeddingCache:
             return {}
 
     def _get_many(self, pack_key: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        import numpy as np  # here, not at import: a lexical rebuild checks this file and never needs numpy
+
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, np.ndarray] = {}
         with self._lock:
@@ -105,6 +107,8 @@ class EmbeddingCache:
 
     def put_many(self, pack_key: str, items: Mapping[str, np.ndarray]) -> None:
         """Store vectors (replacing any previous vector for the same key) in one transaction."""
+        import numpy as np
+
         rows = []
         for digest, vector in items.items():
             flat = np.asarray(vector, dtype="<f4").reshape(-1)

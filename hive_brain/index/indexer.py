@@ -97,8 +97,9 @@ def note_date(meta: dict[str, Any], mtime_ns: int, kind: str = "") -> int:
 
 
 def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: str, task: str,
-               mtime_ns: int = 0) -> tuple[list[dict], list[dict]]:
-    """(lexical docs, vector rows without vectors) for one note (its bytes, or already parsed)."""
+               mtime_ns: int = 0, vectors: bool = True) -> tuple[list[dict], list[dict]]:
+    """(lexical docs, vector rows without vectors) for one note (its bytes, or already parsed).
+    ``vectors=False``: no rows (nothing will embed them: an index without a pack)."""
     from .passages import embed_text, split_passages
 
     # Everything below derives from the scrubbed note: no secret reaches tantivy, LanceDB rows or the
@@ -141,9 +142,10 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
             **base, "unit": "passage", "passage_id": pid, "title": title, "aliases": aliases, "tags": tags,
             "questions": questions, "heading": p.heading, "text": p.text, "text_terms": t, "text_hash": th,
         })
-        rows.append({**base, "passage_id": pid, "text_hash": th, "_embed_text": etext})
-        if kind == "conversation":
-            rows.extend(_turn_windows(base, pid, title, p.text, date_str))
+        if vectors:
+            rows.append({**base, "passage_id": pid, "text_hash": th, "_embed_text": etext})
+            if kind == "conversation":
+                rows.extend(_turn_windows(base, pid, title, p.text, date_str))
     if len(docs) == 1:
         docs[0]["unit"] = "whole"  # the only passage is also the whole note: indexed once, found by both
     else:
@@ -151,7 +153,8 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
         # signal for questions whose words are spread over several passages (measured on LoCoMo).
         docs.append({**base, "unit": "note", "passage_id": f"{path}#note", "title": title, "aliases": aliases,
                      "tags": tags, "questions": questions, "heading": "", "text": "", "text_terms": " ".join(terms), "text_hash": ""})
-    rows.extend(_name_rows(base, f"{path}#0", title, aliases, questions))
+    if vectors:
+        rows.extend(_name_rows(base, f"{path}#0", title, aliases, questions))
     return docs, rows
 
 
@@ -380,17 +383,23 @@ class Indexer:
                 if e is None:  # gone from the catalog since the diff
                     manifest.pop(p, None)
                     continue
-                try:
-                    data = (self.vault.root / p).read_bytes()
-                except OSError:
-                    manifest.pop(p, None)
-                    continue
-                sha = sha256_bytes(data)
-                parsed = self.catalog.parsed.pop(p, None)  # freed as it is used
-                if sha != e.sha:  # edited since the catalog looked: index what is on disk now
-                    manifest[p] = sha
-                    parsed = None
-                if parsed is None or parsed.raw_sha256 != sha:
+                held = self.catalog.parsed.pop(p, None)  # freed as it is used
+                parsed: Note | None = None
+                if held is not None and held[0].raw_sha256 == e.sha:
+                    # Read and parsed by this pass's catalog refresh, its row made from these very
+                    # bytes: index them (an edit since then changed the stat; the next pass takes it).
+                    parsed, data = held
+                    sha = e.sha
+                else:
+                    try:
+                        data = (self.vault.root / p).read_bytes()
+                    except OSError:
+                        manifest.pop(p, None)
+                        continue
+                    sha = sha256_bytes(data)
+                    if sha != e.sha:  # edited since the catalog looked: index what is on disk now
+                        manifest[p] = sha
+                if parsed is None:
                     try:
                         parsed = parse_bytes(p, data, scrub=True)
                     except NoteError:
@@ -410,7 +419,7 @@ class Indexer:
                     w.delete_note(p)
                 try:
                     docs, rows = build_docs(p, parsed if parsed is not None else data, kind=e.kind if e.kind != "broken" else "note", layer=e.layer,
-                                            agent=e.agent, task=e.task, mtime_ns=e.mtime_ns)
+                                            agent=e.agent, task=e.task, mtime_ns=e.mtime_ns, vectors=queue)
                 except Exception:  # noqa: BLE001 - one odd note must not stop the index; doctor reports it
                     manifest.pop(p, None)
                     continue
@@ -544,7 +553,9 @@ class Indexer:
         if problem := sqlite_damage(self.pending):
             self.reset_pending(problem)
             found.append(f"index/pending.sqlite: {problem}")
-        if problem := self.embcache.damage():
+        # A lexical-only index never made the embedding cache: opening it to check it would create it.
+        if ("embcache" in self.__dict__ or (self.vault.state / "embcache.sqlite").exists()) and (
+                problem := self.embcache.damage()):
             found.append(f"embcache.sqlite: {problem}")
         if deep and (problem := self.lexical.damage()):
             self.__dict__.pop("lexical")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 from ..errors import NoteError
 from .copies import copy_kind, has_git_markers
 from .fsutil import connect_sqlite, quarantine, sqlite_tx
-from .notes import LINK_KEYS, Note, link_parts, note_id, read_note
+from .notes import LINK_KEYS, Note, link_parts, note_id, parse_bytes, read_bytes
 from .secrets import RULES_VERSION, SECURE_PREFIX
 from .vault import AGENTS_DIR, CONVERSATIONS_DIR, CORE_MEMORY, MEMORY_DIR, Vault, walk_markdown
 
@@ -154,7 +155,9 @@ class Catalog:
         self.max_note_bytes = max_note_bytes
         vault.state.mkdir(parents=True, exist_ok=True)
         self.path = db_path or vault.state / "catalog.sqlite"
-        self.parsed: dict[str, Note] = {}
+        self._root = str(vault.root)
+        # path -> (the scrubbed note, the bytes it was read from), for the indexer of the same refresh.
+        self.parsed: dict[str, tuple[Note, bytes]] = {}
         self._parsed_chars = 0
         self._found: list[tuple[str, int, str]] = []
         self.db, self.was_reset = connect_sqlite(self.path, _setup, timeout=30)
@@ -224,17 +227,19 @@ class Catalog:
 
     def _row(self, rel: str, mtime_ns: int, size: int) -> tuple:
         try:
+            # A string path: a pathlib join and open cost more than the read of a small note.
+            data = read_bytes(os.path.join(self._root, rel), rel, max_bytes=self.max_note_bytes)
             # Scrubbed: frontmatter values land in `meta` and parsed notes go to the indexer.
-            note = read_note(self.vault.root / rel, rel, max_bytes=self.max_note_bytes, scrub=True)
+            note = parse_bytes(rel, data, max_bytes=self.max_note_bytes, scrub=True)
         except NoteError as e:
             return (rel, mtime_ns, size, "", "broken", "", "", "", "", "", "", "", "{}", e.problem,
                     "", "", "", "", 1, self._broken_flags(rel, size))
         self._found += [(rel, line, kind) for line, kind in note.extra.get("secrets", ())]
-        # Kept for the indexer, which would otherwise parse the same bytes again right after; up to
-        # a budget, past which it re-parses (a 100k rebuild held 215 MB of parsed notes here).
+        # Kept for the indexer, which would otherwise read and parse the same bytes again right after;
+        # up to a budget, past which it re-reads (a 100k rebuild held 215 MB of parsed notes here).
         if self._parsed_chars < PARSED_KEEP_CHARS:
-            self.parsed[rel] = note
-            self._parsed_chars += len(note.body)
+            self.parsed[rel] = (note, data)
+            self._parsed_chars += len(note.body) + len(data)
         return self._note_row(note, mtime_ns, size)
 
     def _broken_flags(self, rel: str, size: int) -> str:

@@ -49,7 +49,8 @@ def original_of(path: str) -> str | None:
 
 def has_git_markers(text: str) -> bool:
     """True when a note holds an unresolved git merge (``<<<<<<< ours`` ... ``>>>>>>> theirs``)."""
-    return bool(_GIT_OPEN.search(text) and _GIT_CLOSE.search(text))
+    # The substring tests first: a line-anchored search visits every line, and it runs twice per note indexed.
+    return "<<<<<<< " in text and ">>>>>>> " in text and bool(_GIT_OPEN.search(text) and _GIT_CLOSE.search(text))
 
 
 _GIT_LINE = re.compile(r"^(?:<{7}|\|{7}|>{7})(?: .*)?$|^={7}$")

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from ..errors import NoteError
+from . import flatyaml
 from .fsutil import sha256_bytes
 from .ids import _CROCKFORD
 from .ids import new_ulid as new_ulid  # re-exported: callers import ids from here
@@ -185,19 +186,27 @@ def parse_text(path: str, text: str, raw_sha: str | None = None) -> Note:
     if split is None:
         return Note(path, {}, text, raw_sha, problem="frontmatter is not closed by a '---' line")
     fm, body_at = split
-    try:
-        meta = yaml.load(fm, Loader=_Loader) or {}
-    except yaml.YAMLError as e:
-        first = str(e).splitlines()[0] if str(e) else "invalid YAML"
-        return Note(path, {}, text, raw_sha, problem=f"broken YAML frontmatter: {first}")
-    except RecursionError:
-        return Note(path, {}, text, raw_sha, problem="YAML frontmatter nested too deeply")
-    hostile = _hostile(meta)
-    if hostile:
-        return Note(path, {}, text, raw_sha, problem=f"YAML frontmatter {hostile}")
-    if not isinstance(meta, dict):
-        return Note(path, {}, text, raw_sha, problem="frontmatter is not a key/value mapping")
-    meta = _read_form({str(k): v for k, v in meta.items()})
+    # The simple form (what hive-brain writes) without PyYAML's Python constructor, a third of a
+    # rebuild's CPU; bounded by construction, so it needs none of the hostile-input checks below.
+    meta = flatyaml.load(fm)
+    if meta is None:
+        try:
+            meta = yaml.load(fm, Loader=_Loader) or {}
+        except yaml.YAMLError as e:
+            first = str(e).splitlines()[0] if str(e) else "invalid YAML"
+            return Note(path, {}, text, raw_sha, problem=f"broken YAML frontmatter: {first}")
+        except RecursionError:
+            return Note(path, {}, text, raw_sha, problem="YAML frontmatter nested too deeply")
+        except (ValueError, OverflowError) as e:
+            # The constructor's own errors: an impossible date (2024-02-30), an integer of 5,000 digits.
+            return Note(path, {}, text, raw_sha, problem=f"broken YAML frontmatter: {e}")
+        hostile = _hostile(meta)
+        if hostile:
+            return Note(path, {}, text, raw_sha, problem=f"YAML frontmatter {hostile}")
+        if not isinstance(meta, dict):
+            return Note(path, {}, text, raw_sha, problem="frontmatter is not a key/value mapping")
+        meta = {str(k): v for k, v in meta.items()}
+    meta = _read_form(meta)
     note = Note(path, meta, text[body_at:], raw_sha)
     note.extra["frontmatter"] = fm  # the user's own text: a rewrite keeps what it does not change
     return note
@@ -417,7 +426,8 @@ def to_text_list(v: Any) -> list[str]:
 
 # An Obsidian inline tag: "#" after a space or line start, then a word that is not all digits
 # ("#k8s", "#infra/db"; not "#1", not a "# Heading", not a URL fragment "page#part").
-_INLINE_TAG_RE = re.compile(r"(?<![\w&/#])#((?:[^\W\d_]|\d+[^\W\d_])[\w/-]*)")
+# The "#" comes first, the look-behind after it, so the regex engine jumps from "#" to "#".
+_INLINE_TAG_RE = re.compile(r"#(?<![\w&/#]#)((?:[^\W\d_]|\d+[^\W\d_])[\w/-]*)")
 _CODE_RE = re.compile(r"^ {0,3}(?:`{3,}|~{3,}).*?^ {0,3}(?:`{3,}|~{3,})[ \t]*$|`[^`\n]*`", re.S | re.M)
 
 
@@ -425,7 +435,9 @@ def inline_tags(body: str) -> list[str]:
     """The ``#tags`` written in a note's text (outside code), first occurrence order."""
     if "#" not in body:
         return []
-    return list(dict.fromkeys(m.group(1) for m in _INLINE_TAG_RE.finditer(_CODE_RE.sub(" ", body))))
+    if "`" in body or "~" in body:  # no code span or fence without one of them
+        body = _CODE_RE.sub(" ", body)
+    return list(dict.fromkeys(m.group(1) for m in _INLINE_TAG_RE.finditer(body)))
 
 
 def note_tags(meta: dict[str, Any], body: str) -> list[str]:
@@ -464,13 +476,17 @@ def derive_memory_key(mem_type: str, title: str, project: str | None = None) -> 
     return "/".join(parts)
 
 
-def read_note(abs_path: str | os.PathLike, rel: str, *, max_bytes: int | None = None, scrub: bool = False) -> Note:
+def read_bytes(abs_path: str | os.PathLike, rel: str, *, max_bytes: int | None = None) -> bytes:
+    """A note's bytes (at most ``max_bytes + 1``: enough for :func:`parse_bytes` to say it is too large)."""
     try:
         with open(abs_path, "rb") as f:
-            data = f.read() if max_bytes is None else f.read(max_bytes + 1)
+            return f.read() if max_bytes is None else f.read(max_bytes + 1)
     except OSError as e:
         raise NoteError(rel, f"cannot be read: {e.strerror}") from e
-    return parse_bytes(rel, data, max_bytes=max_bytes, scrub=scrub)
+
+
+def read_note(abs_path: str | os.PathLike, rel: str, *, max_bytes: int | None = None, scrub: bool = False) -> Note:
+    return parse_bytes(rel, read_bytes(abs_path, rel, max_bytes=max_bytes), max_bytes=max_bytes, scrub=scrub)
 
 
 def date_of(v: Any) -> dt.datetime | None:

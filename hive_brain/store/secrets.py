@@ -288,6 +288,18 @@ def _wrapped(text: str) -> list[Finding]:
     return out
 
 
+@functools.cache
+def _word_anchors() -> re.Pattern[str]:
+    """Any anchor of a "words" rule (found in a text exactly when one such rule's anchor test passes)."""
+    return re.compile("|".join(sorted({re.escape(a) for r in _rules() if r.scope == "words" and r.anchors for a in r.anchors})))
+
+
+@functools.cache
+def _unanchored_or_text_rules() -> list[_Rule]:
+    """The rules left when the long words hold no "words" rule's anchor (in their order)."""
+    return [r for r in _rules() if r.scope != "words" or r.anchors is None]
+
+
 def _find(text: str, depth: int = 0) -> list[Finding]:
     out: list[Finding] = []
     low = text.lower()
@@ -295,7 +307,10 @@ def _find(text: str, depth: int = 0) -> list[Finding]:
     longest = max(map(len, words), default=0)
     longs = "\n".join(words)  # what every "words" rule looks at first
     longs_low = longs.lower()
-    for rule in _rules():
+    # Most notes' long words (hashes, ids, paths) hold no "words" rule's anchor: one search says so for
+    # all of them, instead of each rule testing its own anchors.
+    rules = _rules() if _word_anchors().search(longs_low) else _unanchored_or_text_rules()
+    for rule in rules:
         kind = rule.kind
         for m in _matches(rule, text, low, longest, longs, longs_low):
             if not _keep(rule, m):
@@ -318,12 +333,18 @@ def _find(text: str, depth: int = 0) -> list[Finding]:
     return kept
 
 
+@functools.cache
+def _invisible() -> re.Pattern[str]:
+    return re.compile("[" + "".join(sorted(_INVISIBLE)) + "]")
+
+
 def find_secrets(text: str) -> list[Finding]:
     """Secrets in ``text`` (positions in ``text`` itself). Invisible characters (zero-width spaces,
     soft hyphens, direction marks) are ignored while matching, so ``AKIA<ZWSP>...`` is still a key."""
     if not text:
         return []
-    if not any(ch in text for ch in _INVISIBLE):
+    # Every invisible character is outside ASCII; otherwise one search, not a scan per character.
+    if text.isascii() or _invisible().search(text) is None:
         return _find(text)
     keep = [i for i, ch in enumerate(text) if ch not in _INVISIBLE]
     clean = "".join(text[i] for i in keep)
@@ -404,14 +425,18 @@ def _secure_value(m: re.Match[str]) -> str:
 
 
 def scrub_bytes(data: bytes, *, path: str = "") -> bytes:
-    """A note's bytes with secrets redacted; the same object when there is nothing to redact or the
-    bytes are not UTF-8 (such a note is not indexed at all)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data
+    """A note's bytes with secrets redacted, in the note's own encoding; the same object when there is
+    nothing to redact. Read as ``notes.parse_bytes`` reads a note: UTF-8, else CP-1252, else Latin-1
+    (an older editor's note is indexed, so its stored copy must be scrubbed too)."""
+    for encoding in ("utf-8", "cp1252", "latin-1"):
+        try:
+            text = data.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
     out = scrub(text, path=path)
-    return data if out is text or out == text else out.encode("utf-8")
+    # Every character came from this encoding and the markers are ASCII: it encodes back.
+    return data if out is text or out == text else out.encode(encoding)
 
 
 def check_secrets(**fields: Any) -> None:
