@@ -4,7 +4,8 @@ PyYAML's C loader scans in C but builds every value in Python (its constructor a
 third of a lexical rebuild's CPU went there. Almost every note's frontmatter is in the form
 hive-brain's own dumper writes, which most hand-written frontmatter is too: flat ``key: value``
 lines, block lists of scalars (``tags:`` then ``- a`` lines, indented or not), ``[a, b]`` lists of
-words, plain words, quoted strings, integers, decimals, ``YYYY-MM-DD`` dates, ``yes``/``no``/``null``.
+words, plain words, quoted strings, integers, decimals, ``YYYY-MM-DD`` dates and ``YYYY-MM-DDTHH:MM:SS``
+times (the Obsidian form notes are written in), ``yes``/``no``/``null``.
 :func:`load` reads exactly that form and returns ``None`` for anything else (a comment, a nested
 mapping, an anchor, a tab, a multi-line or escaped string, an ambiguous scalar such as ``012`` or
 ``1.5e+3``), which the caller then gives to PyYAML: the fast path never has to know YAML's corner
@@ -35,6 +36,9 @@ _ITEM_LINE = re.compile(r"( *)- +(.*)")
 _INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+# The time form notes are written in (Obsidian's "Date & time": no fraction, no zone): PyYAML reads it
+# as a naive datetime; any other spelling of a time is left to PyYAML.
+_DATETIME = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})")
 # How PyYAML decides a plain scalar's type: first character -> [(tag, regexp)], the same table its
 # loaders use (``y``/``n`` are no booleans there, ``yes``/``on``/``off`` are).
 _RESOLVERS: dict[str | None, list[tuple[str, re.Pattern[str]]]] = Resolver.yaml_implicit_resolvers
@@ -150,4 +154,6 @@ def _plain(raw: str) -> Any:
         return float(raw)
     if tag == "tag:yaml.org,2002:timestamp" and (d := _DATE.fullmatch(raw)) is not None:
         return dt.date(int(d.group(1)), int(d.group(2)), int(d.group(3)))
+    if tag == "tag:yaml.org,2002:timestamp" and (d := _DATETIME.fullmatch(raw)) is not None:
+        return dt.datetime(*(int(x) for x in d.groups()))
     raise _Unsure  # 0x1f, 012, 1_000, 1:20, .inf, 1e+3, a time of day, <<, =: PyYAML builds those
