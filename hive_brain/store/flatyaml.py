@@ -155,5 +155,6 @@ def _plain(raw: str) -> Any:
     if tag == "tag:yaml.org,2002:timestamp" and (d := _DATE.fullmatch(raw)) is not None:
         return dt.date(int(d.group(1)), int(d.group(2)), int(d.group(3)))
     if tag == "tag:yaml.org,2002:timestamp" and (d := _DATETIME.fullmatch(raw)) is not None:
-        return dt.datetime(*(int(x) for x in d.groups()))
+        y, mo, dd, h, mi, sec = (int(x) for x in d.groups())
+        return dt.datetime(y, mo, dd, h, mi, sec)
     raise _Unsure  # 0x1f, 012, 1_000, 1:20, .inf, 1e+3, a time of day, <<, =: PyYAML builds those
