@@ -44,8 +44,11 @@ import time
 import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from .common import pycache_prefix
 
 NAME = "sync"
 REPO = Path(__file__).resolve().parents[1]
@@ -75,6 +78,14 @@ print(json.dumps({"problems": problems, "indexed": sorted(man), "memories": mems
 """
 
 
+def both(devices: tuple[Device, Device], fn: Callable[[Device], Any]) -> dict[str, Any]:
+    """``fn`` on the two devices at once (each a CLI process of its own): a check reads both devices'
+    answers, and under load two processes get twice the share of the CPU one does."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {d.name: pool.submit(fn, d) for d in devices}
+        return {name: f.result() for name, f in futures.items()}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -88,9 +99,13 @@ class Device:
         self.name = name
         self.vault = root / name / "vault"
         self.state = root / name / "state"
+        # Each CLI call is a process of its own: with PYTHONDONTWRITEBYTECODE (set for development) every
+        # one compiled hive_brain from source, a third of a `doctor` call (benchmarks.common).
         self.env = {**os.environ, "HIVE_BRAIN_VAULT": str(self.vault), "HIVE_BRAIN_STATE_DIR": str(self.state),
-                    "HIVE_BRAIN_AUTOSTART": "0", "HIVE_AGENT_ID": "", "PYTHONPATH": str(REPO)}
-        self.env.pop("HIVE_AGENT_ID")
+                    "HIVE_BRAIN_AUTOSTART": "0", "HIVE_AGENT_ID": "", "PYTHONPATH": str(REPO),
+                    "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(pycache_prefix())}
+        for var in ("HIVE_AGENT_ID", "PYTHONDONTWRITEBYTECODE"):
+            self.env.pop(var)
         self.server_pid: int | None = None
 
     def cli(self, *args: str, ok: bool = True) -> Any:
@@ -283,13 +298,16 @@ class SyncthingEngine:
         for tag, value in (("listenAddress", f"tcp://127.0.0.1:{listen}"), ("globalAnnounceEnabled", "false"),
                            ("localAnnounceEnabled", "false"), ("relaysEnabled", "false"), ("natEnabled", "false"),
                            ("urAccepted", "-1"), ("startBrowser", "false"), ("autoUpgradeIntervalH", "0"),
-                           ("crashReportingEnabled", "false"), ("minHomeDiskFree", "0")):
+                           ("crashReportingEnabled", "false"), ("minHomeDiskFree", "0"), ("reconnectionIntervalS", "1")):
             for old in opts.findall(tag):
                 opts.remove(old)
             _set(opts, tag, value)
         for old in cfg.findall("device") + cfg.findall("folder"):
             cfg.remove(old)
-        for d, addr in ((dev, "dynamic"), (other, f"tcp://127.0.0.1:{other_listen}")):
+        # Only the laptop dials: when both dial at once (start, resume) the crossed connections wait out
+        # Syncthing's 20 s hello timeout; with discovery off, "dynamic" means this side never dials.
+        dials = dev is self.a
+        for d, addr in ((dev, "dynamic"), (other, f"tcp://127.0.0.1:{other_listen}" if dials else "dynamic")):
             el = ET.SubElement(cfg, "device", id=self.ids[d.name], name=d.name, compression="metadata",
                                introducer="false")
             _set(el, "address", addr)
@@ -326,10 +344,10 @@ class SyncthingEngine:
         deadline = time.monotonic() + SETTLE_S
         same_since: float | None = None
         while time.monotonic() < deadline:
-            time.sleep(0.5)
+            time.sleep(0.25)
             if self._idle() and self.a.files() == self.b.files():
                 same_since = same_since or time.monotonic()
-                if time.monotonic() - same_since > 1.5:  # the watcher's delay (1 s) and a poll
+                if time.monotonic() - same_since > 1.25:  # the watcher's delay (1 s) and a poll
                     return
             else:
                 same_since = None
@@ -384,20 +402,36 @@ class Run:
         self.deleted: set[str] = set()
         self.violations: list[str] = []
         self.round = 0
-        self.counts = {"writes": 0, "conflicts": 0, "repaired": 0, "gitMarkers": 0, "tempFiles": 0, "lost": 0}
+        self.counts = dict.fromkeys(("writes", "conflicts", "repaired", "gitMarkers", "tempFiles", "lost"), 0)
+
+    def scenario(self, scenario: str, *, rounds: int = 1, n: int = 2) -> dict[str, Any]:
+        """One scenario on this pair, counted from zero. The pair may have run others before: their
+        memories stay acknowledged, so a later scenario losing one of them is a violation too."""
+        t0 = time.monotonic()
+        self.violations = []
+        self.counts = dict.fromkeys(self.counts, 0)
+        for self.round in range(rounds):
+            SCENARIOS[scenario](self, n)
+            self.check()
+        return {"engine": self.engine.name, "scenario": scenario, **self.counts, "violations": list(self.violations),
+                "wall_s": round(time.monotonic() - t0, 1)}
 
     def __enter__(self) -> Run:
         self.a.cli("init", str(self.a.vault))
         self.engine.setup()
         self.engine.settle()
-        for d in (self.a, self.b):
-            d.start()
+        both(self.devices, Device.start)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for d in (self.a, self.b):
-            d.stop()
-        self.engine.stop()
+        try:
+            both(self.devices, Device.stop)
+        finally:
+            self.engine.stop()
+
+    @property
+    def devices(self) -> tuple[Device, Device]:
+        return self.a, self.b
 
     def write(self, dev: Device, *args: str) -> dict[str, Any]:
         if self.round and "--content" in args:  # not the content of an earlier round (a DuplicateContent)
@@ -427,7 +461,7 @@ class Run:
         if temps:
             self.violate(f"temp files carried: {temps[:3]}")
         self.counts["tempFiles"] += sum(1 for d in (self.a, self.b) for _ in d.vault.rglob(".syncthing.*.tmp"))
-        docs = {d.name: d.cli("doctor") for d in (self.a, self.b)}
+        docs = both(self.devices, lambda d: d.cli("doctor"))
         found = {n: sorted((c["kind"], c.get("id") or c.get("path")) for c in doc["conflicts"]) for n, doc in docs.items()}
         if found[self.a.name] != found[self.b.name]:
             self.violate(f"doctor differs: {found}")
@@ -439,14 +473,17 @@ class Run:
             self.check_markers_not_indexed(markers)
             self.resolve_markers(markers)
             self.engine.settle()
-        plans = {d.name: d.cli("repair-conflicts") for d in (self.a, self.b)}
+        changed = bool(markers)
+        plans = both(self.devices, lambda d: d.cli("repair-conflicts"))
         pa, pb = (sorted(json.dumps(p, sort_keys=True) for p in plans[d.name]["pairs"]) for d in (self.a, self.b))
         if pa != pb:
             self.violate(f"repair-conflicts plans differ: {pa[:2]} / {pb[:2]}")
         if plans[self.a.name]["pairs"]:
             # Confirmed on both devices before either syncs (two people, or one on each machine): the
-            # two repairs must be the same notes, or the engine makes a new conflict of them.
-            fixed = {d.name: d.cli("repair-conflicts", "--confirm") for d in (self.a, self.b)}
+            # two repairs must be the same notes, or the engine makes a new conflict of them. Syncthing
+            # is paused meanwhile: running, it would carry one device's repair to the other first.
+            self.engine.go_offline(self.a)
+            fixed = both(self.devices, lambda d: d.cli("repair-conflicts", "--confirm"))
             self.counts["repaired"] += len(fixed[self.a.name].get("changed", []))
             for name, res in fixed.items():
                 if res.get("remaining"):
@@ -454,11 +491,15 @@ class Run:
             wrote = {d.name: {p: d.files().get(p) for p in fixed[d.name].get("changed", [])} for d in (self.a, self.b)}
             if wrote[self.a.name] != wrote[self.b.name]:
                 self.violate(f"the two devices' repairs wrote different notes: {sorted(wrote[self.a.name])[:3]}")
+            self.engine.go_online(self.a)
             self.engine.settle()
-        for d in (self.a, self.b):
-            left = [c for c in d.cli("doctor")["conflicts"] if c["kind"] != "syncCopy"]
+            changed = True
+        # Nothing resolved or repaired: the vaults are as the first doctor found them.
+        after = both(self.devices, lambda d: d.cli("doctor")) if changed else docs
+        for name, doc in after.items():
+            left = [c for c in doc["conflicts"] if c["kind"] != "syncCopy"]
             if left:
-                self.violate(f"{d.name}: conflicts after repair: {left[:2]}")
+                self.violate(f"{name}: conflicts after repair: {left[:2]}")
         self.check_devices()
 
     def check_markers_not_indexed(self, paths: list[str]) -> None:
@@ -489,7 +530,7 @@ class Run:
             p.write_text("\n".join(out), encoding="utf-8")
 
     def check_devices(self) -> None:
-        probes = {d.name: d.probe() for d in (self.a, self.b)}
+        probes = both(self.devices, Device.probe)
         for name, pr in probes.items():
             for problem in pr["problems"]:
                 self.violate(f"{name}: index: {problem}")
@@ -511,12 +552,13 @@ class Run:
             two = [k for k, n in heads.items() if n > 1]
             if two:
                 self.violate(f"{name}: keys with two active heads: {two[:3]}")
-        for q in QUESTIONS:
-            ta, tb = self.a.top(q), self.b.top(q)
+        tops = both(self.devices, lambda d: [d.top(q) for q in QUESTIONS])
+        for q, ta, tb in zip(QUESTIONS, tops[self.a.name], tops[self.b.name], strict=True):
             if ta != tb:
                 self.violate(f"recall {q!r} differs: {ta} / {tb}")
+        alive = both(self.devices, Device.server_alive)
         for d in (self.a, self.b):
-            if not d.server_alive():
+            if not alive[d.name]:
                 logs = sorted(d.state.rglob("server.log"))
                 last = logs[0].read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:] if logs else []
                 self.violate(f"{d.name}: the server started at the beginning is gone: {' | '.join(last)}")
@@ -613,16 +655,12 @@ SCENARIOS: dict[str, Callable[[Run, int], None]] = {
 
 
 def run_scenario(root: Path, engine: str, scenario: str, *, rounds: int = 1, n: int = 2) -> dict[str, Any]:
+    """One scenario on a fresh pair (the benchmark's rows; ``wall_s`` counts the pair's start and stop)."""
     root.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with Run(root, engine) as r:
-        for r.round in range(rounds):
-            SCENARIOS[scenario](r, n)
-            r.check()
-        counts = dict(r.counts)
-        violations = list(r.violations)
-    return {"engine": engine, "scenario": scenario, **counts, "violations": violations,
-            "wall_s": round(time.monotonic() - t0, 1)}
+        row = r.scenario(scenario, rounds=rounds, n=n)
+    return {**row, "wall_s": round(time.monotonic() - t0, 1)}
 
 
 # -- the benchmark entry points (benchmarks.common conventions) ---------------------------------------
