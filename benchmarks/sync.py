@@ -1,14 +1,16 @@
 """Two devices, real sync engines (issue 31): one vault shared through git and through Syncthing.
 
 Each device is a vault folder with its own ``HIVE_BRAIN_STATE_DIR``, its own running server
-(``serve --detach``) and an agent writing through the CLI. Between them runs a real engine:
+(``serve --detach``) and its own agent: the laptop's writes through the CLI, the desktop's through an
+MCP session (``hive-brain mcp``, the SDK's stdio client). Between them runs a real engine:
 
 - **git**: a bare repository on disk; each device commits everything and pulls with a merge, as the
   obsidian-git plugin's auto-backup does, and a merge that stopped on a conflict is committed as it
   stands (markers and all: that plugin's next backup does the same);
 - **Syncthing** (Debian's ``syncthing``): two instances on 127.0.0.1, each with its own home dir, GUI/API
   and sync ports on loopback, discovery, relays, NAT and usage reports off, the vault folder shared by
-  device id in ``config.xml``; "offline" is a paused device (REST ``/rest/system/pause``).
+  device id in ``config.xml``; "offline" is a paused device (REST ``/rest/system/pause``). Only the
+  laptop dials (two instances dialling each other at once wait out a 20 s hello timeout).
 
 Scenarios (each on a fresh pair): both remember different memories at once; both evolve the same
 memory; one deletes while the other updates; a hand edit in an editor on one while the other's agent
@@ -27,12 +29,13 @@ offline for a while, then back. After the engine settles, the checks:
     python -m benchmarks.sync [--engines git,syncthing] [--rounds 3]
 
 ``--rounds`` repeats the writing phase of each scenario (the short form, ``tests/test_sync_engines.py``,
-runs one). Counts per scenario and engine are in docs/reliability.md.
+runs one, all of an engine's scenarios on one pair: :meth:`Run.scenario`). Counts per scenario and engine are in docs/reliability.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import os
@@ -40,11 +43,12 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -92,11 +96,77 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class Device:
-    """One device: a vault folder, a state dir, a server, and an agent driving the CLI."""
+class McpAgent:
+    """An agent writing through MCP: one ``hive-brain mcp`` session (the SDK's stdio client, as the agents
+    and ``tests/test_mcp.py`` talk to it), held open from the device's start to its stop the way an
+    agent's MCP server stays up while the engine changes the vault beneath it. The session lives on an
+    event loop of its own thread; a call waits for its answer."""
 
-    def __init__(self, root: Path, name: str) -> None:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="sync-mcp", daemon=True)
+        self.ready: Future[Any] = Future()
+        self.session: Any = None
+        self.closing: asyncio.Event | None = None
+        self.task: Future[None] | None = None
+
+    async def _serve(self) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+
+        self.closing = asyncio.Event()
+        params = StdioServerParameters(command=sys.executable, args=["-m", "hive_brain", "mcp"], env=self.env,
+                                       cwd=str(REPO))
+        try:
+            async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                self.session = s
+                self.ready.set_result(True)
+                await self.closing.wait()
+        except BaseException as e:
+            if not self.ready.done():
+                self.ready.set_exception(e)
+            raise
+
+    def start(self) -> None:
+        self.thread.start()
+        self.task = asyncio.run_coroutine_threadsafe(self._serve(), self.loop)
+        self.ready.result(timeout=120)
+
+    def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        res = asyncio.run_coroutine_threadsafe(self.session.call_tool(tool, args), self.loop).result(timeout=120)
+        text = "".join(c.text for c in res.content if getattr(c, "type", "") == "text")
+        if res.is_error:
+            raise AssertionError(f"MCP {tool} {args}: {text}")
+        return dict(json.loads(text))
+
+    def close(self) -> None:
+        try:
+            if self.task is not None and self.closing is not None:
+                self.loop.call_soon_threadsafe(self.closing.set)
+                self.task.result(timeout=30)  # the session's exit ends the `hive-brain mcp` process
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=30)
+            self.loop.close()
+
+
+def mcp_call(args: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    """A CLI write (``update --memory-id X --content C``) as the MCP tool call an agent makes instead."""
+    out: dict[str, Any] = {}
+    rest = list(args[1:])
+    while rest:
+        key = rest.pop(0).removeprefix("--").replace("-", "_")
+        out[key] = rest.pop(0) if rest and not rest[0].startswith("--") else True
+    return args[0], out
+
+
+class Device:
+    """One device: a vault folder, a state dir, a server, and an agent writing through the CLI or MCP."""
+
+    def __init__(self, root: Path, name: str, via: str = "cli") -> None:
         self.name = name
+        self.via = via
         self.vault = root / name / "vault"
         self.state = root / name / "state"
         # Each CLI call is a process of its own: with PYTHONDONTWRITEBYTECODE (set for development) every
@@ -107,6 +177,13 @@ class Device:
         for var in ("HIVE_AGENT_ID", "PYTHONDONTWRITEBYTECODE"):
             self.env.pop(var)
         self.server_pid: int | None = None
+        self.mcp: McpAgent | None = None
+
+    def write(self, *args: str) -> dict[str, Any]:
+        """What the device's agent writes, the way it writes (``via``)."""
+        if self.mcp is not None:
+            return self.mcp.call(*mcp_call(args))
+        return dict(self.cli(*args))
 
     def cli(self, *args: str, ok: bool = True) -> Any:
         # cwd: `-m` puts it first on sys.path, and a vault found from it would beat HIVE_BRAIN_VAULT.
@@ -126,10 +203,17 @@ class Device:
     def start(self) -> None:
         self.cli("serve", "--detach")
         self.server_pid = int(self.cli("serve", "--status")["pid"])
+        if self.via == "mcp":
+            self.mcp = McpAgent(self.env)
+            self.mcp.start()
 
     def stop(self) -> None:
-        if self.server_pid is not None:
-            self.cli("serve", "--stop", ok=False)
+        try:
+            if self.mcp is not None:
+                self.mcp.close()
+        finally:
+            if self.server_pid is not None:
+                self.cli("serve", "--stop", ok=False)
 
     def server_alive(self) -> bool:
         st = self.cli("serve", "--status", ok=False)
@@ -396,13 +480,15 @@ class Run:
     """One scenario on one engine: a fresh pair of devices, the writes, the settle, the checks."""
 
     def __init__(self, root: Path, engine: str) -> None:
-        self.a, self.b = Device(root, "laptop"), Device(root, "desktop")
+        # The laptop's agent writes through the CLI, the desktop's through MCP.
+        self.a, self.b = Device(root, "laptop"), Device(root, "desktop", via="mcp")
         self.engine = ENGINES[engine](root, self.a, self.b)
         self.acked: dict[str, str] = {}  # memory id -> the device that acknowledged it
         self.deleted: set[str] = set()
         self.violations: list[str] = []
         self.round = 0
-        self.counts = dict.fromkeys(("writes", "conflicts", "repaired", "gitMarkers", "tempFiles", "lost"), 0)
+        self.counts = dict.fromkeys(("writes", "mcpWrites", "conflicts", "repaired", "gitMarkers", "tempFiles", "lost"),
+                                    0)
 
     def scenario(self, scenario: str, *, rounds: int = 1, n: int = 2) -> dict[str, Any]:
         """One scenario on this pair, counted from zero. The pair may have run others before: their
@@ -437,8 +523,9 @@ class Run:
         if self.round and "--content" in args:  # not the content of an earlier round (a DuplicateContent)
             i = args.index("--content") + 1
             args = (*args[:i], f"{args[i]} Round {self.round}.", *args[i + 1:])
-        res = dev.cli(*args)
+        res = dev.write(*args)
         self.counts["writes"] += 1
+        self.counts["mcpWrites"] += dev.mcp is not None
         if "id" in res and args[0] in ("remember", "evolve"):
             self.acked[str(res["id"])] = dev.name
         return dict(res)
@@ -687,10 +774,11 @@ def run(cfg: Any, *, engines: tuple[str, ...] = ("git", "syncthing"), rounds: in
 def report(result: dict[str, Any], console: Any) -> None:
     from .common import print_table
 
-    rows = [[r["engine"], r["scenario"], r["writes"], r["conflicts"], r["gitMarkers"], r["repaired"], r["tempFiles"], r["lost"],
-             len(r["violations"]), r["wall_s"]] for r in result["rows"]]
+    rows = [[r["engine"], r["scenario"], r["writes"], r["mcpWrites"], r["conflicts"], r["gitMarkers"], r["repaired"],
+             r["tempFiles"], r["lost"], len(r["violations"]), r["wall_s"]] for r in result["rows"]]
     print_table(f"Two devices, real sync engines ({result['rounds']} round(s) per scenario)",
-                ["engine", "scenario", "writes", "conflicts", "git markers", "repaired", "st temp files", "lost", "violations", "s"],
+                ["engine", "scenario", "writes", "via MCP", "conflicts", "git markers", "repaired", "st temp files", "lost",
+                 "violations", "s"],
                 rows, console)
     for engine, why in result["skipped"].items():
         console.print(f"{engine}: skipped ({why})")

@@ -1,10 +1,11 @@
 """Two devices, real sync engines (issue 31), the short form of ``benchmarks/sync.py``: two vaults with
-their own state dirs and running servers, synced by real git (always) and by real Syncthing (when the
-``syncthing`` package is installed; skipped with the reason otherwise). After the engine settles, the
-harness's checks must find nothing: every acknowledged write on both devices, conflicts listed alike and
-repaired alike, each index equal to its notes, the same top results, no git marker or temp file indexed,
-both servers still up. ``HIVE_BRAIN_SYNC_LONG=1`` runs every scenario on Syncthing too (the short form
-runs the ones only Syncthing does differently).
+their own state dirs and running servers, the laptop's agent writing through the CLI and the desktop's
+through an MCP session (``hive-brain mcp``, the SDK's stdio client), synced by real git (always) and by
+real Syncthing (when the ``syncthing`` package is installed; skipped with the reason otherwise). After
+the engine settles, the harness's checks must find nothing: every acknowledged write on both devices,
+conflicts listed alike and repaired alike, each index equal to its notes, the same top results, no git
+marker or temp file indexed, both servers still up. ``HIVE_BRAIN_SYNC_LONG=1`` runs every scenario on
+Syncthing too (the short form runs the ones only Syncthing does differently).
 
 The scenarios of one engine run one after another on the same pair (the benchmark gives each a fresh
 one): starting two servers and two Syncthing instances per scenario was most of the short form's time.
@@ -79,4 +80,6 @@ def test_two_devices_converge_with_nothing_lost(engine: str, scenario: str, pair
     if row["violations"] or row["lost"]:
         pairs.close()
     assert row["writes"] > 0 and row["lost"] == 0, row
+    # The desktop's agent writes through a real MCP session (all but the undo, where only the laptop writes).
+    assert row["mcpWrites"] > 0 or scenario == "undo-old-version", row
     assert row["violations"] == [], row
