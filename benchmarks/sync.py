@@ -485,16 +485,19 @@ class Run:
         self.engine = ENGINES[engine](root, self.a, self.b)
         self.acked: dict[str, str] = {}  # memory id -> the device that acknowledged it
         self.deleted: set[str] = set()
+        # device -> ids it deleted that this round's sync must bring back (and its doctor name)
+        self.back: dict[str, set[str]] = {}
         self.violations: list[str] = []
         self.round = 0
-        self.counts = dict.fromkeys(("writes", "mcpWrites", "conflicts", "repaired", "gitMarkers", "tempFiles", "lost"),
-                                    0)
+        self.counts = dict.fromkeys(("writes", "mcpWrites", "conflicts", "repaired", "gitMarkers", "tempFiles", "lost",
+                                     "toldBack"), 0)
 
     def scenario(self, scenario: str, *, rounds: int = 1, n: int = 2) -> dict[str, Any]:
         """One scenario on this pair, counted from zero. The pair may have run others before: their
         memories stay acknowledged, so a later scenario losing one of them is a violation too."""
         t0 = time.monotonic()
         self.violations = []
+        self.back = {}
         self.counts = dict.fromkeys(self.counts, 0)
         for self.round in range(rounds):
             SCENARIOS[scenario](self, n)
@@ -549,6 +552,7 @@ class Run:
             self.violate(f"temp files carried: {temps[:3]}")
         self.counts["tempFiles"] += sum(1 for d in (self.a, self.b) for _ in d.vault.rglob(".syncthing.*.tmp"))
         docs = both(self.devices, lambda d: d.cli("doctor"))
+        self.check_told_back(docs)
         found = {n: sorted((c["kind"], c.get("id") or c.get("path")) for c in doc["conflicts"]) for n, doc in docs.items()}
         if found[self.a.name] != found[self.b.name]:
             self.violate(f"doctor differs: {found}")
@@ -588,6 +592,21 @@ class Run:
             if left:
                 self.violate(f"{name}: conflicts after repair: {left[:2]}")
         self.check_devices()
+
+    def check_told_back(self, docs: dict[str, Any]) -> None:
+        """A device is told of the memories it deleted that the sync brought back (and no other device,
+        of nothing else); it keeps them (``doctor --keep``), after which they are not named again."""
+        for d in self.devices:
+            named = {x["id"] for x in docs[d.name].get("cameBack", [])}
+            want = self.back.get(d.name, set())
+            if named != want:
+                self.violate(f"{d.name}: doctor names {sorted(named)} as deleted here and back, expected {sorted(want)}")
+            self.counts["toldBack"] += len(named & want)
+            if named & want:
+                res = d.cli("doctor", "--keep", *sorted(named & want))
+                if res.get("cameBack"):
+                    self.violate(f"{d.name}: still named after --keep: {res['cameBack'][:2]}")
+        self.back = {}
 
     def check_markers_not_indexed(self, paths: list[str]) -> None:
         for d in (self.a, self.b):
@@ -681,7 +700,8 @@ def delete_vs_update(r: Run, n: int) -> None:
     r.write(r.b, "update", "--memory-id", m["id"], "--content", "The package mirror moved to mirror2.internal.")
     r.engine.go_online(r.a)
     # Semantics (docs/reliability.md): the update wins, the memory stays; both engines restore the
-    # changed note over a deletion.
+    # changed note over a deletion, and the laptop, which deleted it, is told.
+    r.back[r.a.name] = {m["id"]}
 
 
 def hand_edit_vs_agent(r: Run, n: int) -> None:
@@ -775,10 +795,10 @@ def report(result: dict[str, Any], console: Any) -> None:
     from .common import print_table
 
     rows = [[r["engine"], r["scenario"], r["writes"], r["mcpWrites"], r["conflicts"], r["gitMarkers"], r["repaired"],
-             r["tempFiles"], r["lost"], len(r["violations"]), r["wall_s"]] for r in result["rows"]]
+             r["tempFiles"], r["toldBack"], r["lost"], len(r["violations"]), r["wall_s"]] for r in result["rows"]]
     print_table(f"Two devices, real sync engines ({result['rounds']} round(s) per scenario)",
-                ["engine", "scenario", "writes", "via MCP", "conflicts", "git markers", "repaired", "st temp files", "lost",
-                 "violations", "s"],
+                ["engine", "scenario", "writes", "via MCP", "conflicts", "git markers", "repaired", "st temp files",
+                 "told back", "lost", "violations", "s"],
                 rows, console)
     for engine, why in result["skipped"].items():
         console.print(f"{engine}: skipped ({why})")

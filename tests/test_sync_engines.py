@@ -82,4 +82,6 @@ def test_two_devices_converge_with_nothing_lost(engine: str, scenario: str, pair
     assert row["writes"] > 0 and row["lost"] == 0, row
     # The desktop's agent writes through a real MCP session (all but the undo, where only the laptop writes).
     assert row["mcpWrites"] > 0 or scenario == "undo-old-version", row
+    # The laptop deleted what the desktop updated: the sync brings it back, and the laptop's doctor names it.
+    assert row["toldBack"] == (scenario == "delete-vs-update"), row
     assert row["violations"] == [], row
