@@ -335,6 +335,13 @@ def run_module(mod: ModuleType, cfg: BenchConfig, console: Any = None, **kwargs:
     return result
 
 
+def pycache_prefix() -> Path:
+    """Where the processes benchmarks (and the harnesses tests share with them) spawn keep their .pyc."""
+    prefix = Path(tempfile.gettempdir()) / f"hive-brain-bench-pycache-{os.getuid()}"
+    prefix.mkdir(parents=True, exist_ok=True)
+    return prefix
+
+
 def enable_bytecode_cache() -> dict[str, Any]:
     """Let the processes a benchmark spawns read and write .pyc files, as an installed package has.
 
@@ -343,8 +350,7 @@ def enable_bytecode_cache() -> dict[str, Any]:
     The cache goes to a folder under the temp dir (``PYTHONPYCACHEPREFIX``), never into the
     repository. Returns what was set, for the result files.
     """
-    prefix = Path(tempfile.gettempdir()) / f"hive-brain-bench-pycache-{os.getuid()}"
-    prefix.mkdir(parents=True, exist_ok=True)
+    prefix = pycache_prefix()
     was = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
     return {"PYTHONPYCACHEPREFIX": str(prefix), "PYTHONDONTWRITEBYTECODE_was": was}

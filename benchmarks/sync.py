@@ -1,14 +1,16 @@
 """Two devices, real sync engines (issue 31): one vault shared through git and through Syncthing.
 
 Each device is a vault folder with its own ``HIVE_BRAIN_STATE_DIR``, its own running server
-(``serve --detach``) and an agent writing through the CLI. Between them runs a real engine:
+(``serve --detach``) and its own agent: the laptop's writes through the CLI, the desktop's through an
+MCP session (``hive-brain mcp``, the SDK's stdio client). Between them runs a real engine:
 
 - **git**: a bare repository on disk; each device commits everything and pulls with a merge, as the
   obsidian-git plugin's auto-backup does, and a merge that stopped on a conflict is committed as it
   stands (markers and all: that plugin's next backup does the same);
 - **Syncthing** (Debian's ``syncthing``): two instances on 127.0.0.1, each with its own home dir, GUI/API
   and sync ports on loopback, discovery, relays, NAT and usage reports off, the vault folder shared by
-  device id in ``config.xml``; "offline" is a paused device (REST ``/rest/system/pause``).
+  device id in ``config.xml``; "offline" is a paused device (REST ``/rest/system/pause``). Only the
+  laptop dials (two instances dialling each other at once wait out a 20 s hello timeout).
 
 Scenarios (each on a fresh pair): both remember different memories at once; both evolve the same
 memory; one deletes while the other updates; a hand edit in an editor on one while the other's agent
@@ -27,12 +29,13 @@ offline for a while, then back. After the engine settles, the checks:
     python -m benchmarks.sync [--engines git,syncthing] [--rounds 3]
 
 ``--rounds`` repeats the writing phase of each scenario (the short form, ``tests/test_sync_engines.py``,
-runs one). Counts per scenario and engine are in docs/reliability.md.
+runs one, all of an engine's scenarios on one pair: :meth:`Run.scenario`). Counts per scenario and engine are in docs/reliability.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import json
 import os
@@ -40,12 +43,16 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from .common import pycache_prefix
 
 NAME = "sync"
 REPO = Path(__file__).resolve().parents[1]
@@ -75,23 +82,108 @@ print(json.dumps({"problems": problems, "indexed": sorted(man), "memories": mems
 """
 
 
+def both(devices: tuple[Device, Device], fn: Callable[[Device], Any]) -> dict[str, Any]:
+    """``fn`` on the two devices at once (each a CLI process of its own): a check reads both devices'
+    answers, and under load two processes get twice the share of the CPU one does."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {d.name: pool.submit(fn, d) for d in devices}
+        return {name: f.result() for name, f in futures.items()}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-class Device:
-    """One device: a vault folder, a state dir, a server, and an agent driving the CLI."""
+class McpAgent:
+    """An agent writing through MCP: one ``hive-brain mcp`` session (the SDK's stdio client, as the agents
+    and ``tests/test_mcp.py`` talk to it), held open from the device's start to its stop the way an
+    agent's MCP server stays up while the engine changes the vault beneath it. The session lives on an
+    event loop of its own thread; a call waits for its answer."""
 
-    def __init__(self, root: Path, name: str) -> None:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="sync-mcp", daemon=True)
+        self.ready: Future[Any] = Future()
+        self.session: Any = None
+        self.closing: asyncio.Event | None = None
+        self.task: Future[None] | None = None
+
+    async def _serve(self) -> None:
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+
+        self.closing = asyncio.Event()
+        params = StdioServerParameters(command=sys.executable, args=["-m", "hive_brain", "mcp"], env=self.env,
+                                       cwd=str(REPO))
+        try:
+            async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                self.session = s
+                self.ready.set_result(True)
+                await self.closing.wait()
+        except BaseException as e:
+            if not self.ready.done():
+                self.ready.set_exception(e)
+            raise
+
+    def start(self) -> None:
+        self.thread.start()
+        self.task = asyncio.run_coroutine_threadsafe(self._serve(), self.loop)
+        self.ready.result(timeout=120)
+
+    def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        res = asyncio.run_coroutine_threadsafe(self.session.call_tool(tool, args), self.loop).result(timeout=120)
+        text = "".join(c.text for c in res.content if getattr(c, "type", "") == "text")
+        if res.is_error:
+            raise AssertionError(f"MCP {tool} {args}: {text}")
+        return dict(json.loads(text))
+
+    def close(self) -> None:
+        try:
+            if self.task is not None and self.closing is not None:
+                self.loop.call_soon_threadsafe(self.closing.set)
+                self.task.result(timeout=30)  # the session's exit ends the `hive-brain mcp` process
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=30)
+            self.loop.close()
+
+
+def mcp_call(args: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    """A CLI write (``update --memory-id X --content C``) as the MCP tool call an agent makes instead."""
+    out: dict[str, Any] = {}
+    rest = list(args[1:])
+    while rest:
+        key = rest.pop(0).removeprefix("--").replace("-", "_")
+        out[key] = rest.pop(0) if rest and not rest[0].startswith("--") else True
+    return args[0], out
+
+
+class Device:
+    """One device: a vault folder, a state dir, a server, and an agent writing through the CLI or MCP."""
+
+    def __init__(self, root: Path, name: str, via: str = "cli") -> None:
         self.name = name
+        self.via = via
         self.vault = root / name / "vault"
         self.state = root / name / "state"
+        # Each CLI call is a process of its own: with PYTHONDONTWRITEBYTECODE (set for development) every
+        # one compiled hive_brain from source, a third of a `doctor` call (benchmarks.common).
         self.env = {**os.environ, "HIVE_BRAIN_VAULT": str(self.vault), "HIVE_BRAIN_STATE_DIR": str(self.state),
-                    "HIVE_BRAIN_AUTOSTART": "0", "HIVE_AGENT_ID": "", "PYTHONPATH": str(REPO)}
-        self.env.pop("HIVE_AGENT_ID")
+                    "HIVE_BRAIN_AUTOSTART": "0", "HIVE_AGENT_ID": "", "PYTHONPATH": str(REPO),
+                    "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(pycache_prefix())}
+        for var in ("HIVE_AGENT_ID", "PYTHONDONTWRITEBYTECODE"):
+            self.env.pop(var)
         self.server_pid: int | None = None
+        self.mcp: McpAgent | None = None
+
+    def write(self, *args: str) -> dict[str, Any]:
+        """What the device's agent writes, the way it writes (``via``)."""
+        if self.mcp is not None:
+            return self.mcp.call(*mcp_call(args))
+        return dict(self.cli(*args))
 
     def cli(self, *args: str, ok: bool = True) -> Any:
         # cwd: `-m` puts it first on sys.path, and a vault found from it would beat HIVE_BRAIN_VAULT.
@@ -111,10 +203,17 @@ class Device:
     def start(self) -> None:
         self.cli("serve", "--detach")
         self.server_pid = int(self.cli("serve", "--status")["pid"])
+        if self.via == "mcp":
+            self.mcp = McpAgent(self.env)
+            self.mcp.start()
 
     def stop(self) -> None:
-        if self.server_pid is not None:
-            self.cli("serve", "--stop", ok=False)
+        try:
+            if self.mcp is not None:
+                self.mcp.close()
+        finally:
+            if self.server_pid is not None:
+                self.cli("serve", "--stop", ok=False)
 
     def server_alive(self) -> bool:
         st = self.cli("serve", "--status", ok=False)
@@ -283,13 +382,16 @@ class SyncthingEngine:
         for tag, value in (("listenAddress", f"tcp://127.0.0.1:{listen}"), ("globalAnnounceEnabled", "false"),
                            ("localAnnounceEnabled", "false"), ("relaysEnabled", "false"), ("natEnabled", "false"),
                            ("urAccepted", "-1"), ("startBrowser", "false"), ("autoUpgradeIntervalH", "0"),
-                           ("crashReportingEnabled", "false"), ("minHomeDiskFree", "0")):
+                           ("crashReportingEnabled", "false"), ("minHomeDiskFree", "0"), ("reconnectionIntervalS", "1")):
             for old in opts.findall(tag):
                 opts.remove(old)
             _set(opts, tag, value)
         for old in cfg.findall("device") + cfg.findall("folder"):
             cfg.remove(old)
-        for d, addr in ((dev, "dynamic"), (other, f"tcp://127.0.0.1:{other_listen}")):
+        # Only the laptop dials: when both dial at once (start, resume) the crossed connections wait out
+        # Syncthing's 20 s hello timeout; with discovery off, "dynamic" means this side never dials.
+        dials = dev is self.a
+        for d, addr in ((dev, "dynamic"), (other, f"tcp://127.0.0.1:{other_listen}" if dials else "dynamic")):
             el = ET.SubElement(cfg, "device", id=self.ids[d.name], name=d.name, compression="metadata",
                                introducer="false")
             _set(el, "address", addr)
@@ -326,10 +428,10 @@ class SyncthingEngine:
         deadline = time.monotonic() + SETTLE_S
         same_since: float | None = None
         while time.monotonic() < deadline:
-            time.sleep(0.5)
+            time.sleep(0.25)
             if self._idle() and self.a.files() == self.b.files():
                 same_since = same_since or time.monotonic()
-                if time.monotonic() - same_since > 1.5:  # the watcher's delay (1 s) and a poll
+                if time.monotonic() - same_since > 1.25:  # the watcher's delay (1 s) and a poll
                     return
             else:
                 same_since = None
@@ -378,33 +480,55 @@ class Run:
     """One scenario on one engine: a fresh pair of devices, the writes, the settle, the checks."""
 
     def __init__(self, root: Path, engine: str) -> None:
-        self.a, self.b = Device(root, "laptop"), Device(root, "desktop")
+        # The laptop's agent writes through the CLI, the desktop's through MCP.
+        self.a, self.b = Device(root, "laptop"), Device(root, "desktop", via="mcp")
         self.engine = ENGINES[engine](root, self.a, self.b)
         self.acked: dict[str, str] = {}  # memory id -> the device that acknowledged it
         self.deleted: set[str] = set()
+        # device -> ids it deleted that this round's sync must bring back (and its doctor name)
+        self.back: dict[str, set[str]] = {}
         self.violations: list[str] = []
         self.round = 0
-        self.counts = {"writes": 0, "conflicts": 0, "repaired": 0, "gitMarkers": 0, "tempFiles": 0, "lost": 0}
+        self.counts = dict.fromkeys(("writes", "mcpWrites", "conflicts", "repaired", "gitMarkers", "tempFiles", "lost",
+                                     "toldBack"), 0)
+
+    def scenario(self, scenario: str, *, rounds: int = 1, n: int = 2) -> dict[str, Any]:
+        """One scenario on this pair, counted from zero. The pair may have run others before: their
+        memories stay acknowledged, so a later scenario losing one of them is a violation too."""
+        t0 = time.monotonic()
+        self.violations = []
+        self.back = {}
+        self.counts = dict.fromkeys(self.counts, 0)
+        for self.round in range(rounds):
+            SCENARIOS[scenario](self, n)
+            self.check()
+        return {"engine": self.engine.name, "scenario": scenario, **self.counts, "violations": list(self.violations),
+                "wall_s": round(time.monotonic() - t0, 1)}
 
     def __enter__(self) -> Run:
         self.a.cli("init", str(self.a.vault))
         self.engine.setup()
         self.engine.settle()
-        for d in (self.a, self.b):
-            d.start()
+        both(self.devices, Device.start)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for d in (self.a, self.b):
-            d.stop()
-        self.engine.stop()
+        try:
+            both(self.devices, Device.stop)
+        finally:
+            self.engine.stop()
+
+    @property
+    def devices(self) -> tuple[Device, Device]:
+        return self.a, self.b
 
     def write(self, dev: Device, *args: str) -> dict[str, Any]:
         if self.round and "--content" in args:  # not the content of an earlier round (a DuplicateContent)
             i = args.index("--content") + 1
             args = (*args[:i], f"{args[i]} Round {self.round}.", *args[i + 1:])
-        res = dev.cli(*args)
+        res = dev.write(*args)
         self.counts["writes"] += 1
+        self.counts["mcpWrites"] += dev.mcp is not None
         if "id" in res and args[0] in ("remember", "evolve"):
             self.acked[str(res["id"])] = dev.name
         return dict(res)
@@ -427,7 +551,8 @@ class Run:
         if temps:
             self.violate(f"temp files carried: {temps[:3]}")
         self.counts["tempFiles"] += sum(1 for d in (self.a, self.b) for _ in d.vault.rglob(".syncthing.*.tmp"))
-        docs = {d.name: d.cli("doctor") for d in (self.a, self.b)}
+        docs = both(self.devices, lambda d: d.cli("doctor"))
+        self.check_told_back(docs)
         found = {n: sorted((c["kind"], c.get("id") or c.get("path")) for c in doc["conflicts"]) for n, doc in docs.items()}
         if found[self.a.name] != found[self.b.name]:
             self.violate(f"doctor differs: {found}")
@@ -439,14 +564,17 @@ class Run:
             self.check_markers_not_indexed(markers)
             self.resolve_markers(markers)
             self.engine.settle()
-        plans = {d.name: d.cli("repair-conflicts") for d in (self.a, self.b)}
+        changed = bool(markers)
+        plans = both(self.devices, lambda d: d.cli("repair-conflicts"))
         pa, pb = (sorted(json.dumps(p, sort_keys=True) for p in plans[d.name]["pairs"]) for d in (self.a, self.b))
         if pa != pb:
             self.violate(f"repair-conflicts plans differ: {pa[:2]} / {pb[:2]}")
         if plans[self.a.name]["pairs"]:
             # Confirmed on both devices before either syncs (two people, or one on each machine): the
-            # two repairs must be the same notes, or the engine makes a new conflict of them.
-            fixed = {d.name: d.cli("repair-conflicts", "--confirm") for d in (self.a, self.b)}
+            # two repairs must be the same notes, or the engine makes a new conflict of them. Syncthing
+            # is paused meanwhile: running, it would carry one device's repair to the other first.
+            self.engine.go_offline(self.a)
+            fixed = both(self.devices, lambda d: d.cli("repair-conflicts", "--confirm"))
             self.counts["repaired"] += len(fixed[self.a.name].get("changed", []))
             for name, res in fixed.items():
                 if res.get("remaining"):
@@ -454,12 +582,31 @@ class Run:
             wrote = {d.name: {p: d.files().get(p) for p in fixed[d.name].get("changed", [])} for d in (self.a, self.b)}
             if wrote[self.a.name] != wrote[self.b.name]:
                 self.violate(f"the two devices' repairs wrote different notes: {sorted(wrote[self.a.name])[:3]}")
+            self.engine.go_online(self.a)
             self.engine.settle()
-        for d in (self.a, self.b):
-            left = [c for c in d.cli("doctor")["conflicts"] if c["kind"] != "syncCopy"]
+            changed = True
+        # Nothing resolved or repaired: the vaults are as the first doctor found them.
+        after = both(self.devices, lambda d: d.cli("doctor")) if changed else docs
+        for name, doc in after.items():
+            left = [c for c in doc["conflicts"] if c["kind"] != "syncCopy"]
             if left:
-                self.violate(f"{d.name}: conflicts after repair: {left[:2]}")
+                self.violate(f"{name}: conflicts after repair: {left[:2]}")
         self.check_devices()
+
+    def check_told_back(self, docs: dict[str, Any]) -> None:
+        """A device is told of the memories it deleted that the sync brought back (and no other device,
+        of nothing else); it keeps them (``doctor --keep``), after which they are not named again."""
+        for d in self.devices:
+            named = {x["id"] for x in docs[d.name].get("cameBack", [])}
+            want = self.back.get(d.name, set())
+            if named != want:
+                self.violate(f"{d.name}: doctor names {sorted(named)} as deleted here and back, expected {sorted(want)}")
+            self.counts["toldBack"] += len(named & want)
+            if named & want:
+                res = d.cli("doctor", "--keep", *sorted(named & want))
+                if res.get("cameBack"):
+                    self.violate(f"{d.name}: still named after --keep: {res['cameBack'][:2]}")
+        self.back = {}
 
     def check_markers_not_indexed(self, paths: list[str]) -> None:
         for d in (self.a, self.b):
@@ -489,7 +636,7 @@ class Run:
             p.write_text("\n".join(out), encoding="utf-8")
 
     def check_devices(self) -> None:
-        probes = {d.name: d.probe() for d in (self.a, self.b)}
+        probes = both(self.devices, Device.probe)
         for name, pr in probes.items():
             for problem in pr["problems"]:
                 self.violate(f"{name}: index: {problem}")
@@ -511,12 +658,13 @@ class Run:
             two = [k for k, n in heads.items() if n > 1]
             if two:
                 self.violate(f"{name}: keys with two active heads: {two[:3]}")
-        for q in QUESTIONS:
-            ta, tb = self.a.top(q), self.b.top(q)
+        tops = both(self.devices, lambda d: [d.top(q) for q in QUESTIONS])
+        for q, ta, tb in zip(QUESTIONS, tops[self.a.name], tops[self.b.name], strict=True):
             if ta != tb:
                 self.violate(f"recall {q!r} differs: {ta} / {tb}")
+        alive = both(self.devices, Device.server_alive)
         for d in (self.a, self.b):
-            if not d.server_alive():
+            if not alive[d.name]:
                 logs = sorted(d.state.rglob("server.log"))
                 last = logs[0].read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:] if logs else []
                 self.violate(f"{d.name}: the server started at the beginning is gone: {' | '.join(last)}")
@@ -552,7 +700,8 @@ def delete_vs_update(r: Run, n: int) -> None:
     r.write(r.b, "update", "--memory-id", m["id"], "--content", "The package mirror moved to mirror2.internal.")
     r.engine.go_online(r.a)
     # Semantics (docs/reliability.md): the update wins, the memory stays; both engines restore the
-    # changed note over a deletion.
+    # changed note over a deletion, and the laptop, which deleted it, is told.
+    r.back[r.a.name] = {m["id"]}
 
 
 def hand_edit_vs_agent(r: Run, n: int) -> None:
@@ -613,16 +762,12 @@ SCENARIOS: dict[str, Callable[[Run, int], None]] = {
 
 
 def run_scenario(root: Path, engine: str, scenario: str, *, rounds: int = 1, n: int = 2) -> dict[str, Any]:
+    """One scenario on a fresh pair (the benchmark's rows; ``wall_s`` counts the pair's start and stop)."""
     root.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with Run(root, engine) as r:
-        for r.round in range(rounds):
-            SCENARIOS[scenario](r, n)
-            r.check()
-        counts = dict(r.counts)
-        violations = list(r.violations)
-    return {"engine": engine, "scenario": scenario, **counts, "violations": violations,
-            "wall_s": round(time.monotonic() - t0, 1)}
+        row = r.scenario(scenario, rounds=rounds, n=n)
+    return {**row, "wall_s": round(time.monotonic() - t0, 1)}
 
 
 # -- the benchmark entry points (benchmarks.common conventions) ---------------------------------------
@@ -649,10 +794,11 @@ def run(cfg: Any, *, engines: tuple[str, ...] = ("git", "syncthing"), rounds: in
 def report(result: dict[str, Any], console: Any) -> None:
     from .common import print_table
 
-    rows = [[r["engine"], r["scenario"], r["writes"], r["conflicts"], r["gitMarkers"], r["repaired"], r["tempFiles"], r["lost"],
-             len(r["violations"]), r["wall_s"]] for r in result["rows"]]
+    rows = [[r["engine"], r["scenario"], r["writes"], r["mcpWrites"], r["conflicts"], r["gitMarkers"], r["repaired"],
+             r["tempFiles"], r["toldBack"], r["lost"], len(r["violations"]), r["wall_s"]] for r in result["rows"]]
     print_table(f"Two devices, real sync engines ({result['rounds']} round(s) per scenario)",
-                ["engine", "scenario", "writes", "conflicts", "git markers", "repaired", "st temp files", "lost", "violations", "s"],
+                ["engine", "scenario", "writes", "via MCP", "conflicts", "git markers", "repaired", "st temp files",
+                 "told back", "lost", "violations", "s"],
                 rows, console)
     for engine, why in result["skipped"].items():
         console.print(f"{engine}: skipped ({why})")

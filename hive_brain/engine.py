@@ -146,7 +146,8 @@ class Engine:
         return res
 
     # -- maintenance ----------------------------------------------------------------------------
-    def doctor(self) -> dict:
+    def doctor(self, *, keep: list[str] | None = None) -> dict:
+        """``keep``: memories deleted here that a sync brought back, kept (no longer named)."""
         from .store.fsutil import damaged_files
 
         with self._lock("doctor") as recovered:
@@ -161,6 +162,8 @@ class Engine:
             gens.warnings[:] = warned
         kept = self.memory.apply_pending()
         from .memory.conflicts import find
+        from .memory.deletions import came_back
+        from .memory.deletions import keep as keep_returned
         from .memory.layers import path_readable
         from .memory.operations import log_warnings
 
@@ -172,9 +175,11 @@ class Engine:
         # Where a secret sits (line and kind, never the value): the index holds it redacted.
         secrets = [{"path": p, "line": n, "kind": k} for p, n, k in self.catalog.secrets()
                    if not agent or path_readable(p, agent)]
+        kept_back = keep_returned(self.vault.state, self.catalog, keep, agent) if keep else []
         return {"notes": len(self.catalog.all()), "problems": problems, "recovered": recovered,
                 "pendingWrites": self.own_pending(kept), "secrets": secrets,
                 "conflicts": find(self.catalog, self.settings.agent_id), "damagedNow": found,
+                "cameBack": came_back(self.vault.state, self.catalog, agent), "kept": kept_back,
                 "damaged": damaged_files(self.vault.state), "warnings": list(dict.fromkeys([*gens.warnings, *log_warnings(self.vault.state)]))}
 
     def own_pending(self, records: list[dict]) -> list[dict]:

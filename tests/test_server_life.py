@@ -246,6 +246,23 @@ def test_serve_stop_returns_only_once_the_process_has_exited(vault_path):
         _stop(proc)
 
 
+def test_a_server_stopped_by_a_signal_says_which_in_its_log(vault_path):
+    """A server SIGTERMed (`serve --stop --all` from another session of the same user finds it in /proc)
+    logged only "stopped": the sync harness took two such stops for servers that died."""
+    import signal
+
+    state = _state()
+    proc = _serve()
+    try:
+        client.wait_ready(state, START_TIMEOUT, proc=proc)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        log = (state / "server.log").read_text(encoding="utf-8")
+        assert "stopping: signal SIGTERM" in log, log[-500:]
+    finally:
+        _stop(proc)
+
+
 def test_serve_list_shows_every_server_and_stop_all_stops_them(vault_path, tmp_path):
     from hive_brain.store.vault import init_vault
 

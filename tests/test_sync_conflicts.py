@@ -428,3 +428,42 @@ def test_repair_confirmed_on_two_devices_before_either_synced_writes_the_same_no
     assert here["changed"] and sorted(here["changed"]) == sorted(theirs["changed"])
     for rel in here["changed"]:
         assert (vault_path / rel).read_bytes() == (other.vault / rel).read_bytes(), rel
+
+
+def test_the_deleting_device_is_told_when_a_sync_brings_a_memory_back_updated(tmp_path: Path) -> None:
+    """One device deletes memories the other updates before the next sync: the engine keeps the update
+    (git's modify/delete merge, Syncthing restoring a changed file over a deletion), so the memory comes
+    back to the device that deleted it. That device's `doctor` and `conflicts` name it until it is
+    deleted again or kept; the other device, which never deleted it, is told nothing."""
+    a, b = Device(tmp_path, "laptop"), Device(tmp_path, "desktop")
+    a.cli("init", str(a.vault))
+    m1 = a.cli("remember", "--type", "fact", "--title", "Package mirror", "--content", "The package mirror is at mirror.internal.")
+    m2 = a.cli("remember", "--type", "fact", "--title", "Build cache", "--content", "The build cache lives on cache01.")
+    shutil.copytree(a.vault, b.vault, ignore=shutil.ignore_patterns("staging"))
+    for m in (m1, m2):
+        assert a.cli("delete", "--memory-id", m["id"], "--confirm")["status"] == "deleted"
+    b.cli("update", "--memory-id", m1["id"], "--content", "The package mirror moved to mirror2.internal.")
+    b.cli("update", "--memory-id", m2["id"], "--content", "The build cache moved to cache02.")
+    assert a.cli("doctor")["cameBack"] == []  # deleted, and not back (yet)
+    for m in (m1, m2):  # the sync: the changed notes win over the deletions
+        shutil.copyfile(b.vault / m["path"], a.vault / m["path"])
+
+    doc = a.cli("doctor")
+    back = {x["id"]: x for x in doc["cameBack"]}
+    assert sorted(back) == sorted([m1["id"], m2["id"]]), doc
+    told = subprocess.run([sys.executable, "-m", "hive_brain", "doctor"], env=a.env, capture_output=True, text=True,
+                          timeout=300)
+    assert told.returncode == 1 and m1["id"] in told.stdout and "came back" in told.stdout, told.stdout  # something to decide
+    x = back[m1["id"]]
+    assert x["path"] == m1["path"] and x["changed"] and x["deletedAt"][:10] == time.strftime("%Y-%m-%d", time.gmtime())
+    assert "you deleted" in x["reason"] and "came back updated" in x["reason"] and "delete it again" in x["reason"]
+    assert doc["conflicts"] == []  # not a conflict of the notes: the other device has the same notes, no deletion
+    assert sorted(c["id"] for c in a.cli("conflicts") if c["kind"] == "deletedCameBack") == sorted(back)
+    assert b.cli("doctor")["cameBack"] == [] and not [c for c in b.cli("conflicts") if c["kind"] == "deletedCameBack"]
+
+    # Deleted again: no longer named. Kept: no longer named, and still there.
+    a.cli("delete", "--memory-id", m1["id"], "--confirm")
+    kept = a.cli("doctor", "--keep", m2["id"])
+    assert kept["kept"] == [m2["id"]] and kept["cameBack"] == [], kept
+    assert a.cli("doctor")["cameBack"] == []
+    assert "cache02" in a.cli("get", "--memory-id", m2["id"])["content"]

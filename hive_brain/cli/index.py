@@ -12,7 +12,9 @@ from .text import damaged_line, markup_escape, rich_style, status_lines
 
 # ---------------------------------------------------------------------------------------------- health
 @command("doctor")
-def doctor_cmd(state: State, as_json: bool) -> None:
+@click.option("--keep", "keep", multiple=True, metavar="MEMORY_ID",
+              help="Keep a memory deleted here that a sync brought back (doctor stops naming it). Repeatable.")
+def doctor_cmd(state: State, keep: tuple[str, ...], as_json: bool) -> None:
     """List notes hive-brain cannot read (broken YAML, binary, not UTF-8, too large), sync conflicts,
     and repair state.
 
@@ -21,17 +23,20 @@ def doctor_cmd(state: State, as_json: bool) -> None:
     read show it redacted; move the value to a password manager and name it instead.
     Sync conflicts (a superseded note restored as active, copies sharing a memory id, current
     memories sharing a key, sync copies, git conflict markers) are fixed by `repair-conflicts`.
+    A memory deleted on this device that a sync brought back (the other device had updated it) is
+    named until it is deleted again or kept (`--keep ID`).
     Every per-device state file is read through: a damaged one is moved aside (`<name>.damaged-<time>`)
     and rebuilt from the notes, and listed here.
 
-    Exits 1 when it found something to fix (an unreadable note, a sync conflict, a damaged state
-    file), so a script or CI can tell; 0 when all is well.
+    Exits 1 when it found something to fix (an unreadable note, a sync conflict, a deleted memory
+    back, a damaged state file), so a script or CI can tell; 0 when all is well.
 
     \b
     Example:
       hive-brain doctor --json
+      hive-brain doctor --keep mem-01j...
     """
-    res = state.engine().doctor()
+    res = state.engine().doctor(keep=list(keep))
     from ..agents.install import hook_vaults
 
     res["hookVaults"] = hook_vaults(state.settings(identify=False))
@@ -55,6 +60,10 @@ def doctor_cmd(state: State, as_json: bool) -> None:
             c.print(f"[yellow]{x['kind']}[/] {x['path']}: {x['reason']}", markup=True)
         if res["conflicts"]:
             c.print("Run `hive-brain repair-conflicts` to see them side by side and fix them.")
+        for mid in res["kept"]:
+            c.print(f"kept {mid}: no longer named", markup=False)
+        for x in res["cameBack"]:
+            c.print(f"[yellow]deleted, back[/] {markup_escape(x['path'])}: {markup_escape(x['reason'])}", markup=True)
         print_pending_writes(c, res["pendingWrites"])
         from ..agents.settingsfile import describe_vault
 
@@ -63,7 +72,7 @@ def doctor_cmd(state: State, as_json: bool) -> None:
                     style=None if v["vault"]["exists"] else "red")
 
     out(as_json, res, human)
-    if res["problems"] or res["conflicts"] or res["damagedNow"] or lost:
+    if res["problems"] or res["conflicts"] or res["cameBack"] or res["damagedNow"] or lost:
         raise SystemExit(1)
 
 

@@ -262,18 +262,23 @@ def conflicts_cmd(state: State, as_json: bool) -> None:
     Fix one by removing the `overrides` property of the private memory, or by changing the user's
     memory. Sync conflicts (a superseded note restored as active, copies sharing a memory id, two
     current memories with one key, sync copies, git conflict markers) are fixed by
-    `hive-brain repair-conflicts` where they can be.
+    `hive-brain repair-conflicts` where they can be. A memory deleted on this device that a sync
+    brought back updated is listed too: delete it again, or keep it (`hive-brain doctor --keep ID`).
 
     \b
     Example:
       hive-brain conflicts --json
     """
     from ..memory.conflicts import find
+    from ..memory.deletions import came_back
     from ..memory.layers import conflicts
 
     eng = state.engine()
     eng.catalog.refresh()
-    res = conflicts(eng.catalog, eng.settings.agent_id) + find(eng.catalog, eng.settings.agent_id)
+    agent = eng.settings.agent_id
+    # A memory deleted here that a sync brought back: between this device's deletion and the other's update.
+    back = [{"kind": "deletedCameBack", **x} for x in came_back(eng.vault.state, eng.catalog, agent)]
+    res = conflicts(eng.catalog, agent) + find(eng.catalog, agent) + back
 
     def human(c: Any) -> None:
         if not res:
@@ -286,7 +291,7 @@ def conflicts_cmd(state: State, as_json: bool) -> None:
                 )
             else:
                 c.print(f"[bold]{x['kind']}[/] {x['path']}\n   [dim]{x['reason']}[/]")
-        if any(x["kind"] != "override" for x in res):
+        if any(x["kind"] not in ("override", "deletedCameBack") for x in res):
             c.print("Run `hive-brain repair-conflicts` to see them side by side and fix them.")
 
     out(as_json, res, human)

@@ -369,7 +369,9 @@ def run_foreground(settings: Settings, *, on_started: Callable[[Server], None] |
     previous: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, lambda *_: srv.request_stop())
+            # Logged: a server stopped by a signal said only "stopped", so a `serve --stop --all` from
+            # another session of the same user (it finds servers in /proc) looked like a crash.
+            previous[sig] = signal.signal(sig, lambda n, _f: srv.stop_because(f"signal {signal.Signals(n).name}"))
     try:
         if on_started is not None:
             on_started(srv)

@@ -630,6 +630,10 @@ class MemoryStore:
                     meta["status"] = "active"
                 meta["updated"] = now_iso()
                 tx.write(n.path, render(meta, nn.body, like=nn), expect_old=n.sha)
+        # Committed: recorded on this device, so that a sync bringing it back is named (.deletions).
+        from .deletions import record_deletion
+
+        record_deletion(self.vault.state, e, self.agent)
         return self._result({"status": "deleted", "id": e.id, "path": e.path})
 
     @_deferrable("batch")
