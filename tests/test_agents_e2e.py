@@ -211,8 +211,11 @@ class Terminal:
             self.pump(0.2)
 
     def type(self, text: str) -> None:
-        """Type ``text`` and press Enter a moment later (sent together, a TUI takes them for a paste)."""
-        os.write(self.fd, text.encode())
+        """Type ``text`` key by key and press Enter a moment later (sent at once, a TUI takes the
+        keys for a paste, and Enter with them for a newline in it)."""
+        for ch in text:
+            os.write(self.fd, ch.encode())
+            self.pump(0.02)
         self.pump(0.5)
         os.write(self.fd, b"\r")
 
