@@ -382,9 +382,11 @@ def test_claude_code_runs_the_mcp_recall_tool(vault, tmp_path):
         with StandIn("anthropic", tool_call=(CLAUDE_RECALL, {"query": question})) as api:
             env = agent_env(api, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="sk-ant-standin",
                             DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                            DISABLE_AUTOUPDATER="1", ENABLE_TOOL_SEARCH="false")
+                            DISABLE_AUTOUPDATER="1", ENABLE_TOOL_SEARCH="false", MCP_CONNECTION_NONBLOCKING="false")
             # ENABLE_TOOL_SEARCH=false: MCP tools in the request's `tools` list, not deferred behind
             # Claude Code's ToolSearch (which a one-call stand-in model would have to drive first).
+            # MCP_CONNECTION_NONBLOCKING=false: `claude -p` waits for `hive-brain mcp` to connect; by
+            # default it does not, and now and then the first model call went out offering no MCP tool.
             if not results:
                 session([claude, *add[1:]], env, project)  # as the user runs it: `claude mcp add ...`
             p = session([claude, "-p", "Look it up in memory.", "--allowedTools", CLAUDE_RECALL], env, project)

@@ -50,9 +50,9 @@ def transcript_pass(eng: Any, quiet_s: float, log: logging.Logger) -> list[str]:
     if quiet_s <= 0:
         return []
     res = capture_quiet(eng, quiet_s=quiet_s, lock_timeout=PROMOTION_LOCK_S)
-    if res["written"] or res["failed"]:
-        log.info("quiet transcripts: %d captured, %d updated, %d failed", res["captured"], res["updated"],
-                 res["failed"])
+    if res["written"] or res["failed"] or res["busy"]:
+        log.info("quiet transcripts: %d captured, %d updated, %d failed, %d left for a busy vault", res["captured"],
+                 res["updated"], res["failed"], res["busy"])
     return list(res["written"])
 
 
@@ -344,6 +344,10 @@ class IndexingLoop:
         eng.memory.refresh_catalog = self.refresh_catalog
         eng.indexer.lexical.defer_merges = True
         try:
+            try:
+                self._scan_transcripts(eng)  # at start too, not 30 s later: sessions may have ended meanwhile
+            except Exception:  # noqa: BLE001 - the loop's cycles try again
+                self.log.exception("quiet transcripts failed")
             self._loop(eng)
         finally:
             eng.indexer.lexical.finish_merges()
