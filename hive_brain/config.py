@@ -86,6 +86,10 @@ class Settings:
     # Seconds without a request after which the server exits (0 = never): any prompt starts it again.
     # Set as "2h", "30m", "90s" or a number of hours; "off" or 0 turns it off.
     idle_exit: float
+    # Seconds a transcript file of an installed agent must go untouched before the server captures
+    # it (the net under the end-of-session hooks; memory/conversations.capture_quiet). "2m", "90s";
+    # "off" or 0 turns it off.
+    transcript_quiet: float
     # Proofs of identity (enforcement mode; store/identity.py): file paths, from the environment or a
     # flag only, never the config file (which every process, agents included, reads).
     agent_credential: Path | None
@@ -133,6 +137,7 @@ _FIELDS: dict[str, tuple[str, Callable[[], Any]]] = {
     "memory_types": ("str", lambda: ""),
     "promotion_every_s": ("float", lambda: 86400.0),
     "idle_exit": ("duration", lambda: 0.0),
+    "transcript_quiet": ("duration", lambda: 120.0),
     "agent_credential": ("path", lambda: None),
     "owner_key": ("path", lambda: None),
     "owner_verified": ("bool", lambda: False),
@@ -163,6 +168,7 @@ _ENV = {
     "memory_types": "HIVE_BRAIN_MEMORY_TYPES",
     "promotion_every_s": "HIVE_BRAIN_PROMOTION_EVERY",
     "idle_exit": "HIVE_BRAIN_IDLE_EXIT",
+    "transcript_quiet": "HIVE_BRAIN_TRANSCRIPT_QUIET",
     "agent_credential": "HIVE_AGENT_CREDENTIAL",
     "owner_key": "HIVE_BRAIN_OWNER_KEY",
 }

@@ -1,5 +1,6 @@
 """Every hook-capable agent, run as its users run it: the real CLI from npm, its hooks installed by
-`hive-brain hooks install` into a fresh HOME, one non-interactive session each, and a loopback
+`hive-brain hooks install` into a fresh HOME, one non-interactive session each (and Claude Code's
+interactive interface once, on a pseudo-terminal, typed into and left with `/exit`), and a loopback
 stand-in of its model API (tests/standins.py) that records what the agent sent the model.
 
 Asserted on those request bodies: the core memory from session start, the right memory inside
@@ -17,7 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import select
+import signal
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -153,6 +159,138 @@ def test_claude_code_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
     assert_captured(vault, "claude-code")  # `claude -p` too: its Stop hook captures
 
 
+# ---------------------------------------------------------------------------------------------- interactive
+# Escape sequences a terminal interface writes: CSI (cursor moves, colours), OSC (titles, links),
+# DCS/APC strings, and the two-byte ones.
+_ESCAPES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[PX^_][^\x1b]*\x1b\\|\x1b[@-Z\\-_]")
+
+
+class Terminal:
+    """An agent's interactive interface on a pseudo-terminal, as a user's terminal runs it: its own
+    session and process group (killed at the end, whatever is left), a 120x40 window, keys typed."""
+
+    def __init__(self, argv: list[str | Path], env: dict[str, str], cwd: Path) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        self.fd, child = pty.openpty()
+        fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self.proc = subprocess.Popen([str(a) for a in argv], env={**env, "TERM": "xterm-256color"}, cwd=cwd,
+                                     stdin=child, stdout=child, stderr=child, start_new_session=True)
+        os.close(child)
+        self.raw = b""
+
+    def screen(self, since: int = 0) -> str:
+        """What was drawn since byte ``since``, escapes and all whitespace taken out: a TUI moves the
+        cursor over a blank instead of writing a space, so words run together anyway."""
+        text = _ESCAPES.sub(b"", self.raw[since:]).decode("utf-8", "replace")
+        return "".join(text.split())
+
+    def pump(self, seconds: float) -> bool:
+        """Read what the interface draws for up to ``seconds``; False once the terminal closed."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if not select.select([self.fd], [], [], min(left, 0.1))[0]:
+                continue
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:  # EIO: every process on the terminal is gone
+                return False
+            if not data:
+                return False
+            self.raw += data
+        return True
+
+    def wait_for(self, what: str, done: Callable[[], bool], timeout: float = 60) -> None:
+        end = time.monotonic() + timeout
+        while not done():
+            assert time.monotonic() < end and self.proc.poll() is None, (
+                f"{what}: not within {timeout:.0f} s (exit {self.proc.poll()}); on screen:\n{self.screen()[-1500:]}")
+            self.pump(0.2)
+
+    def type(self, text: str) -> None:
+        """Type ``text`` key by key and press Enter a moment later (sent at once, a TUI takes the
+        keys for a paste, and Enter with them for a newline in it)."""
+        for ch in text:
+            os.write(self.fd, ch.encode())
+            self.pump(0.02)
+        self.pump(0.5)
+        os.write(self.fd, b"\r")
+
+    def wait_exit(self, timeout: float = 30) -> int:
+        end = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < end:
+            if not self.pump(0.2):
+                time.sleep(0.1)
+        assert self.proc.poll() is not None, f"still running {timeout:.0f} s after exit; on screen:\n{self.screen()[-1500:]}"
+        return self.proc.returncode
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # what the agent started too (hooks, MCP servers)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+        os.close(self.fd)
+
+
+def squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+def test_claude_code_interactive_session_gets_memory_and_becomes_a_note(vault, tmp_path):
+    """`claude` as users run it, on a terminal: two prompts typed, the answers drawn, then `/exit` at
+    once. The model got the memory for the on-topic prompt; after the session one redacted note holds
+    both turns. Before SessionEnd was installed, half of these runs lost the last turn: `/exit` killed
+    its Stop hook midway."""
+    claude = cli("claude")
+    run("hooks", "install", "--agent", "claude-code")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    # What the first-run dialogs leave in ~/.claude.json: onboarding done (else it first checks it can
+    # reach api.anthropic.com), the folder trusted, the API key from the environment approved.
+    (Path.home() / ".claude.json").write_text(json.dumps({
+        "hasCompletedOnboarding": True, "theme": "dark",
+        "customApiKeyResponses": {"approved": ["sk-ant-standin"[-20:]], "rejected": []},
+        "projects": {str(project): {"hasTrustDialogAccepted": True}},
+    }), encoding="utf-8")
+    with StandIn("anthropic") as api:
+        env = agent_env(api, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="sk-ant-standin",
+                        DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                        DISABLE_AUTOUPDATER="1")
+        term = Terminal([claude], env, project)
+        try:
+            term.wait_for("the prompt box", lambda: "❯" in term.screen())
+            for n, prompt in enumerate((ON_TOPIC, OFF_TOPIC), 1):
+                mark = len(term.raw)
+                term.type(prompt)
+                term.wait_for(f"the answer to prompt {n} drawn",
+                              lambda mark=mark: squeezed(StandIn.ANSWER_TEXT) in term.screen(mark), timeout=RUN_TIMEOUT)
+            first = json.dumps(api.model_calls()[0]["body"], ensure_ascii=False)
+            term.type("/exit")
+            assert term.wait_exit() == 0, term.screen()[-1500:]
+        finally:
+            term.close()
+    assert CORE in first and ON_TOPIC in first
+    block = recall_block(first)
+    assert "\\n> Billing service deploys happen only on Tuesdays after 14:00" in block, hook_runs()
+    assert "ramen" not in block
+    notes = conversation_notes(vault, "claude-code")
+    assert len(notes) == 1, notes  # one session, one note, updated by the second turn's Stop
+    note = notes[0]
+    assert ON_TOPIC in note and "capital of France" in note and "turns: 2" in note, note
+    assert TOKEN not in note and "redactions: 1" in note
+    assert note.count("**Assistant:** " + StandIn.ANSWER_TEXT) == 2
+    assert FRAME_OPEN not in note and CORE not in note
+    # The first turn's Stop captured it; the last turn's Stop may still be running at `/exit` (Claude
+    # Code then kills it): the SessionEnd hook, run on the way out, saw to it.
+    runs = hook_runs()
+    assert [r["mode"] for r in runs if r["event"] == "stop"][:1] == ["captured"], runs
+    assert [r["mode"] for r in runs if r["event"] == "session-end"] in (["updated"], ["already"]), runs
+
+
 # ---------------------------------------------------------------------------------------------- codex
 def codex_config(home: Path, url: str) -> None:
     """Codex pointed at the stand-in: a model provider of ours, HTTP streaming (no WebSocket)."""
@@ -244,9 +382,11 @@ def test_claude_code_runs_the_mcp_recall_tool(vault, tmp_path):
         with StandIn("anthropic", tool_call=(CLAUDE_RECALL, {"query": question})) as api:
             env = agent_env(api, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="sk-ant-standin",
                             DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                            DISABLE_AUTOUPDATER="1", ENABLE_TOOL_SEARCH="false")
+                            DISABLE_AUTOUPDATER="1", ENABLE_TOOL_SEARCH="false", MCP_CONNECTION_NONBLOCKING="false")
             # ENABLE_TOOL_SEARCH=false: MCP tools in the request's `tools` list, not deferred behind
             # Claude Code's ToolSearch (which a one-call stand-in model would have to drive first).
+            # MCP_CONNECTION_NONBLOCKING=false: `claude -p` waits for `hive-brain mcp` to connect; by
+            # default it does not, and now and then the first model call went out offering no MCP tool.
             if not results:
                 session([claude, *add[1:]], env, project)  # as the user runs it: `claude mcp add ...`
             p = session([claude, "-p", "Look it up in memory.", "--allowedTools", CLAUDE_RECALL], env, project)

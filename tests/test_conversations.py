@@ -207,3 +207,34 @@ def test_the_prompt_searched_is_without_what_gemini_put_in_front():
         "how do we deploy?"
     )
     assert without_hook_context("plain <b>prompt</b>") == "plain <b>prompt</b>"
+
+
+def test_a_quiet_transcript_is_taken_once_per_change(vault_path):
+    """The server's scan (capture_quiet): once when quiet, not again while the file stays as it was,
+    again (the same note, updated) after the session went on; nothing for an agent without the mark."""
+    import os
+    import time
+
+    from hive_brain.memory.conversations import capture_quiet, mark_agent
+
+    eng = Engine.open()
+    folder = Path.home() / ".claude" / "projects" / "-w"
+    folder.mkdir(parents=True)
+    t = write_transcript(folder / "s.jsonl",
+                         [user("How do we rotate keys?", sid="s-rot"), assistant("With vault rotate.", sid="s-rot")])
+    old = time.time() - 600
+    os.utime(t, (old, old))
+    assert capture_quiet(eng, quiet_s=60)["written"] == []  # no agent's hooks used this vault yet
+    mark_agent(eng.vault.state, "claude-code")
+    first = capture_quiet(eng, quiet_s=60)
+    assert first["captured"] == 1 and len(first["written"]) == 1
+    assert capture_quiet(eng, quiet_s=60)["written"] == [] and capture_quiet(eng, quiet_s=60)["already"] == 0
+    with open(t, "a", encoding="utf-8") as f:
+        f.write(json.dumps(user("And the old ones?", sid="s-rot", ts="2026-03-01T10:01:00Z")) + "\n")
+        f.write(json.dumps(assistant("Revoked.", sid="s-rot", ts="2026-03-01T10:01:05Z")) + "\n")
+    assert capture_quiet(eng, quiet_s=60)["written"] == []  # just written: the session may go on
+    os.utime(t, (old + 60, old + 60))
+    again = capture_quiet(eng, quiet_s=60)
+    assert again["updated"] == 1 and again["written"] == first["written"]
+    note = (vault_path / first["written"][0]).read_text(encoding="utf-8")
+    assert "turns: 2" in note and "**Assistant:** Revoked." in note

@@ -574,15 +574,17 @@ def test_install_claude_merges_idempotently_with_backup(vault_path):
     assert ours["command"].endswith(" hook prompt") and str(vault_path) in ours["command"]
     assert "hook session-start" in data["hooks"]["SessionStart"][0]["hooks"][0]["command"]
     assert "hook stop" in data["hooks"]["Stop"][0]["hooks"][0]["command"]
+    # On exit Claude Code kills a Stop hook still running: SessionEnd captures the last turn then.
+    assert "hook session-end" in data["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
     before = path.read_text()
     baks = sorted(path.parent.glob("settings.json.bak-*"))
     res = run("hooks", "install")
     assert not res["changed"] and path.read_text() == before
     assert sorted(path.parent.glob("settings.json.bak-*")) == baks  # no write, no new backup
     st = run("hooks", "status")
-    assert set(st["claudeCode"]["user"]["events"]) == {"UserPromptSubmit", "SessionStart", "Stop"}
+    assert set(st["claudeCode"]["user"]["events"]) == {"UserPromptSubmit", "SessionStart", "Stop", "SessionEnd"}
     res = run("hooks", "uninstall")
-    assert res["removed"] == 3
+    assert res["removed"] == 4
     assert json.loads(path.read_text()) == OTHER
 
 

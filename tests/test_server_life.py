@@ -325,3 +325,83 @@ def test_idle_exit_is_off_by_default_and_read_as_a_duration(monkeypatch):
     monkeypatch.setenv("HIVE_BRAIN_IDLE_EXIT", "soon")
     with pytest.raises(UsageError):
         resolve()
+
+
+# ---------------------------------------------------------------------------------------------- quiet transcripts
+def _aged(path: Path, entries: list[dict] | str, seconds_ago: float) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(entries if isinstance(entries, str) else "".join(json.dumps(e) + "\n" for e in entries),
+                    encoding="utf-8")
+    t = time.time() - seconds_ago
+    os.utime(path, (t, t))
+    return path
+
+
+def _conversations(vault_path: Path, agent: str) -> list[str]:
+    d = vault_path / "Memory" / "Conversations" / agent
+    return sorted(p.read_text(encoding="utf-8") for p in d.glob("*.md")) if d.is_dir() else []
+
+
+def test_the_server_captures_a_transcript_that_went_quiet(vault_path, monkeypatch):
+    """A session whose end-of-session hook never ran (killed at `/exit`, Cline's hooks off): a running
+    server captures its transcript once it has been quiet for `transcript_quiet`, redacted, one note per
+    session, which the hook, running late, then finds as its own. A transcript still being written, one of
+    an agent whose hooks never used this vault and one from last week are left alone."""
+    from tests.test_hooks import assistant, user
+    from tests.test_installers import CLINE_HISTORY
+
+    token = "ghp_" + "B" * 36
+    home = Path.home()
+    projects = home / ".claude" / "projects" / "-home-u-webapp"
+    quiet = _aged(projects / "sess-quiet.jsonl", [user(f"Why does the deploy fail? token {token}", sid="sess-quiet"),
+                                                  assistant("The runner lost its cache.", sid="sess-quiet")], 600)
+    _aged(projects / "sess-live.jsonl", [user("Still typing here", sid="sess-live"),
+                                         assistant("Go on.", sid="sess-live")], 0)
+    _aged(projects / "sess-old.jsonl", [user("Last week's talk", sid="sess-old"),
+                                        assistant("Long ago.", sid="sess-old")], 8 * 86400)
+    _aged(home / ".cline" / "data" / "tasks" / "1733160000000" / "api_conversation_history.json",
+          json.dumps(CLINE_HISTORY), 600)
+    _aged(home / ".gemini" / "tmp" / "p1" / "chats" / "session-1.jsonl",
+          [{"sessionId": "g1", "projectHash": "h", "startTime": "2026-03-01T10:00:00Z"},
+           {"id": "m1", "type": "user", "content": "Gemini is not installed"},
+           {"id": "m2", "type": "gemini", "content": "So this stays out."}], 600)
+    # Each agent's session-start hook ran once against this vault, as at the sessions' start.
+    for agent, fmt in (("claude-code", "claude"), ("cline", "cline")):
+        monkeypatch.setenv("HIVE_AGENT_ID", agent)
+        assert hooks.dispatch("session-start", ["--format", fmt], stdin="{}", hard_exit=False) == 0
+    monkeypatch.delenv("HIVE_AGENT_ID")
+    monkeypatch.setenv("HIVE_BRAIN_TRANSCRIPT_QUIET", "60s")
+    state = _state()
+    proc = _serve()
+    try:
+        client.wait_ready(state, START_TIMEOUT, proc=proc)
+        assert _until(lambda: _conversations(vault_path, "claude-code") and _conversations(vault_path, "cline"), 30), (
+            (state / "server.log").read_text() if (state / "server.log").exists() else "no log")
+    finally:
+        _stop(proc)
+    claude = _conversations(vault_path, "claude-code")
+    assert len(claude) == 1 and "Why does the deploy fail?" in claude[0], claude  # not the live one, nor last week's
+    assert token not in claude[0] and "redactions: 1" in claude[0]
+    assert "**Assistant:** The runner lost its cache." in claude[0]
+    cline = _conversations(vault_path, "cline")
+    assert len(cline) == 1 and "Renamed it to backup-db." in cline[0] and "sk-ant-api03-" not in cline[0]
+    assert _conversations(vault_path, "gemini") == []
+    # The Stop hook arriving late writes nothing new: the same note, found by the session id.
+    monkeypatch.setenv("HIVE_AGENT_ID", "claude-code")
+    stdin = json.dumps({"session_id": "sess-quiet", "transcript_path": str(quiet), "hook_event_name": "Stop"})
+    assert hooks.dispatch("stop", [], stdin=stdin, hard_exit=False) == 0
+    assert hooks.read_status(resolve().state_dir)["last"]["stop"]["mode"] == "already"
+    # A restarted server does not capture them again.
+    proc = _serve()
+    try:
+        client.wait_ready(state, START_TIMEOUT, proc=proc)
+        time.sleep(2)
+    finally:
+        _stop(proc)
+    assert _conversations(vault_path, "claude-code") == claude and _conversations(vault_path, "cline") == cline
+
+
+def test_transcript_quiet_is_two_minutes_by_default_and_read_as_a_duration(monkeypatch):
+    assert resolve().transcript_quiet == 120
+    monkeypatch.setenv("HIVE_BRAIN_TRANSCRIPT_QUIET", "off")
+    assert resolve().transcript_quiet == 0

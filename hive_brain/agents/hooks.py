@@ -498,6 +498,7 @@ def _session_start(settings: Any, payload: dict, rec: dict, t0: float) -> dict |
         from ..memory.core import core_text
 
         engine = Engine.from_settings(settings)
+        _mark_agent(engine, settings)
         return core_text(engine, settings.agent_id)
 
     text = _deadline_run(work, deadline)
@@ -507,6 +508,17 @@ def _session_start(settings: Any, payload: dict, rec: dict, t0: float) -> dict |
         return None
     name = str(payload.get("hook_event_name") or "SessionStart")
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
+
+
+def _mark_agent(engine: Any, settings: Any) -> None:
+    """This agent's hooks use this vault: its server then captures the agent's transcripts that go
+    quiet without a stop hook having captured them (memory/conversations.capture_quiet)."""
+    from ..memory.conversations import mark_agent
+
+    try:
+        mark_agent(engine.vault.state, settings.agent_id)
+    except OSError:
+        pass  # only the server's safety net is missing; the hook's own work goes on
 
 
 # ---------------------------------------------------------------------------------------------- stop
@@ -520,6 +532,7 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
         rec["mode"] = "no-transcript"
         return
     engine = Engine.from_settings(settings)
+    _mark_agent(engine, settings)
     sid = payload.get("session_id")
     cwd = payload.get("cwd")
     try:

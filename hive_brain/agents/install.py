@@ -45,6 +45,10 @@ CLAUDE_EVENTS: tuple[tuple[str, str, int], ...] = (
     ("UserPromptSubmit", "prompt", 5),
     ("SessionStart", "session-start", 10),
     ("Stop", "stop", 30),
+    # `/exit` or Ctrl-D while the last turn's Stop hook still runs: Claude Code kills that hook (exit 1,
+    # the turn not captured; half of the interactive runs in tests/test_agents_e2e.py) and then runs
+    # SessionEnd, with this timeout as its budget (at most 60 s).
+    ("SessionEnd", "session-end", 30),
 )
 CODEX_BEGIN = (
     "# >>> hive-brain (managed by `hive-brain hooks install --agent codex`; edit outside this block) >>>"

@@ -37,7 +37,23 @@ PROMOTION_LOCK_S = 0.5  # a busy vault only postpones the pass to the next cycle
 # machine, and a prompt arriving meanwhile waited for it past its share of the hook's deadline
 # (benchmarks/cold.py: prompts during embedding at 300 notes, p95 1.2 s, one lost).
 RERANK_WARM_STEP = 2
+# How often a server looks for quiet transcripts (memory/conversations.capture_quiet): a stat of each
+# transcript file of the installed agents, after a catch-up, at most this often (the first cycle always).
+TRANSCRIPT_SCAN_S = 30.0
 RERANK_SLICE_S = 0.1
+
+
+def transcript_pass(eng: Any, quiet_s: float, log: logging.Logger) -> list[str]:
+    """Capture the quiet transcripts (off when ``quiet_s`` <= 0); the notes written."""
+    from ..memory.conversations import capture_quiet
+
+    if quiet_s <= 0:
+        return []
+    res = capture_quiet(eng, quiet_s=quiet_s, lock_timeout=PROMOTION_LOCK_S)
+    if res["written"] or res["failed"] or res["busy"]:
+        log.info("quiet transcripts: %d captured, %d updated, %d failed, %d left for a busy vault", res["captured"],
+                 res["updated"], res["failed"], res["busy"])
+    return list(res["written"])
 
 
 def promotion_pass(eng: Any, every_s: float, log: logging.Logger) -> dict[str, Any] | None:
@@ -158,6 +174,7 @@ class IndexingLoop:
         self._rr_todo: list[Any] = []
         self._writes: list[WriteJob] = []
         self._okf_gen: int | None = None  # the generation the default OKF bundle was last pruned against
+        self._transcripts_at: float | None = None  # monotonic time of the last quiet-transcript scan
         self.observer: Any = None
         self.watcher = "none"
         self.error: str | None = None
@@ -327,6 +344,10 @@ class IndexingLoop:
         eng.memory.refresh_catalog = self.refresh_catalog
         eng.indexer.lexical.defer_merges = True
         try:
+            try:
+                self._scan_transcripts(eng)  # at start too, not 30 s later: sessions may have ended meanwhile
+            except Exception:  # noqa: BLE001 - the loop's cycles try again
+                self.log.exception("quiet transcripts failed")
             self._loop(eng)
         finally:
             eng.indexer.lexical.finish_merges()
@@ -557,6 +578,17 @@ class IndexingLoop:
             except Exception:  # noqa: BLE001 - damage is handled by the request that meets it
                 self.log.exception("could not reload the vectors' in-memory copy")
 
+    def _scan_transcripts(self, eng: Any) -> None:
+        now = time.monotonic()
+        if self._transcripts_at is not None and now - self._transcripts_at < TRANSCRIPT_SCAN_S:
+            return
+        self._transcripts_at = now
+        if transcript_pass(eng, float(self.settings.transcript_quiet or 0.0), self.log):
+            with self.cond:  # the notes written: indexed by the next cycle, whatever the watcher saw
+                self._dirty = True
+                self._last_event = time.monotonic()
+                self.cond.notify_all()
+
     def _next_action(self, next_resync: float) -> tuple[str, int]:
         """Wait (under the condition) for the next thing to do: ("catch-up" | "resync", cycle) or
         ("embed" | "compact", 0); ("", 0) once stopping."""
@@ -641,6 +673,7 @@ class IndexingLoop:
                 self._apply_pending_writes(eng)
                 if promotion_pass(eng, self.settings.promotion_every_s, self.log):
                     emb.index_changed()
+                self._scan_transcripts(eng)
                 self._refresh(idx)
                 self._end_cycle(seq)
             except Exception:  # noqa: BLE001 - the server outlives one bad cycle; the next scan retries

@@ -750,3 +750,113 @@ def conversation_evidence(vault: Any, *, agent: str | None, conversation: str, e
         quote, _n = redact(quote[:MAX_EXCERPT_CHARS] + ("…" if len(quote) > MAX_EXCERPT_CHARS else ""))
     return {"conversation": note_rel, "session_id": sid or None, "transcript": transcript, "turn": turn,
             "excerpt": quote}
+
+
+# ---------------------------------------------------------------------------------------------- quiet transcripts
+# The server's safety net for a session whose end-of-session hook never ran or was killed (`/exit`
+# during Claude Code's Stop hook, a Cline with hooks off, a hook that timed out): a transcript file
+# untouched for ``transcript_quiet`` is captured once, as the hook would have (the same note, found
+# by the session id). Only for the agents whose hooks ran against this vault (a session-start or stop
+# hook leaves a mark in its state dir: an agent installed for another vault on this machine is that
+# vault's), and only files written in the last TRANSCRIPT_LOOKBACK_S: older history is for
+# `consolidate --from-dir`, never imported behind the user's back.
+TRANSCRIPT_LOOKBACK_S = 86400.0
+SEEN_FILE = "transcripts-seen.json"  # <vault state>/hooks/: path -> [mtime_ns, size] already handled
+AGENTS_DIR = "agents"  # <vault state>/hooks/agents/<agent>: that agent's hooks use this vault
+
+
+def transcript_folders(agent: str) -> list[tuple[Path, str]]:
+    """(folder, glob pattern) of the transcripts ``agent`` writes on this machine; [] for one that
+    writes none we can read (Cursor) or that hive-brain does not know."""
+    home = Path.home()
+    if agent == "claude-code":
+        return [(home / ".claude" / "projects", "*/*.jsonl")]  # <project>/<session>.jsonl; sub-agents deeper
+    if agent == "codex":
+        codex_home = Path(os.environ.get("CODEX_HOME") or home / ".codex").expanduser()
+        return [(codex_home / "sessions", "**/rollout-*.jsonl")]
+    if agent == "gemini":
+        return [(home / ".gemini" / "tmp", "*/chats/*.jsonl")]
+    if agent == "cline":
+        return [(d, f"*/{CLINE_HISTORY}") for d in cline_task_dirs()]
+    return []
+
+
+def mark_agent(state: Path, agent: str | None) -> None:
+    """Note that ``agent``'s hooks use the vault of ``state`` (written once, then only looked at)."""
+    if not agent:
+        return
+    p = state / "hooks" / AGENTS_DIR / agent
+    if not p.exists():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.touch()
+
+
+def hooked_agents(state: Path) -> list[str]:
+    """The agents whose hooks ran against the vault of ``state``."""
+    from ..config import validate_agent_id
+    from ..errors import InvalidAgentId
+
+    d = state / "hooks" / AGENTS_DIR
+    out = []
+    for p in sorted(d.iterdir()) if d.is_dir() else []:
+        try:
+            out.append(validate_agent_id(p.name))
+        except InvalidAgentId:
+            continue
+    return out
+
+
+def capture_quiet(engine: EngineLike, *, quiet_s: float, now: float | None = None,
+                  lock_timeout: float = 0.5) -> dict:
+    """Capture every transcript of an installed agent that has been quiet for ``quiet_s`` seconds and
+    changed since it was last handled. A vault busy past ``lock_timeout`` leaves the file for the next
+    scan. Returns the counts and the notes written (their index catch-up is the caller's)."""
+    import time
+
+    from ..errors import HiveBrainError, LockTimeout
+    from ..store.fsutil import atomic_write_text
+
+    now = time.time() if now is None else now
+    state = engine.vault.state
+    seen_path = state / "hooks" / SEEN_FILE
+    try:
+        seen = json.loads(seen_path.read_text(encoding="utf-8"))
+        seen = seen if isinstance(seen, dict) else {}
+    except (OSError, ValueError):
+        seen = {}
+    kept: dict[str, list[int]] = {}
+    counts = {"captured": 0, "updated": 0, "already": 0, "skipped": 0, "failed": 0, "busy": 0}
+    written: list[str] = []
+    for agent in hooked_agents(state):
+        for folder, pattern in transcript_folders(agent):
+            if not folder.is_dir():
+                continue
+            for p in folder.glob(pattern):
+                try:
+                    st = p.stat()
+                except OSError:
+                    continue
+                age = now - st.st_mtime
+                if age > TRANSCRIPT_LOOKBACK_S:
+                    continue  # dropped from the seen list too: it stays out by its age
+                sig = [st.st_mtime_ns, st.st_size]
+                key = str(p)
+                if seen.get(key) == sig:
+                    kept[key] = sig
+                    continue
+                if age < quiet_s:
+                    continue  # the session may still be going on
+                try:
+                    res = capture(engine, p, agent=agent, lock_timeout=lock_timeout, publish=False)
+                except LockTimeout:
+                    counts["busy"] += 1
+                    continue
+                except (HiveBrainError, OSError, ValueError):
+                    res = {"status": "failed"}  # not retried until the file changes
+                counts[res["status"]] += 1
+                if res.get("path") and res["status"] in ("captured", "updated"):
+                    written.append(res["path"])
+                kept[key] = sig
+    if kept != seen:
+        atomic_write_text(seen_path, json.dumps(kept, ensure_ascii=False))
+    return {**counts, "written": written}
