@@ -1,18 +1,22 @@
-"""The e5 pack's tokenizer run by sentencepiece instead of ``tokenizers``' Unigram (issue 26).
+"""The e5 pack's tokenizer without ``tokenizers``' Unigram model (issue 26: light when idle).
 
-``tokenizers`` holds a 250k-piece Unigram vocabulary in ~280 MB of RSS; sentencepiece's
-double-array trie holds the same pieces and scores in ~55 MB.  Only the Viterbi search moves to
-sentencepiece: the text still goes through the ``tokenizers`` normalizer of the pack's
-``tokenizer.json`` (its Precompiled charsmap works per grapheme, not like sentencepiece's own
-longest-match normaliser, and a few hundred KB is all it costs), and the special-token split, the
-Metaspace step and the ``<s> ... </s>`` template are redone here exactly as ``tokenizers`` does them.
-The ids are those of ``tokenizer.json``, so vectors (and ``pack_key``) do not change.
+``tokenizers`` holds e5's 250k-piece Unigram vocabulary in ~280 MB of RSS; a sentencepiece model of
+the same pieces and scores holds them in ~55 MB.  sentencepiece is used as the piece table only
+(piece -> id, score): its own Viterbi search sums scores in float32 and so breaks ties and
+near-ties (``′′′`` = ``′``+``′′`` or ``′′``+``′``; long base64 words) differently from
+``tokenizers``, which sums in float64.  The search here is ``tokenizers``' ``encode_optimized`` step
+for step, per word.  The rest of the pipeline is ``tokenizers``' own where it is cheap (its
+Precompiled normalizer, a few hundred KB, which works per grapheme unlike sentencepiece's
+normaliser) and redone here where it is plain (special tokens split off the raw text, Metaspace,
+truncation, ``<s> ... </s>``).  The ids are those of ``tokenizer.json`` (checked on ~300k texts,
+tests/test_spmtok.py), so vectors and ``pack_key`` do not change.
 
-The sentencepiece model is derived once per tokenizer (by sha256) into the user cache, in a child
-process so the server never holds the full ``tokenizers`` model even for a moment.  The child
-compares both tokenizers on a fixed set of probe strings and stores the expected ids; each load
-repeats the probes and refuses the model on any difference.  A ``tokenizer.json`` of another shape
-(a WordPiece pack, another pipeline) gets a marker file and the ``tokenizers`` path.
+The model is derived once per tokenizer (keyed by its sha256) into the pack folder when writable,
+else the user cache, by a child process, so a server never holds the full ``tokenizers`` model even
+for a moment.  The child compares both tokenizers on fixed probe strings and stores the expected
+ids; every load repeats the probes and refuses the model on any difference.  A ``tokenizer.json``
+of another shape (a WordPiece pack, another pipeline) gets a marker file and stays on
+``tokenizers``; so does everything when sentencepiece is missing or HIVE_BRAIN_TOKENIZER=tokenizers.
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ import re
 import struct
 import subprocess
 import sys
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from array import array
 from typing import Any
 
 FORMAT = 1  # bump when the derived model or the probes change: old cache files are ignored
@@ -52,14 +56,16 @@ PROBES = (
     "<s>special</s> <pad><unk> <mask>x</s",
     "query: ▁▁ literal metaspace ▁",
     "\U0001f9ea\U000e0001 unknowns \ue000\ue001",
+    "ties: ‴ ′′′ |---------------| hahahahaha !!!!!!!! ==========",
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
     "word " * 600,
 )
 
 
-def cache_paths(cache_dir: Path, sha256: str, max_tokens: int) -> tuple[Path, Path, Path]:
-    """(model, probe ids, unsupported marker) for the tokenizer with this sha256."""
-    base = cache_dir / f"{sha256[:32]}-{max_tokens}-v{FORMAT}"
-    return base.with_suffix(".spm"), base.with_suffix(".probes.json"), base.with_suffix(".none")
+def cache_paths(folder: Path, sha256: str, max_tokens: int) -> tuple[Path, Path, Path]:
+    """(model, probe ids, unsupported marker) for the tokenizer with this sha256 in ``folder``."""
+    base = f"tokenizer.{sha256[:16]}-{max_tokens}-v{FORMAT}"
+    return folder / f"{base}.spm", folder / f"{base}.probes.json", folder / f"{base}.none"
 
 
 # --------------------------------------------------------------------------- the tokenizer
@@ -97,6 +103,7 @@ class SpmTokenizer:
         )
         self._cache: dict[str, tuple[tuple[int, int], ...]] = {}
         self.max_tokens = max_tokens
+        self.pad_id = self._special_ids.get("<pad>", 0)
 
     # -- the pipeline, step by step as tokenizers runs it
 
@@ -237,11 +244,12 @@ class SpmTokenizer:
         )
 
 
-def load(tokenizer_json: Path, sha256: str, cache_dir: Path, *, max_tokens: int) -> SpmTokenizer | None:
-    """The sentencepiece tokenizer for this ``tokenizer.json``, or None (use ``tokenizers``).
+def load(tokenizer_json: Path, sha256: str, folders: Sequence[Path], *, max_tokens: int) -> SpmTokenizer | None:
+    """The sentencepiece-backed tokenizer for this ``tokenizer.json``, or None (use ``tokenizers``).
 
-    Derives the model on first use (a child process, see the module doc); None when sentencepiece
-    is missing, the tokenizer is of another shape, or the probes disagree.
+    Looks in each folder in turn (the pack itself, then the user cache) and derives the model into
+    the first writable one when none has it (a child process, see the module doc).  None when
+    sentencepiece is missing, the tokenizer is of another shape, or the probes disagree.
     """
     if os.environ.get("HIVE_BRAIN_TOKENIZER") == "tokenizers":
         return None
@@ -249,20 +257,20 @@ def load(tokenizer_json: Path, sha256: str, cache_dir: Path, *, max_tokens: int)
         import sentencepiece  # noqa: F401
     except ImportError:
         return None
-    model_path, probes_path, none_path = cache_paths(cache_dir, sha256, max_tokens)
-    if none_path.exists():
-        return None
-    if not (model_path.exists() and probes_path.exists()):
-        try:
-            subprocess.run(
-                [sys.executable, "-m", __name__, str(tokenizer_json), sha256, str(cache_dir), str(max_tokens)],
-                check=True, timeout=_BUILD_TIMEOUT, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-        except (OSError, subprocess.SubprocessError):
+    found = None
+    for folder in folders:
+        model_path, probes_path, none_path = cache_paths(folder, sha256, max_tokens)
+        if none_path.exists():
             return None
-        if not (model_path.exists() and probes_path.exists()):
+        if model_path.exists() and probes_path.exists():
+            found = model_path, probes_path
+            break
+    if found is None:
+        target = next((f for f in folders if _writable(f)), None)
+        if target is None or not derive(tokenizer_json, sha256, target, max_tokens=max_tokens):
             return None
+        found = cache_paths(target, sha256, max_tokens)[:2]
+    model_path, probes_path = found
     try:
         expected = json.loads(probes_path.read_text(encoding="utf-8"))
         tok = _open(expected["config"], model_path, max_tokens=max_tokens)
@@ -274,6 +282,29 @@ def load(tokenizer_json: Path, sha256: str, cache_dir: Path, *, max_tokens: int)
     if got != expected["ids"] * 2:
         return None
     return tok
+
+
+def derive(tokenizer_json: Path, sha256: str, folder: Path, *, max_tokens: int) -> bool:
+    """Run :func:`build` in a child process (it loads the full ``tokenizers`` model to compare
+    with); True when the model and its probe ids are in ``folder``."""
+    try:
+        subprocess.run(
+            [sys.executable, "-m", __name__, str(tokenizer_json), sha256, str(folder), str(max_tokens)],
+            check=False, timeout=_BUILD_TIMEOUT, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    model_path, probes_path, _none = cache_paths(folder, sha256, max_tokens)
+    return model_path.exists() and probes_path.exists()
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK)
 
 
 def _open(config: dict[str, Any], model_path: Path, *, max_tokens: int) -> SpmTokenizer:
@@ -400,13 +431,13 @@ def model_proto(vocab: list[tuple[str, float]], specials: dict[str, int], unk_id
     return bytes(out)
 
 
-def build(tokenizer_json: Path, sha256: str, cache_dir: Path, max_tokens: int) -> bool:
+def build(tokenizer_json: Path, sha256: str, folder: Path, max_tokens: int) -> bool:
     """Derive the model and the probe ids (the child process); False, with a marker, if the
     tokenizer is of another shape or the two tokenizers disagree on a probe."""
     from tokenizers import Tokenizer
 
-    model_path, probes_path, none_path = cache_paths(cache_dir, sha256, max_tokens)
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    model_path, probes_path, none_path = cache_paths(folder, sha256, max_tokens)
+    folder.mkdir(parents=True, exist_ok=True)
     try:
         config = _pipeline(tokenizer_json)
         data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
@@ -427,7 +458,7 @@ def build(tokenizer_json: Path, sha256: str, cache_dir: Path, max_tokens: int) -
     except (Unsupported, KeyError, TypeError, ValueError) as exc:
         _write(none_path, f"{exc}\n".encode())
         return False
-    tmp = model_path.with_suffix(f".tmp{os.getpid()}")
+    tmp = model_path.with_name(f"{model_path.name}.tmp{os.getpid()}")
     tmp.write_bytes(proto)
     try:
         tok = _open(config, tmp, max_tokens=max_tokens)
@@ -449,10 +480,19 @@ def build(tokenizer_json: Path, sha256: str, cache_dir: Path, max_tokens: int) -
 
 
 def _write(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
+def _main(argv: list[str]) -> int:
+    folder, sha256, max_tokens = Path(argv[3]), argv[2], int(argv[4])
+    try:
+        return 0 if build(Path(argv[1]), sha256, folder, max_tokens) else 1
+    except Exception as exc:  # noted once, not retried by every load (delete the file to retry)
+        _write(cache_paths(folder, sha256, max_tokens)[2], f"{type(exc).__name__}: {exc}\n".encode())
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(0 if build(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])) else 1)
+    sys.exit(_main(sys.argv))
