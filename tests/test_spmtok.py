@@ -119,6 +119,8 @@ def test_truncation_keeps_the_closing_token(reference, fast) -> None:
         ids = fast.encode(text).ids
         assert len(ids) == 512 and ids[-1] == 2
         assert ids == reference.encode(text).ids
+        bare = fast.encode(text, add_special_tokens=False)
+        assert bare.ids == reference.encode(text, add_special_tokens=False).ids and len(bare.ids) == 512
 
 
 def test_sentencepieces_own_search_differs_which_is_why_it_is_not_used(pack_dir, spm_folder, fast, reference) -> None:

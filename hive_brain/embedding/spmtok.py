@@ -193,7 +193,7 @@ class SpmTokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[Encoding]:
         return [self.encode(t) for t in texts]
 
-    def encode(self, text: str, *, offsets: bool = False) -> Encoding:
+    def encode(self, text: str, *, offsets: bool = False, add_special_tokens: bool = True) -> Encoding:
         if offsets:
             return self._encode_with_offsets(text)
         ids: list[int] = []
@@ -203,6 +203,9 @@ class SpmTokenizer:
                 continue
             for word in self._words(part):
                 ids.extend(token_id for token_id, _n in self._tokens(word))
+        if not add_special_tokens:  # as tokenizers: truncated to max_tokens, no room kept for <s> </s>
+            ids = ids[: self.max_tokens]
+            return Encoding(ids, [], [0] * len(ids))
         ids = self._finish(ids)
         return Encoding(ids, [], [1] + [0] * (len(ids) - 2) + [1])
 
