@@ -45,6 +45,8 @@ AGENT = fixtures.QUERY_AGENT
 VARIANTS: dict[str, dict[str, str]] = {
     "base": {},
     "arena_env": {"MALLOC_ARENA_MAX": "2"},
+    # The e5 tokenizer on tokenizers' own Unigram (~280 MB) instead of spmtok (issue 26).
+    "tokenizers": {"HIVE_BRAIN_TOKENIZER": "tokenizers"},
 }
 
 

