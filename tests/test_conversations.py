@@ -211,23 +211,30 @@ def test_the_prompt_searched_is_without_what_gemini_put_in_front():
 
 def test_a_quiet_transcript_is_taken_once_per_change(vault_path):
     """The server's scan (capture_quiet): once when quiet, not again while the file stays as it was,
-    again (the same note, updated) after the session went on; nothing for an agent without the mark."""
+    again (the same note, updated) after the session went on; nothing for a session whose hooks did
+    not use this vault, even of an agent whose other sessions did (another project, another vault)."""
     import os
     import time
 
-    from hive_brain.memory.conversations import capture_quiet, mark_agent
+    from hive_brain.memory.conversations import capture_quiet, mark_session
 
     eng = Engine.open()
     folder = Path.home() / ".claude" / "projects" / "-w"
     folder.mkdir(parents=True)
-    t = write_transcript(folder / "s.jsonl",
+    t = write_transcript(folder / "s-rot.jsonl",
                          [user("How do we rotate keys?", sid="s-rot"), assistant("With vault rotate.", sid="s-rot")])
+    other = Path.home() / ".claude" / "projects" / "-personal"
+    other.mkdir(parents=True)
+    o = write_transcript(other / "s-diary.jsonl",
+                         [user("Plan my holiday", sid="s-diary"), assistant("Norway in June.", sid="s-diary")])
     old = time.time() - 600
     os.utime(t, (old, old))
-    assert capture_quiet(eng, quiet_s=60)["written"] == []  # no agent's hooks used this vault yet
-    mark_agent(eng.vault.state, "claude-code")
+    os.utime(o, (old, old))
+    assert capture_quiet(eng, quiet_s=60)["written"] == []  # no session's hooks used this vault yet
+    mark_session(eng.vault.state, "claude-code", "s-rot", str(t))
     first = capture_quiet(eng, quiet_s=60)
-    assert first["captured"] == 1 and len(first["written"]) == 1
+    assert first["captured"] == 1 and len(first["written"]) == 1  # s-rot only, not the other project's
+    assert "Norway" not in (eng.vault.root / first["written"][0]).read_text(encoding="utf-8")
     assert capture_quiet(eng, quiet_s=60)["written"] == [] and capture_quiet(eng, quiet_s=60)["already"] == 0
     with open(t, "a", encoding="utf-8") as f:
         f.write(json.dumps(user("And the old ones?", sid="s-rot", ts="2026-03-01T10:01:00Z")) + "\n")

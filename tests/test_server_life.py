@@ -346,7 +346,7 @@ def test_the_server_captures_a_transcript_that_went_quiet(vault_path, monkeypatc
     """A session whose end-of-session hook never ran (killed at `/exit`, Cline's hooks off): a running
     server captures its transcript once it has been quiet for `transcript_quiet`, redacted, one note per
     session, which the hook, running late, then finds as its own. A transcript still being written, one of
-    an agent whose hooks never used this vault and one from last week are left alone."""
+    an agent whose hooks never used this vault, one of another project and one from last week are left alone."""
     from tests.test_hooks import assistant, user
     from tests.test_installers import CLINE_HISTORY
 
@@ -365,10 +365,16 @@ def test_the_server_captures_a_transcript_that_went_quiet(vault_path, monkeypatc
           [{"sessionId": "g1", "projectHash": "h", "startTime": "2026-03-01T10:00:00Z"},
            {"id": "m1", "type": "user", "content": "Gemini is not installed"},
            {"id": "m2", "type": "gemini", "content": "So this stays out."}], 600)
-    # Each agent's session-start hook ran once against this vault, as at the sessions' start.
-    for agent, fmt in (("claude-code", "claude"), ("cline", "cline")):
+    # Another project's session of the same agent, whose hooks went to another vault (or none).
+    _aged(home / ".claude" / "projects" / "-home-u-diary" / "sess-diary.jsonl",
+          [user("Plan my holiday", sid="sess-diary"), assistant("Norway in June.", sid="sess-diary")], 600)
+    # Each session's session-start hook ran against this vault, as at the sessions' start.
+    for agent, fmt, stdin in (("claude-code", "claude", {"session_id": "sess-quiet", "transcript_path": str(quiet)}),
+                              ("claude-code", "claude", {"session_id": "sess-live"}),
+                              ("claude-code", "claude", {"session_id": "sess-old"}),
+                              ("cline", "cline", {"taskId": "1733160000000"})):
         monkeypatch.setenv("HIVE_AGENT_ID", agent)
-        assert hooks.dispatch("session-start", ["--format", fmt], stdin="{}", hard_exit=False) == 0
+        assert hooks.dispatch("session-start", ["--format", fmt], stdin=json.dumps(stdin), hard_exit=False) == 0
     monkeypatch.delenv("HIVE_AGENT_ID")
     monkeypatch.setenv("HIVE_BRAIN_TRANSCRIPT_QUIET", "60s")
     state = _state()
@@ -381,6 +387,7 @@ def test_the_server_captures_a_transcript_that_went_quiet(vault_path, monkeypatc
         _stop(proc)
     claude = _conversations(vault_path, "claude-code")
     assert len(claude) == 1 and "Why does the deploy fail?" in claude[0], claude  # not the live one, nor last week's
+    assert "Norway" not in claude[0]  # nor another project's session
     assert token not in claude[0] and "redactions: 1" in claude[0]
     assert "**Assistant:** The runner lost its cache." in claude[0]
     cline = _conversations(vault_path, "cline")

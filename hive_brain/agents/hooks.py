@@ -498,7 +498,7 @@ def _session_start(settings: Any, payload: dict, rec: dict, t0: float) -> dict |
         from ..memory.core import core_text
 
         engine = Engine.from_settings(settings)
-        _mark_agent(engine, settings)
+        _mark_session(engine, settings, payload)
         return core_text(engine, settings.agent_id)
 
     text = _deadline_run(work, deadline)
@@ -510,13 +510,13 @@ def _session_start(settings: Any, payload: dict, rec: dict, t0: float) -> dict |
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
 
 
-def _mark_agent(engine: Any, settings: Any) -> None:
-    """This agent's hooks use this vault: its server then captures the agent's transcripts that go
-    quiet without a stop hook having captured them (memory/conversations.capture_quiet)."""
-    from ..memory.conversations import mark_agent
+def _mark_session(engine: Any, settings: Any, payload: dict) -> None:
+    """This session runs with this vault's hooks: its server then captures the session's transcript
+    if it goes quiet without a stop hook having captured it (memory/conversations.capture_quiet)."""
+    from ..memory.conversations import mark_session
 
     try:
-        mark_agent(engine.vault.state, settings.agent_id)
+        mark_session(engine.vault.state, settings.agent_id, payload.get("session_id"), payload.get("transcript_path"))
     except OSError:
         pass  # only the server's safety net is missing; the hook's own work goes on
 
@@ -532,7 +532,7 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
         rec["mode"] = "no-transcript"
         return
     engine = Engine.from_settings(settings)
-    _mark_agent(engine, settings)
+    _mark_session(engine, settings, payload)
     sid = payload.get("session_id")
     cwd = payload.get("cwd")
     try:

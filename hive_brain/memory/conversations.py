@@ -756,13 +756,14 @@ def conversation_evidence(vault: Any, *, agent: str | None, conversation: str, e
 # The server's safety net for a session whose end-of-session hook never ran or was killed (`/exit`
 # during Claude Code's Stop hook, a Cline with hooks off, a hook that timed out): a transcript file
 # untouched for ``transcript_quiet`` is captured once, as the hook would have (the same note, found
-# by the session id). Only for the agents whose hooks ran against this vault (a session-start or stop
-# hook leaves a mark in its state dir: an agent installed for another vault on this machine is that
-# vault's), and only files written in the last TRANSCRIPT_LOOKBACK_S: older history is for
-# `consolidate --from-dir`, never imported behind the user's back.
+# by the session id). Only for the sessions whose hooks ran against this vault (a session-start or
+# stop hook leaves a mark in its state dir): marking the agent alone made a vault take every session
+# of that agent on the machine, other projects' and other vaults' included. And only files written in
+# the last TRANSCRIPT_LOOKBACK_S: older history is for `consolidate --from-dir`, never imported behind
+# the user's back.
 TRANSCRIPT_LOOKBACK_S = 86400.0
 SEEN_FILE = "transcripts-seen.json"  # <vault state>/hooks/: path -> [mtime_ns, size] already handled
-AGENTS_DIR = "agents"  # <vault state>/hooks/agents/<agent>: that agent's hooks use this vault
+SESSIONS_DIR = "sessions"  # <vault state>/hooks/sessions/<agent>/<hash of the session id>: {session, transcript}
 
 
 def transcript_folders(agent: str) -> list[tuple[Path, str]]:
@@ -781,29 +782,62 @@ def transcript_folders(agent: str) -> list[tuple[Path, str]]:
     return []
 
 
-def mark_agent(state: Path, agent: str | None) -> None:
-    """Note that ``agent``'s hooks use the vault of ``state`` (written once, then only looked at)."""
-    if not agent:
+def mark_session(state: Path, agent: str | None, session_id: Any, transcript_path: Any = None) -> None:
+    """Note that ``agent``'s session ``session_id`` (transcript at ``transcript_path`` when the hook
+    was told) runs with this vault's hooks: written once per session, then only looked at."""
+    import hashlib
+
+    from ..store.fsutil import atomic_write_text
+
+    sid = str(session_id or "").strip()
+    if not agent or not sid:
         return
-    p = state / "hooks" / AGENTS_DIR / agent
+    p = state / "hooks" / SESSIONS_DIR / agent / hashlib.sha256(sid.encode("utf-8")).hexdigest()[:24]
     if not p.exists():
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.touch()
+        tp = transcript_path if isinstance(transcript_path, str) else ""
+        atomic_write_text(p, json.dumps({"session": sid, "transcript": tp}, ensure_ascii=False), durable=False)
 
 
-def hooked_agents(state: Path) -> list[str]:
-    """The agents whose hooks ran against the vault of ``state``."""
+def hooked_sessions(state: Path, *, now: float, keep_s: float = TRANSCRIPT_LOOKBACK_S) -> dict[str, tuple[set[str], set[str]]]:
+    """agent -> (session ids, transcript paths) of the sessions whose hooks ran against the vault of
+    ``state`` in the last ``keep_s`` seconds; older marks are removed (their transcripts are out of
+    the scan's reach by age anyway)."""
     from ..config import validate_agent_id
     from ..errors import InvalidAgentId
 
-    d = state / "hooks" / AGENTS_DIR
-    out = []
-    for p in sorted(d.iterdir()) if d.is_dir() else []:
+    out: dict[str, tuple[set[str], set[str]]] = {}
+    root = state / "hooks" / SESSIONS_DIR
+    for d in sorted(root.iterdir()) if root.is_dir() else []:
         try:
-            out.append(validate_agent_id(p.name))
+            agent = validate_agent_id(d.name)
         except InvalidAgentId:
             continue
+        ids: set[str] = set()
+        paths: set[str] = set()
+        for m in d.iterdir():
+            try:
+                if now - m.stat().st_mtime > keep_s:
+                    m.unlink()
+                    continue
+                rec = json.loads(m.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("session"), str):
+                ids.add(rec["session"])
+                if isinstance(rec.get("transcript"), str) and rec["transcript"]:
+                    paths.add(rec["transcript"])
+        if ids:
+            out[agent] = (ids, paths)
     return out
+
+
+def _of_session(p: Path, ids: set[str], paths: set[str]) -> bool:
+    """Whether transcript ``p`` is one of these sessions': named by its hook, or named after the session
+    as the agents name them (Claude Code ``<id>.jsonl``, Codex ``rollout-<time>-<id>.jsonl``, Cline
+    ``<task id>/...``)."""
+    if str(p) in paths or p.stem in ids or p.parent.name in ids:
+        return True
+    return any(len(i) >= 8 and p.stem.endswith(i) for i in ids)
 
 
 def capture_quiet(engine: EngineLike, *, quiet_s: float, now: float | None = None,
@@ -827,7 +861,7 @@ def capture_quiet(engine: EngineLike, *, quiet_s: float, now: float | None = Non
     kept: dict[str, list[int]] = {}
     counts = {"captured": 0, "updated": 0, "already": 0, "skipped": 0, "failed": 0, "busy": 0}
     written: list[str] = []
-    for agent in hooked_agents(state):
+    for agent, (ids, paths) in hooked_sessions(state, now=now).items():
         for folder, pattern in transcript_folders(agent):
             if not folder.is_dir():
                 continue
@@ -846,6 +880,8 @@ def capture_quiet(engine: EngineLike, *, quiet_s: float, now: float | None = Non
                     continue
                 if age < quiet_s:
                     continue  # the session may still be going on
+                if not _of_session(p, ids, paths):
+                    continue  # another project's or another vault's session: not ours to take
                 try:
                     res = capture(engine, p, agent=agent, lock_timeout=lock_timeout, publish=False)
                 except LockTimeout:
