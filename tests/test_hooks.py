@@ -327,7 +327,9 @@ def test_a_hung_server_costs_the_prompt_its_server_answer_not_its_memory(indexed
     th = threading.Thread(target=accept_and_hang, daemon=True)
     th.start()
     try:
-        deadline = 1.0
+        # 3 s keeps a third (1 s) for the lexical answer: at 1 s (0.5 s kept) a loaded machine could not
+        # fit the in-process answer in it, and this test is about the fallback, not its speed.
+        deadline = 3.0
         code, out, err, took = hook(
             "prompt",
             {"prompt": "which package manager should I use?"},
