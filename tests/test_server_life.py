@@ -232,6 +232,34 @@ def test_rm_rf_of_the_state_dir_stops_the_old_server_before_a_new_one_serves(vau
             _stop(new)
 
 
+def test_a_server_started_before_model_install_takes_up_the_pack(vault_path, tmp_path, pack_dir):
+    """A server started with no pack installed answered lexically for good: every answer said "no embedding
+    pack installed (run `hive-brain model install`)" after the install had run, and `status` said semantic
+    on. It now restarts itself (the same process, exec'd) once the pack it would load changes."""
+    state = _state()
+    models = Path(os.environ["HIVE_BRAIN_MODEL_DIR"])  # empty: conftest's per-test folder
+    models.mkdir(parents=True, exist_ok=True)
+    proc = _serve()
+    try:
+        pong = client.wait_ready(state, START_TIMEOUT, proc=proc)
+        assert not client.call(state, "status", timeout=10)["semantic"]["on"]
+        # What `model install` leaves (a complete pack folder appears at once: it is renamed into place).
+        (models / pack_dir.name).symlink_to(pack_dir, target_is_directory=True)
+
+        def semantic_on() -> bool:
+            try:
+                return bool(client.call(state, "status", timeout=5)["semantic"]["on"])
+            except Exception:  # noqa: BLE001 - restarting: not answering for a moment
+                return False
+
+        assert _until(semantic_on, START_TIMEOUT + 30, step=0.5), (state / "server.log").read_text(encoding="utf-8")[-800:]
+        assert client.call(state, "ping", timeout=5)["pid"] == pong["pid"] == proc.pid  # restarted in place
+        assert proc.poll() is None
+        assert "the embedding pack changed" in (state / "server.log").read_text(encoding="utf-8")
+    finally:
+        _stop(proc)
+
+
 def test_serve_stop_returns_only_once_the_process_has_exited(vault_path):
     from hive_brain.daemon.server import stop_server
 

@@ -90,6 +90,8 @@ def model_install_cmd(state: State, src: Path | None, name: str | None, revision
             c.print(_use_line(res))
         elif not res["answering"]:
             c.print(f"It does not answer yet: `hive-brain model use {res['modelId']}` makes it the one recall uses.")
+        else:
+            c.print("A server already running takes it up within seconds (it restarts itself).")
 
     if not quiet or as_json:
         out(as_json, res, human)

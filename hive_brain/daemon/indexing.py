@@ -167,6 +167,7 @@ class IndexingLoop:
         self.last_catch_up: dict[str, Any] | None = None
         self.snap: Snapshot | None = None
         self._sem: tuple[Any, Any, str | None] = (None, None, "not loaded yet")
+        self.pack_key: str | None = None  # the embedding pack's key as loaded (server.Server checks it)
         self._inflight = 0
         # Notes whose passages the reranker reads ahead of questions, in idle moments (search/rerank.py):
         # a cold second pass over 30 candidates cost 240-400 ms at 2,000 notes, a warm one ~1 ms.
@@ -458,6 +459,7 @@ class IndexingLoop:
             self.log.exception("warming the read path failed")
 
     def _load_semantic(self, idx: Any) -> None:
+        self.pack_key = idx.pack_key
         if idx.pack_dir is None:
             from ..search.view import NO_PACK
 

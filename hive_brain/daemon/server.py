@@ -26,6 +26,7 @@ import logging
 import os
 import signal
 import stat
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -53,6 +54,8 @@ from .sockets import SocketServer
 LOG_MAX_BYTES = 4 * 1024 * 1024
 LOG_KEEP_BYTES = 512 * 1024
 LIFE_CHECK_S = 2.0
+# How often a running server looks whether the embedding pack it would load now is the one it loaded.
+PACK_CHECK_S = 6.0
 # How long a new server waits for one whose state dir was replaced (rm -rf) to notice and exit.
 REPLACED_HOLDER_WAIT_S = 20.0
 
@@ -160,6 +163,7 @@ class Server:
         self._statelock = PidLock(self.state / LOCK_NAME)
         self.stopping = threading.Event()
         self.stop_reason: str | None = None
+        self.restart = False  # stopped to start again (run_foreground execs itself): the pack changed
         self._ids: dict[str, tuple[int, int] | None] = {}
         self.indexing = IndexingLoop(settings, self.vault, self.stopping, debounce=debounce, resync=resync,
                                      on_resync=lambda: _trim_log(self.log_path))
@@ -258,17 +262,35 @@ class Server:
             return f"no request for {idle:g}s (idle_exit)"
         return None
 
+    def pack_change(self) -> str | None:
+        """Why the models this server loaded are not the ones it would load now (None: they are). A
+        server started before `model install` answered lexically for good, while `status` said
+        semantic on and every answer said to run the install that had been run."""
+        from ..index.indexer import configured_pack_key
+
+        if not self.indexing.ready.is_set():
+            return None
+        loaded, now = self.indexing.pack_key, configured_pack_key(self.settings)
+        if now == loaded:
+            return None
+        return f"the embedding pack changed ({loaded or 'none'} -> {now or 'none'})"
+
     def _life(self) -> None:
         trimmed: tuple[Any, ...] | None = None
+        pack_at = time.monotonic()
         while not self.stopping.wait(LIFE_CHECK_S):
             try:
                 trimmed = self._trim_heap(trimmed)
                 why = self.check_life()
+                if not why and time.monotonic() - pack_at >= PACK_CHECK_S:
+                    pack_at = time.monotonic()
+                    why = self.pack_change()
+                    self.restart = why is not None
             except Exception:  # noqa: BLE001 - a check that fails must not stop a healthy server
                 self.log.exception("life check failed")
                 continue
             if why:
-                self.stop_because(why)
+                self.stop_because(why + ("; restarting" if self.restart else ""))
                 return
 
     def _trim_heap(self, trimmed: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
@@ -381,6 +403,11 @@ def run_foreground(settings: Settings, *, on_started: Callable[[Server], None] |
         srv.close()
         for sig, h in previous.items():
             signal.signal(sig, h)
+    if srv.restart and srv.stop_reason is not None and srv.stop_reason.endswith("; restarting"):
+        # The same process, command line and environment again (a detached server, a service unit and a
+        # terminal alike keep their server): only the models it loads are new.
+        logging.shutdown()
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
     return 0
 
 

@@ -193,6 +193,32 @@ def _turn_windows(base: dict, pid: str, title: str, text: str, date_str: str | N
     return out
 
 
+def configured_pack(settings: Settings) -> Path | None:
+    """The embedding pack these settings resolve to now (an :class:`Indexer` keeps the one it opened)."""
+    if not settings.semantic:
+        return None
+    from ..embedding.pack import find_pack
+
+    try:
+        return find_pack(Path(settings.model_dir), settings.embedding_pack or None)
+    except Exception:  # noqa: BLE001 - a broken pack means "lexical only", reported by status
+        return None
+
+
+def configured_pack_key(settings: Settings) -> str | None:
+    """The key of :func:`configured_pack` (None: no usable pack): a running server compares it with
+    the key it loaded, so a pack installed or replaced after its start is taken up."""
+    pack = configured_pack(settings)
+    if pack is None:
+        return None
+    from ..embedding.pack import pack_key, read_manifest
+
+    try:
+        return pack_key(read_manifest(pack))
+    except Exception:  # noqa: BLE001 - as configured_pack
+        return None
+
+
 class Indexer:
     def __init__(self, vault: Vault, settings: Settings, *, catalog: Catalog | None = None) -> None:
         self.vault = vault
@@ -221,14 +247,7 @@ class Indexer:
 
     @cached_property
     def pack_dir(self) -> Path | None:
-        if not self.settings.semantic:
-            return None
-        from ..embedding.pack import find_pack
-
-        try:
-            return find_pack(Path(self.settings.model_dir), self.settings.embedding_pack or None)
-        except Exception:  # noqa: BLE001 - a broken pack means "lexical only", reported by status
-            return None
+        return configured_pack(self.settings)
 
     @cached_property
     def pack_manifest(self) -> dict | None:
