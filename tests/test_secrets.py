@@ -73,6 +73,12 @@ NEW_FORMATS = {
     '{"auths": {"registry.example.com": {"auth": "ZGVwbG95OlRyMHViNGRvciYzeA=="}}}': "ZGVwbG95OlRyMHViNGRvciYzeA",
     ".dockerconfigjson: eyJhdXRocyI6IHsiZ2hjci5pbyI6IHsiYXV0aCI6ICJZbTkwT21kb2NGOWhNVUl5WVRGQ01tRXhRakpoTVVJeVlURkNN"
     "bUV4UWpKaE1VSXlZVEZDTW1FeFFqST0ifX19": "eyJhdXRocyI6IHsiZ2hjci5pbyI6",
+    # Already found before issue 28 (kept as evidence): an AWS key and a Slack token base64-wrapped in a
+    # config value, a service account's private_key as its JSON file holds it (escaped line breaks).
+    "aws: eyJhd3NfYWNjZXNzX2tleV9pZCI6ICJBS0lBSU9TRk9ETk43RVhBTVBMRSJ9": "eyJhd3NfYWNjZXNzX2tleV9pZCI6",
+    "SLACK_BLOB=eG94Yi0xMjM0NTY3ODkwMTItMTIzNDU2Nzg5MDEyMy1BYkNkRWZHaElqS2xNbk9wUXJTdFV2V3g=": "eG94Yi0xMjM0NTY3",
+    '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7'
+    '\\n-----END PRIVATE KEY-----\\n"}': "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
     # Next to the stand-ins above, real values in the same places are still found (issue 28).
     "const secret = 'k9#Lm2qZ';": "k9#Lm2qZ", "  PWD: 'Xy9!kLm2',": "Xy9!kLm2",
     "git fetch http://deploy:Pa55w0rd9@host/repo": "Pa55w0rd9", "token: CARD32x9Zq": "CARD32x9Zq",
