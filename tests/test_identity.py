@@ -143,6 +143,9 @@ def test_the_owner_rotates_revokes_lists_and_expires_agent_credentials(vault_pat
     assert issued["expires"] > "2026" and as_reviewer()["hits"]
     listed = {a["agent"]: a for a in as_owner("list")["agents"]}
     assert listed["reviewer"]["expires"] == issued["expires"] and not listed["reviewer"]["expired"]
+    # A rotation is a new secret under the same time limit; a kept credential shows its expiry too.
+    assert as_owner("issue", "--agent", "reviewer", "--rotate")["expires"] == issued["expires"] and as_reviewer()["hits"]
+    assert as_owner("issue", "--agent", "reviewer")["expires"] == issued["expires"]
     reg = Path(cred).parent.parent / "identity.json"
     data = json.loads(reg.read_text())
     data["agents"]["reviewer"]["expires"] = "2020-01-01T00:00:00Z"
@@ -157,7 +160,15 @@ def test_the_owner_rotates_revokes_lists_and_expires_agent_credentials(vault_pat
     assert as_owner("revoke", "--agent", "reviewer", ok=False)["error"] == "UsageError"
     refused = as_reviewer(ok=False)
     assert refused["error"] == "PermissionDenied" and "revoked" in refused["message"], refused
-    assert "reviewer" not in {a["agent"] for a in as_owner("list")["agents"]}
+    listed = {a["agent"]: a for a in as_owner("list")["agents"]}
+    assert listed["reviewer"]["revoked"] > "2026" and not listed["reviewer"]["fileExists"], listed  # when, not how
+    assert "revoked at" in as_owner("revoke", "reviewer", ok=False)["message"]
+    # Issued again after a revoke: a new token, no longer revoked; revoked again by name (AGENT or --agent).
+    cred = as_owner("issue", "--agent", "reviewer")["credentialFile"]
+    assert as_reviewer()["hits"] and {a["agent"]: a for a in as_owner("list")["agents"]}["reviewer"]["revoked"] is None
+    assert as_owner("revoke", "reviewer", "--agent", "other", ok=False)["error"] == "UsageError"
+    assert as_owner("revoke", ok=False)["error"] == "UsageError"
+    assert as_owner("revoke", "reviewer")["revoked"] is True and "revoked" in as_reviewer(ok=False)["message"]
     # Only the proved owner may revoke.
     monkeypatch.setenv("HIVE_AGENT_ID", "claude-code")
     monkeypatch.setenv("HIVE_AGENT_CREDENTIAL", credentials("claude-code")["HIVE_AGENT_CREDENTIAL"])

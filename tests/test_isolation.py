@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -272,6 +273,70 @@ def test_mcp_in_enforcement_mode(seeded, vault_path):
                                text=True, env=env, timeout=60)
             assert p.returncode != 0 and "PermissionDenied" not in p.stdout and "credential" in (p.stderr + p.stdout).lower(), (
                 name, p.stdout[:300], p.stderr[:300])
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_a_running_mcp_server_stops_answering_once_its_credential_is_revoked_rotated_or_expired(seeded, vault_path):
+    """An MCP server lives as long as the agent's session; it proved its agent once at start. Revoking,
+    rotating or expiring that credential must stop it at its next tool call, server or no server
+    (issue 28: without a server it went on answering from its own process with the dead credential)."""
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    ids, callers = seeded
+    state = open_vault(resolve()).state
+    base = {**os.environ, "HIVE_BRAIN_AGENT_SCOPED_PERMISSIONS": "1"}
+    owner = callers["owner"]
+
+    def as_owner(*args: str) -> dict:
+        code, out = _invoke(["owner", *args], owner)
+        assert code == 0, out
+        return dict(json.loads(out))
+
+    def expire(agent: str) -> None:
+        reg = Path(str(callers[agent]["HIVE_AGENT_CREDENTIAL"])).parent.parent / "identity.json"
+        data = json.loads(reg.read_text())
+        data["agents"][agent]["expires"] = "2020-01-01T00:00:00Z"
+        reg.write_text(json.dumps(data))
+
+    async def session(who: str, env: dict, word: str, cut: Callable[[], None]) -> tuple[str, tuple[bool, str]]:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "hive_brain", "mcp"],
+                                       env={**env, **{k: str(v) for k, v in callers[who].items() if v is not None}})
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            res = await s.call_tool("recall", {"query": "plan moves Redis Loki cache logs"})
+            first = "".join(c.text for c in res.content if getattr(c, "type", "") == "text")
+            assert not res.is_error and word in first, first
+            cut()
+            res = await s.call_tool("recall", {"query": "plan moves Redis Loki cache logs"})
+            return first, (bool(res.is_error), "".join(c.text for c in res.content if getattr(c, "type", "") == "text"))
+
+    # No server: the MCP process reads in-process.
+    alone = {**base, "HIVE_BRAIN_USE_SERVER": "0", "HIVE_BRAIN_AUTOSTART": "0"}
+    _, (err, text) = asyncio.run(asyncio.wait_for(session("a", alone, A_WORD, lambda: expire("a")), 90))
+    assert err and A_WORD not in text and "expired" in text, text
+    _, (err, text) = asyncio.run(asyncio.wait_for(
+        session("b", alone, B_WORD, lambda: as_owner("revoke", "b")), 90))
+    assert err and B_WORD not in text and "revoked" in text, text
+    # Through the warm server: a rotated-out token is refused there.
+    as_owner("issue", "--agent", "a", "--rotate")  # a working token again (its file is rewritten in place)
+    proc = subprocess.Popen([sys.executable, "-m", "hive_brain", "serve"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=base)
+    try:
+        client.wait_ready(state, 30.0, proc=proc)
+        cred = Path(str(callers["a"]["HIVE_AGENT_CREDENTIAL"]))
+        kept = cred.read_text()
+
+        def rotate() -> None:
+            as_owner("issue", "--agent", "a", "--rotate")
+            assert cred.read_text() != kept
+
+        _, (err, text) = asyncio.run(asyncio.wait_for(session("a", base, A_WORD, rotate), 90))
+        assert err and A_WORD not in text and "credential" in text, text
     finally:
         proc.terminate()
         proc.wait(15)

@@ -271,9 +271,19 @@ class Tools:
         a refusal raises its ``HiveBrainError``."""
         from .mcptools import REGISTRY
 
-        args = checker(REGISTRY[name]).check(arguments)
-        res = REGISTRY[name].fn(self, **args)
+        res = self.invoke(REGISTRY[name], checker(REGISTRY[name]).check(arguments))
         return res if isinstance(res, str) else dump(res)
+
+    def invoke(self, spec: ToolSpec, args: dict[str, Any]) -> Any:
+        """Tool ``spec``'s body on checked ``args``, once the caller's proof still holds."""
+        if self.settings.scoped_permissions:
+            # This process proved its caller once, at start, and lives as long as the agent's session:
+            # a credential revoked, rotated out or expired since then stops it here, at its next call,
+            # also when it reads and writes in-process (no server to check the request).
+            from ..store.identity import check_request
+
+            check_request(self.settings.state_dir, self.settings.agent_id, self.settings.auth)
+        return spec.fn(self, **args)
 
     def write(self, op: str, args: dict[str, Any]) -> dict:
         """A memory write by the CLI's policy (:mod:`hive_brain.writer`): the same checks, the server
@@ -315,7 +325,7 @@ def _sdk_tool(spec: ToolSpec, tools: Tools) -> Any:
     async def body(arguments: dict) -> Any:
         try:
             args = check.check(arguments)
-            res = await tools.run(lambda: spec.fn(tools, **args))
+            res = await tools.run(lambda: tools.invoke(spec, args))
         except HiveBrainError as e:
             return error_result(e)
         except Exception as e:  # noqa: BLE001 - the model gets the one error shape, not a traceback

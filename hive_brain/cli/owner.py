@@ -63,7 +63,7 @@ def owner_issue_cmd(state: State, agent_id: str, rotate: bool, expires: str | No
     from ..errors import UsageError
     from ..memory.layers import require_owner
     from ..memory.patterns import parse_since
-    from ..store.identity import issue_agent_credential
+    from ..store.identity import issue_agent_credential, load_registry
 
     s = state.settings()
     require_owner(s, "issuing agent credentials")
@@ -71,23 +71,32 @@ def owner_issue_cmd(state: State, agent_id: str, rotate: bool, expires: str | No
     if until is not None and until <= time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()):
         raise UsageError(f"--expires {expires!r} is already past", hint="give an age like 30d or a future date")
     path = issue_agent_credential(s.state_dir, agent_id, rotate=rotate, expires=until)
+    until = load_registry(s.state_dir)["agents"][agent_id].get("expires")  # a kept credential or rotation keeps its own
     res: dict[str, Any] = {"agent": agent_id, "credentialFile": str(path), "expires": until}
     out(as_json, res, lambda c: click.echo(f"HIVE_AGENT_ID={agent_id} HIVE_AGENT_CREDENTIAL={path}"
                                            + (f"  (expires {until})" if until else "")))
 
 
 @command("revoke", group=owner_group)
-@click.option("--agent", "agent_id", required=True, metavar="ID", help="The agent whose credential to revoke.")
-def owner_revoke_cmd(state: State, agent_id: str, as_json: bool) -> None:
-    """Revoke an agent's credential: its token proves nothing from now on, and its file is deleted.
+@click.argument("agent", required=False, metavar="[AGENT]")
+@click.option("--agent", "agent_id", default=None, metavar="ID", help="The agent whose credential to revoke (or give it as AGENT).")
+def owner_revoke_cmd(state: State, agent: str | None, agent_id: str | None, as_json: bool) -> None:
+    """Revoke an agent's credential: its token proves nothing from now on (a running MCP server of that
+    agent is refused at its next call), and its file is deleted.
 
     \b
     Example:
-      hive-brain --owner-key ~/.config/hive-brain/owner.key owner revoke --agent reviewer
+      hive-brain --owner-key ~/.config/hive-brain/owner.key owner revoke reviewer
     """
+    from ..errors import UsageError
     from ..memory.layers import require_owner
     from ..store.identity import revoke_agent_credential
 
+    if agent and agent_id and agent != agent_id:
+        raise UsageError(f"two agents named: {agent!r} and --agent {agent_id!r}", hint="name one agent to revoke")
+    agent_id = agent or agent_id
+    if not agent_id:
+        raise UsageError("name the agent whose credential to revoke", hint="hive-brain owner revoke AGENT (`owner list` shows them)")
     s = state.settings()
     require_owner(s, "revoking agent credentials")
     res = revoke_agent_credential(s.state_dir, agent_id)
@@ -96,7 +105,7 @@ def owner_revoke_cmd(state: State, agent_id: str, as_json: bool) -> None:
 
 @command("list", group=owner_group)
 def owner_list_cmd(state: State, as_json: bool) -> None:
-    """List the agent credentials of this device: issued when, expiring when.
+    """List the agent credentials of this device: issued when, expiring when, revoked when.
 
     \b
     Example:
@@ -111,6 +120,9 @@ def owner_list_cmd(state: State, as_json: bool) -> None:
         if not res["agents"]:
             click.echo("No agent credentials on this device.")
         for a in res["agents"]:
+            if a["revoked"]:
+                click.echo(f"{a['agent']:<20} revoked {a['revoked']}")
+                continue
             when = f"expired {a['expires']}" if a["expired"] else (f"expires {a['expires']}" if a["expires"] else "no expiry")
             click.echo(f"{a['agent']:<20} issued {a['created']}  {when}" + ("" if a["fileExists"] else "  (file missing)"))
 

@@ -138,10 +138,17 @@ def is_agent(state_root: Path, agent: str, token: str | None) -> bool:
     return _matches(stored, token) and not _expired(stored)
 
 
+def _live(stored: Any) -> bool:
+    """An issued credential (a revoked one stays in the registry as a dated mark, without its digest)."""
+    return isinstance(stored, dict) and isinstance(stored.get("sha256"), str)
+
+
 def _refusal(state_root: Path, agent: str, what: str) -> str:
     """Why ``agent``'s credential was not taken, in words: revoked, expired or not its own."""
     stored = load_registry(state_root)["agents"].get(agent)
-    if stored is None:
+    if isinstance(stored, dict) and stored.get("revoked") and not _live(stored):
+        return f"agent {agent!r}'s credential was revoked at {stored['revoked']}"
+    if not _live(stored):
         return f"agent {agent!r} has no credential on this device (never issued, or revoked)"
     if _expired(stored):
         return f"agent {agent!r}'s credential expired at {stored['expires']}"
@@ -190,7 +197,9 @@ def init_owner(state_root: Path, key_file: Path | None = None) -> dict[str, Any]
 def issue_agent_credential(state_root: Path, agent: str, *, rotate: bool = False, expires: str | None = None) -> Path:
     """The credential file of ``agent``: reused when it is still valid (and no new expiry is asked
     for), else a new token, which revokes any earlier one. ``rotate``: a new token whatever the old
-    one's state. ``expires``: an ISO-8601 UTC instant (``...Z``) after which the token proves nothing."""
+    one's state; a rotation keeps the old token's expiry when that is still ahead (a new secret under
+    the same time limit; revoke and issue to lift it). ``expires``: an ISO-8601 UTC instant (``...Z``)
+    after which the token proves nothing."""
     agent = validate_agent_id(agent)
     path = credential_path(state_root, agent)
     reg = load_registry(state_root)
@@ -201,6 +210,8 @@ def issue_agent_credential(state_root: Path, agent: str, *, rotate: bool = False
                 return path
         except PermissionDenied:
             pass  # unreadable or loose: replace it
+    if expires is None and rotate and _live(stored) and not _expired(stored):
+        expires = stored.get("expires")
     import secrets
 
     token = "hba_" + secrets.token_urlsafe(32)
@@ -212,25 +223,32 @@ def issue_agent_credential(state_root: Path, agent: str, *, rotate: bool = False
 
 
 def revoke_agent_credential(state_root: Path, agent: str) -> dict[str, Any]:
-    """Forget ``agent``'s credential (its token proves nothing from now on) and delete its file."""
+    """Forget ``agent``'s credential (its token proves nothing from now on) and delete its file. The
+    registry keeps when it was revoked (no digest): ``owner list`` shows it, and a refusal says so."""
     agent = validate_agent_id(agent)
     reg = load_registry(state_root)
-    known = reg["agents"].pop(agent, None) is not None
+    stored = reg["agents"].get(agent)
+    known = _live(stored)
     if known:
+        reg["agents"][agent] = {"revoked": _now_utc(), "created": stored.get("created")}
         _save_registry(state_root, reg)
     path = credential_path(state_root, agent)
     had_file = path.exists()
     path.unlink(missing_ok=True)
     if not known and not had_file:
-        raise UsageError(f"agent {agent!r} has no credential on this device", hint="`hive-brain owner list` shows them")
+        was = f" (revoked at {stored['revoked']})" if isinstance(stored, dict) and stored.get("revoked") else ""
+        raise UsageError(f"agent {agent!r} has no credential on this device{was}",
+                         hint="`hive-brain owner list` shows them")
     return {"agent": agent, "revoked": known, "credentialFile": str(path), "fileRemoved": had_file}
 
 
 def list_agent_credentials(state_root: Path) -> list[dict[str, Any]]:
-    """Every agent credential the registry knows: when issued, when it expires, whether its file is there."""
+    """Every agent credential the registry knows: when issued, when it expires or was revoked, whether
+    its file is there."""
     reg = load_registry(state_root)
     return [{"agent": agent, "created": stored.get("created"), "expires": stored.get("expires"),
-             "expired": _expired(stored), "credentialFile": str(credential_path(state_root, agent)),
+             "expired": _expired(stored), "revoked": None if _live(stored) else stored.get("revoked"),
+             "credentialFile": str(credential_path(state_root, agent)),
              "fileExists": credential_path(state_root, agent).exists()}
             for agent, stored in sorted(reg["agents"].items()) if isinstance(stored, dict)]
 
@@ -273,7 +291,7 @@ def establish(settings: Settings, environ: Mapping[str, str] | None = None) -> S
                  "the owner: pass --owner-key PATH",
         )
     cred = settings.agent_credential
-    if settings.agent_id not in load_registry(state)["agents"]:
+    if not _live(load_registry(state)["agents"].get(settings.agent_id)):
         # Before its file is read: a revoked credential's file is gone, and that is not the news.
         raise PermissionDenied(_refusal(state, settings.agent_id, ""),
                                hint=f"the owner issues one: `hive-brain --owner-key PATH owner issue --agent "

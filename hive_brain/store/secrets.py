@@ -24,7 +24,7 @@ from typing import Any
 
 # Bump when the rules change: the catalog and the index are then rebuilt, so notes indexed before
 # are scrubbed by the new rules too.
-RULES_VERSION = 2  # 2: base64-wrapped secrets, a service account's private_key_id
+RULES_VERSION = 3  # 2: base64-wrapped secrets, a service account's private_key_id; 3: Basic credentials of any length, base64 in base64, documentation stand-ins
 ASSIGNMENT = "password or secret assignment"
 _KEYWORDS = (
     r"password|passwd|passphrase|pwd|pass|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key"
@@ -126,6 +126,11 @@ def _rules() -> list[_Rule]:
         # user:password@host; the user may be empty (redis://:pw@host) and the password may hold '/'.
         _Rule("connection string password", _src(
             r"\b[a-z][a-z0-9+.-]*://[^\s:@/]*:(?P<v>[^\s@]+?)@[A-Za-z0-9\[_-]", re.I), ("://",), scope="lines", min_token=0),
+        # HTTP Basic, or a container registry's "auth" (docker config.json): base64 of user:password,
+        # of any length (checked by decoding below); the bearer rule takes only long ones.
+        _Rule("basic auth credential", _src(
+            r"""(?:\b[Bb]asic\s+|["']auth["']\s*:\s*["'])(?P<v>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])"""),
+            ("basic", '"auth"', "'auth'"), scope="lines", min_token=0),
         _Rule("bearer token", _src(r"\b(?:[Bb]earer|Basic)\s+(?P<v>[A-Za-z0-9._~+/-]{20,}=*)"), ("bearer", "basic"), scope="lines", min_token=20),
         # A Google service-account key file's key id: the id _NOT_SECRET_KEY lets other "_id" names keep.
         _Rule("service-account private_key_id", _src(r"""(?i)["']?private_key_id["']?\s*[:=]\s*["']?(?P<v>[0-9a-f]{40})\b"""),
@@ -133,10 +138,11 @@ def _rules() -> list[_Rule]:
         _Rule(ASSIGNMENT, _src(
             rf"""(?x)(?P<k>{_KEY_NAME})["'\]]{{0,2}}\s*(?::=|=>|[:=])\s*["'`]?(?P<v>[^\s"'`,;]{{4,}})""", re.I),
             _ASSIGN_WORDS, scope="at", min_token=0),
-        # "the prod db password is hunter2-Xy9!kLm", "admin pw: ..." in prose.
+        # "the prod db password is hunter2-Xy9!kLm", "admin pw: ..." in prose: the words up to "is" or
+        # ":" on one line (a title's "secret" must not take the next line's key as its value).
         _Rule("password in text", _src(
-            r"(?i)\b(?:password|passwd|passphrase|pass ?code|pwd|pw|pin ?code|secret|token|api key)(?:\s+(?!is\b|was\b)[\w@/-]+){0,5}?"
-            r"\s*(?:\bis|\bwas|\bare|=|:)\s+"
+            r"(?i)\b(?:password|passwd|passphrase|pass ?code|pwd|pw|pin ?code|secret|token|api key)(?:[^\S\n]+(?!is\b|was\b)[\w@/-]+){0,5}?"
+            r"[^\S\n]*(?:\bis|\bwas|\bare|=|:)\s+"
             r"(?:now\s+|still\s+|set to\s+)?(?P<q>[\"'`]?)(?P<v>[^\s\"'`]{4,})"), _PROSE_WORDS, scope="at", min_token=0),
         # An AWS secret access key without a label: 40 characters of base64, random (checked below).
         _Rule("AWS secret access key", _src(rf"(?<![{_B64}=-])(?P<v>[{_B64}]{{40}})(?![{_B64}=])"), min_token=40,
@@ -149,12 +155,19 @@ _PLACEHOLDER = (
     r"^(?:<[^>]*>?|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|\{\{.*\}\}|%\(?[A-Za-z_]+\)?s?|x{3,}|\*{3,}|\.{3,}|changeme|example\w*|"
     r"your[_-].*|redacted\]?|\[redacted.*|none|null|nil|true|false|env|environment|required|optional|string|str|"
     r"secret|password|token|undefined|placeholder|dummy|test|sample|[\w.]+\(.*|os\.environ.*|process\.env.*|"
+    # documentation's stand-ins (user:pass@host, abc:xyz@, 'abcdefg') and type names (token: CARD32)
+    r"pass|passwd|pwd|pw|xyz|foo|bar|baz|qux|abc(?:d(?:e(?:f(?:g(?:h(?:i(?:j)?)?)?)?)?)?)?|"
+    r"(?:u?int|float|card|sha|md|aes|utf|crc|word|char)(?:8|16|32|64|128|256|512)|"
+    # an index into code, not a value: `args[token.index]`
+    r"[A-Za-z_][\w.]*\[.*|"
     # code, not a value: page_token=page_token, token=self.token, secret=(...), key={...}
     r"(?-i:[a-z_]+(?:[_.][a-z_]+)+)\)*|[(\[{$%@<].*)$")
 # Names that say the value is about a secret, not the secret: secret_name, token_url, password_file.
 _NOT_SECRET_KEY = (
     r"(?i)[_.-](?:name|id|ids|file|path|ref|arn|length|len|type|version|count|env|url|uri|dir|endpoint|expiry|expires|ttl|policy|"
     r"rotation|hint|prompt|field|label)$")
+# A value that starts like this is a path or an address, not a secret.
+_PATHS = ("/", "~", "./", "../", "http://", "https://")
 # Zero-width spaces and joiners, soft hyphens, direction marks, BOMs: invisible, and ignored by matching.
 _INVISIBLE = frozenset("\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062"
                        "\u2063\u2064\u2066\u2067\u2068\u2069\ufeff")
@@ -193,12 +206,17 @@ def _keep(rule: _Rule, m: re.Match[str]) -> bool:
         return "-----END" in m.group(0) or _entropy(body) >= 5.0
     if rule.random:
         return _random_b64(v)
+    if kind == "basic auth credential":
+        user, colon, password = (_b64_text(v) or "").partition(":")
+        return bool(colon) and len(password) > 2 and not re.match(_PLACEHOLDER, password, re.I)
     if kind == "connection string password":
         # https://host:8080/path@x is a port and a path, not a password.
-        return not re.match(r"\d+(?:/|$)", v) and not re.match(_PLACEHOLDER, v, re.I) and v not in ("[redacted", "****")
+        # https://a:b@host (a one- or two-letter stand-in) proves nothing either.
+        return (len(v) > 2 and not re.match(r"\d+(?:/|$)", v) and not re.match(_PLACEHOLDER, v, re.I)
+                and v not in ("[redacted", "****"))
     if kind == ASSIGNMENT:
         v = v.rstrip(".)]}")
-        if re.search(_NOT_SECRET_KEY, m.group("k")) or v.startswith(("/", "~", "./", "../", "http://", "https://")):
+        if re.search(_NOT_SECRET_KEY, m.group("k")) or v.startswith(_PATHS):
             return False
         # Names of keys ("api_key: see 1Password"), placeholders, numbers and words are fine.
         if re.match(_PLACEHOLDER, v, re.I) or v.isdigit() or len(v) < 6 and _classes(v) < 3:
@@ -208,7 +226,7 @@ def _keep(rule: _Rule, m: re.Match[str]) -> bool:
         return not (len(v) < 12 and _entropy(v) < 2.5)
     if kind == "password in text":
         v = v.rstrip(".,;:!?)]}")
-        if re.match(_PLACEHOLDER, v, re.I) or len(v) < 4:
+        if re.match(_PLACEHOLDER, v, re.I) or len(v) < 4 or v.startswith(_PATHS):  # PWD: '/Users/me'
             return False
         # Prose goes on with words ("the password is stored in 1Password"): a value is quoted, or
         # mixes letters with digits or symbols.
@@ -263,28 +281,41 @@ _B64_WORD = (r"(?<![A-Za-z0-9+/_-])(?=[A-Za-z0-9+/_-]*[A-Z])(?=[A-Za-z0-9+/_-]*[
              r"(?![A-Za-z0-9+/_=-])")
 
 
-def _wrapped(text: str) -> list[Finding]:
-    """Base64 words that decode to text holding a secret (a token wrapped for a header or a config
-    value): reported as the secret they wrap. Only printable text is looked into, at most 4 KB."""
+def _b64_text(word: str) -> str | None:
+    """The text a base64 word (standard or URL-safe, padding optional) decodes to, or None when it is
+    not base64 of printable UTF-8 text."""
     import base64
     import binascii
 
+    try:
+        raw = base64.b64decode(word + "=" * (-len(word) % 4), altchars=b"-_" if "-" in word or "_" in word else None,
+                               validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    if not decoded.isprintable() and not all(ch.isprintable() or ch in "\n\r\t" for ch in decoded):
+        return None
+    return decoded
+
+
+_WRAP_DEPTH = 2  # base64 in base64: a Kubernetes .dockerconfigjson wraps JSON whose "auth" is base64
+
+
+def _wrapped(text: str, depth: int) -> list[Finding]:
+    """Base64 words that decode to text holding a secret (a token wrapped for a header or a config
+    value): reported as the secret they wrap. Only printable text is looked into, at most 4 KB."""
     out = []
     for m in re.finditer(_B64_WORD, text):
         word = m.group()
         if len(word) > 5464:  # decodes to over 4 KB: an image or a file, not a wrapped token
             continue
-        try:
-            raw = base64.b64decode(word + "=" * (-len(word) % 4), altchars=b"-_" if "-" in word or "_" in word else None,
-                                   validate=True)
-            decoded = raw.decode("utf-8")
-        except (binascii.Error, ValueError):
+        decoded = _b64_text(word)
+        if decoded is None:
             continue
-        if not decoded.isprintable() and not all(ch.isprintable() or ch in "\n\r\t" for ch in decoded):
-            continue
-        found = _find(decoded, depth=1)
+        found = _find(decoded, depth=depth + 1)
         if found:
-            out.append(Finding(f"base64-encoded {found[0].kind}", m.start(), m.end()))
+            kind = found[0].kind
+            out.append(Finding(kind if kind.startswith("base64-encoded") else f"base64-encoded {kind}", m.start(), m.end()))
     return out
 
 
@@ -322,8 +353,8 @@ def _find(text: str, depth: int = 0) -> list[Finding]:
                 out.append(Finding(kind, m.start("v"), end))
             else:
                 out.append(Finding(kind, m.start(), m.end()))
-    if depth == 0 and longest >= _B64_MIN and re.search(_B64_WORD, longs):
-        out += _wrapped(text)
+    if depth < _WRAP_DEPTH and longest >= _B64_MIN and re.search(_B64_WORD, longs):
+        out += _wrapped(text, depth)
     out.sort(key=lambda f: (f.start, -f.end))
     kept: list[Finding] = []
     for f in out:
