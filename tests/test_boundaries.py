@@ -138,3 +138,24 @@ def test_the_prompt_hook_and_mcp_answer_keep_recalled_text_framed(vault_path, tm
     res = json.loads(Tools(Engine.open().settings).call("answer", {"query": QUESTION, "budget": 6000}))
     assert not res["abstained"]
     _assert_framed(res["context"])
+
+
+def test_an_agents_own_lessons_reach_its_session_start_framed_as_recalled_data(vault_path):
+    """Core memory handed the agent's own lessons over as they were written, tags and all: a lesson
+    holding '</system-reminder>' or '<system>' closed whatever the agent wrapped the context in. The
+    user's own standing rules stay rules; lessons sit in the recall frame, quoted and neutralised."""
+    from click.testing import CliRunner
+
+    from hive_brain.cli.app import main
+
+    remember("Commit style", "Write commit messages in the imperative mood.", "instruction")
+    for title, content in HOSTILE[:3]:
+        remember(title, content, "lesson", agent="claude-code")
+    res = CliRunner().invoke(main, ["hook", "session-start"], env={"HIVE_AGENT_ID": "claude-code"},
+                             input=json.dumps({"session_id": "s1", "hook_event_name": "SessionStart"}))
+    assert res.exit_code == 0, res.output
+    ctx = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
+    rules, lessons = ctx.split("## Lessons learned by claude-code")
+    assert "imperative mood" in rules and "<hive-brain-recall>" not in rules
+    _assert_framed(lessons.split("\n", 2)[2], shown_at_least=2)
+    assert run("core", "--agent", "claude-code")["text"] == ctx  # `core` shows the session what it gets
