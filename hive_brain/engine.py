@@ -183,6 +183,7 @@ class Engine:
             gens.warnings[:] = warned
         kept = self.memory.apply_pending()
         from .memory.conflicts import find
+        from .memory.core import oversized_core
         from .memory.deletions import came_back
         from .memory.deletions import keep as keep_returned
         from .memory.layers import path_readable
@@ -201,7 +202,8 @@ class Engine:
                 "pendingWrites": self.own_pending(kept), "secrets": secrets,
                 "conflicts": find(self.catalog, self.settings.agent_id), "damagedNow": found,
                 "cameBack": came_back(self.vault.state, self.catalog, agent), "kept": kept_back,
-                "damaged": damaged_files(self.vault.state), "warnings": list(dict.fromkeys([*gens.warnings, *log_warnings(self.vault.state)]))}
+                "damaged": damaged_files(self.vault.state), "warnings": list(dict.fromkeys([*gens.warnings, *log_warnings(self.vault.state),
+                                                 *oversized_core(self, agent)]))}
 
     def own_pending(self, records: list[dict]) -> list[dict]:
         """The caller's own pending writes: a record holds the write's arguments (a private memory's

@@ -297,8 +297,9 @@ def oversized_core(engine: EngineLike, agent: str | None) -> list[str]:
         body = _read_body(engine, rel)
         n = len(clean_core_body(body)) if body is not None else 0
         if n > CORE_NOTE_CHARS:
-            out.append(f"{rel} is {n:,} characters; keep it under about {CORE_NOTE_CHARS:,} (every session starts "
-                       "with it: move details into typed memories with `hive-brain remember`)")
+            out.append(f"{rel} is {n:,} characters, {n - CORE_NOTE_CHARS:,} over the {CORE_NOTE_CHARS:,} it should "
+                       "keep under (every session starts with it: move details into typed memories with "
+                       "`hive-brain remember`)")
     return out
 
 
