@@ -233,3 +233,17 @@ def test_a_scan_for_typed_memory_is_not_crowded_out_by_notes(deploy_vault):
         by_type = run("recall", "kamal", "--type", "fact", "--scope", "full-vault")
     assert [h["title"] for h in typed["hits"]] == ["Kamal secrets"], typed["hits"]
     assert [h["title"] for h in by_type["hits"]] == ["Kamal secrets"], by_type["hits"]
+
+
+def test_a_state_dir_without_write_permission_is_named(tmp_path, monkeypatch):
+    """(Tests run as root, for whom no folder is read-only: the permission answer is stood in for.)"""
+    from hive_brain.store import vault
+
+    state = tmp_path / "state" / "vid"
+    state.mkdir(parents=True)
+    assert vault.unusable_state(state) is None and vault.unusable_state(tmp_path / "new" / "vid") is None
+    monkeypatch.setattr(vault.os, "access", lambda p, mode: False)
+    assert vault.unusable_state(state) == f"{state} is not writable"
+    assert vault.unusable_state(tmp_path / "new" / "vid") == f"{tmp_path} is not writable (it should hold {tmp_path / 'new' / 'vid'})"
+    err = vault.state_unusable_error(state, PermissionError(13, "Permission denied"))
+    assert err is not None and err.kind == "StateUnusable" and "HIVE_BRAIN_STATE_DIR" in str(err)
