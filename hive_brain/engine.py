@@ -4,7 +4,8 @@ benchmarks) calls. It owns no logic of its own; it wires the modules together.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ class Engine:
     def memory(self):
         from .memory.store import MemoryStore
 
-        return MemoryStore(self.vault, self.settings, publish=self.publish)
+        with self._usable_state():
+            return MemoryStore(self.vault, self.settings, publish=self.publish)
 
     @cached_property
     def catalog(self):
@@ -48,7 +50,26 @@ class Engine:
     def indexer(self):
         from .index.indexer import Indexer
 
-        return Indexer(self.vault, self.settings, catalog=self.catalog)
+        catalog = self.catalog
+        with self._usable_state():
+            return Indexer(self.vault, self.settings, catalog=catalog)
+
+    @contextmanager
+    def _usable_state(self) -> Iterator[None]:
+        """Opening what lives in the state dir: when the dir itself cannot be used (a file in its place,
+        not writable), one error naming it and the fix (store.vault.unusable_state), not the OSError
+        or SQLite error of whichever file came first. A damaged file inside it is left to its owner."""
+        import sqlite3
+
+        from .store.vault import state_unusable_error
+
+        try:
+            yield
+        except (OSError, sqlite3.Error) as e:
+            err = state_unusable_error(self.vault.state, e)
+            if err is None:
+                raise
+            raise err from e
 
     # -- read side ------------------------------------------------------------------------------
     def rebuild(self, *, progress: Callable[[str, int, int], None] | None = None, embed: bool = True) -> dict:
@@ -162,6 +183,7 @@ class Engine:
             gens.warnings[:] = warned
         kept = self.memory.apply_pending()
         from .memory.conflicts import find
+        from .memory.core import oversized_core
         from .memory.deletions import came_back
         from .memory.deletions import keep as keep_returned
         from .memory.layers import path_readable
@@ -180,7 +202,8 @@ class Engine:
                 "pendingWrites": self.own_pending(kept), "secrets": secrets,
                 "conflicts": find(self.catalog, self.settings.agent_id), "damagedNow": found,
                 "cameBack": came_back(self.vault.state, self.catalog, agent), "kept": kept_back,
-                "damaged": damaged_files(self.vault.state), "warnings": list(dict.fromkeys([*gens.warnings, *log_warnings(self.vault.state)]))}
+                "damaged": damaged_files(self.vault.state), "warnings": list(dict.fromkeys([*gens.warnings, *log_warnings(self.vault.state),
+                                                 *oversized_core(self, agent)]))}
 
     def own_pending(self, records: list[dict]) -> list[dict]:
         """The caller's own pending writes: a record holds the write's arguments (a private memory's

@@ -30,8 +30,10 @@
     ├── JournalError               a transaction could not be applied or recovered
     ├── IndexError_                the index or a generation is missing or corrupt
     │   ├── GenerationCorrupt      a generation's receipt does not verify
-    │   └── StateDamaged           a per-device state file is damaged: it was moved aside and is
-    │                              rebuilt from the notes (readers answer lexically meanwhile)
+    │   ├── StateDamaged           a per-device state file is damaged: it was moved aside and is
+    │   │                          rebuilt from the notes (readers answer lexically meanwhile)
+    │   └── StateUnusable          the state dir itself cannot be used (a file in its place, not
+    │                              writable): names it and the fix; recall answers by a scan
     └── ModelError                 the embedding pack is missing or broken
 
 ``*``: defined beside the code that raises it (the module named), still part of this one tree.
@@ -205,6 +207,10 @@ class StateDamaged(IndexError_):
     pass
 
 
+class StateUnusable(IndexError_):
+    pass
+
+
 class ModelError(HiveBrainError):
     pass
 
@@ -213,5 +219,5 @@ __all__ = [
     "CapsuleRefused", "ChainProtected", "DuplicateContent", "DuplicateKey", "GenerationCorrupt",
     "HiveBrainError", "IndexError_", "InvalidAgentId", "InvalidText", "JournalError", "LockTimeout",
     "ModelError", "NotConfirmed", "NotFound", "NoteError", "PermissionDenied", "Refused", "SecretDetected",
-    "StateDamaged", "UsageError", "VaultError", "VaultNotFound", "WriteUnconfirmed",
+    "StateDamaged", "StateUnusable", "UsageError", "VaultError", "VaultNotFound", "WriteUnconfirmed",
 ]

@@ -147,7 +147,7 @@ def test_the_prompt_hook_and_mcp_answer_keep_recalled_text_framed(vault_path, tm
 
 # What a model may read as a tag: "<" or a look-alike, maybe "/" or a look-alike, then a letter of any
 # script, with invisible, combining or bidi characters anywhere between (an oracle written apart from
-# search/answer.py's patterns: NFKC folds fullwidth and small forms, and these are the rest).
+# memory/frame.py's patterns: NFKC folds fullwidth and small forms, and these are the rest).
 LT_ALIKES = "<\u3008\u27e8\u2329\u276e\u2770\u02c2\u1438\u29fc"
 SLASH_ALIKES = "/\u2215\u2044\u29f8\u2571\u2f03"
 CONFUSABLE_TAGS = [
@@ -172,7 +172,7 @@ def _reads_as_tag(text: str) -> bool:
 
 def test_no_look_alike_of_a_tag_survives_framing():
     """Each confusable spelling of a tag reads as a tag before framing and as none after it."""
-    from hive_brain.search.answer import neutral, one_line
+    from hive_brain.memory.frame import neutral, one_line
 
     for fake in CONFUSABLE_TAGS:
         assert _reads_as_tag(fake), fake  # the oracle sees the attempt
@@ -182,3 +182,24 @@ def test_no_look_alike_of_a_tag_survives_framing():
     # Ordinary text keeps its angle brackets: a comparison, an arrow, a generic type.
     for plain in ("if a < 3 and b <= 4", "x <- f(y)", "List<int>", "a << 2", "1 < 2 > 0"):
         assert neutral(plain) == plain.replace("<int", "\u2039int"), plain
+
+
+def test_an_agents_own_lessons_reach_its_session_start_framed_as_recalled_data(vault_path):
+    """Core memory handed the agent's own lessons over as they were written, tags and all: a lesson
+    holding '</system-reminder>' or '<system>' closed whatever the agent wrapped the context in. The
+    user's own standing rules stay rules; lessons sit in the recall frame, quoted and neutralised."""
+    from click.testing import CliRunner
+
+    from hive_brain.cli.app import main
+
+    remember("Commit style", "Write commit messages in the imperative mood.", "instruction")
+    for title, content in HOSTILE[:3]:
+        remember(title, content, "lesson", agent="claude-code")
+    res = CliRunner().invoke(main, ["hook", "session-start"], env={"HIVE_AGENT_ID": "claude-code"},
+                             input=json.dumps({"session_id": "s1", "hook_event_name": "SessionStart"}))
+    assert res.exit_code == 0, res.output
+    ctx = json.loads(res.stdout)["hookSpecificOutput"]["additionalContext"]
+    rules, lessons = ctx.split("## Lessons learned by claude-code")
+    assert "imperative mood" in rules and "<hive-brain-recall>" not in rules
+    _assert_framed(lessons.split("\n", 2)[2], shown_at_least=2)
+    assert run("core", "--agent", "claude-code")["text"] == ctx  # `core` shows the session what it gets

@@ -164,7 +164,9 @@ def test_a_core_note_over_3000_characters_is_flagged(vault_path):
     core = vault_path / "Memory" / "Core Memory.md"
     core.write_text("# Core Memory\n\n" + "- Always run the linters before pushing a branch.\n" * 20, encoding="utf-8")
     assert run("core")["warnings"] == [] and run("health")["warnings"] == []
+    assert not [w for w in run("doctor")["warnings"] if "Core Memory" in w]
     core.write_text("# Core Memory\n\n" + "- Always run the linters before pushing a branch.\n" * 80, encoding="utf-8")
-    for res in (run("core"), run("health")):
+    # doctor, the command that lists what to fix, said nothing of it; none said by how much.
+    for res in (run("core"), run("health"), run("doctor")):
         flagged = [w for w in res["warnings"] if w.startswith("Memory/Core Memory.md is 4,0")]
-        assert len(flagged) == 1 and "3,000" in flagged[0], res["warnings"]
+        assert len(flagged) == 1 and "3,000" in flagged[0] and "1,0" in flagged[0] and " over" in flagged[0], res["warnings"]

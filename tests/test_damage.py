@@ -243,6 +243,13 @@ def test_a_folder_where_the_lock_file_belongs_is_moved_aside_and_writes_go_on(va
     assert code == 0 and any(x["file"] == "lock" for x in status["damaged"]), status["damaged"]
     code, doc, _ = _cli("doctor")
     assert code == 0, doc
+    # What status and doctor say of it is what happened at the repair: a lock is replaced by a new
+    # lock file, not "rebuilt from the notes" (which they said of every file moved aside).
+    assert [x["fate"] for x in doc["damaged"] if x["file"] == "lock"] == ["replaced by a new lock file"]
+    for cmd in ("status", "doctor"):
+        shown = CliRunner().invoke(main, [cmd], catch_exceptions=False).output
+        assert "lock was moved aside as lock.damaged-" in shown and "replaced by a new lock file" in shown, shown
+        assert "rebuilt from the notes" not in shown, shown
 
 
 def test_a_damaged_generation_is_warned_of_once(vault_path):

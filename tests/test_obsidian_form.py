@@ -12,7 +12,7 @@ import pytest
 
 from hive_brain.store.notes import date_of, normal_date, parse_text, render
 
-from .helpers import remember, run
+from .helpers import cli_as, remember, run
 
 # Obsidian's "Date & time": no quotes, a T, no zone suffix (a `Z` or `+00:00` makes it Text).
 OBSIDIAN_DATETIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
@@ -170,3 +170,53 @@ def test_repair_restores_a_resurrected_version_with_a_wikilink_to_its_head(vault
     ahead = LINK.match(fm["superseded_by"])
     assert fm["status"] == "superseded" and ahead
     assert (ahead["target"] + ".md", ahead["id"]) == (v2["path"], v2["id"])
+
+
+def test_a_private_override_links_the_shared_memory_by_a_wikilink(vault_path: Path) -> None:
+    shared = remember("CI Node version", "The CI workflow matrix runs the test suite on Node 18.", "fact")
+    ov = run_as("a", "remember", "--type", "fact", "--title", "CI Node version for my fork", "--overrides",
+                shared["id"], "--content", "In my fork CI uses Node 22 because of fetch.")
+    link = LINK.match(_fm(vault_path / ov["path"])["overrides"])
+    assert link and (link["target"] + ".md", link["id"]) == (shared["path"], shared["id"])
+    assert run_as("a", "get", ov["id"])["meta"]["overrides"] == shared["id"]  # read as the id it names
+    # A new version of the override still overrides, written the same way.
+    ov2 = run_as("a", "evolve", ov["id"], "--content", "In my fork CI uses Node 24 because of fetch.")
+    link = LINK.match(_fm(vault_path / ov2["path"])["overrides"])
+    assert link and link["id"] == shared["id"]
+    hits = run_as("a", "recall", "which Node version does the CI workflow run", "--lexical")["hits"]
+    ids = [h["id"] for h in hits]
+    assert shared["id"] not in ids and ids[0] == ov2["id"] and hits[0]["overrides"] == shared["id"]
+
+
+@pytest.mark.parametrize("form", ["{id}", "'[[{stem}]]'"])
+def test_an_override_in_either_form_overrides(vault_path: Path, form: str) -> None:
+    shared = remember("CI Node version", "The CI workflow matrix runs the test suite on Node 18.", "fact")
+    rel = "Agents/a/Memory/ci-node-fork-000001.md"
+    (vault_path / rel).parent.mkdir(parents=True, exist_ok=True)
+    value = form.format(id=shared["id"], stem=Path(shared["path"]).stem)
+    (vault_path / rel).write_text(
+        "---\nid: mem-01cinodefork0000000000001\ntype: fact\ntitle: CI Node version for my fork\nlayer: private\n"
+        f"agent: a\nstatus: active\noverrides: {value}\ncreated: 2026-12-01T10:00:00\n---\n\n"
+        "In my fork CI uses Node 22 because of fetch.\n", encoding="utf-8")
+    hits = run_as("a", "recall", "which Node version does the CI workflow run", "--lexical")["hits"]
+    assert [h["id"] for h in hits][:1] == ["mem-01cinodefork0000000000001"] and hits[0]["overrides"] == shared["id"]
+    assert shared["id"] not in [h["id"] for h in hits]
+
+
+def test_repair_names_the_head_of_a_set_aside_copy_by_a_wikilink(vault_path: Path) -> None:
+    m = remember("Cluster size", "The production cluster runs on six nodes.", "fact")
+    text = (vault_path / m["path"]).read_text(encoding="utf-8")
+    copy = vault_path / m["path"].replace(".md", " (conflicted copy).md")
+    copy.write_text(text.replace("six nodes", "eight nodes"), encoding="utf-8")  # a sync tool's copy
+    run("repair-conflicts", "--confirm")
+    fms = {rel: _fm(vault_path / rel) for rel in (m["path"], str(copy.relative_to(vault_path)))}
+    aside = [fm for fm in fms.values() if "conflict_of" in fm]
+    assert len(aside) == 1, fms
+    link = LINK.match(aside[0]["conflict_of"])
+    head = next(rel for rel, fm in fms.items() if "conflict_of" not in fm)
+    assert link and link["target"] + ".md" == head and link["id"] == m["id"]
+    assert run("get", aside[0]["id"])["meta"]["conflict_of"] == m["id"]
+
+
+def run_as(agent: str, *args: str) -> dict:
+    return cli_as(*args, agent=agent)

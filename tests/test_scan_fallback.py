@@ -118,6 +118,29 @@ def test_recall_answers_when_the_state_dir_cannot_be_used(deploy_vault, tmp_path
     assert ops["hits"] and ops["operational"] == [] and any("operational events" in w for w in ops["warnings"])
 
 
+@pytest.mark.parametrize("where", ["parent", "state"])
+@pytest.mark.parametrize("args", [["status"], ["doctor"], ["core"], ["generations", "--prune"],
+                                  ["remember", "--type", "fact", "--title", "Port", "--content", "The API listens on 8080."]])
+def test_status_doctor_and_writes_name_an_unusable_state_dir_in_one_line(deploy_vault, tmp_path, monkeypatch,
+                                                                         where, args):
+    """A file where the state dir (or its parent) should be: status, doctor and every command that
+    opens the index died with a NotADirectoryError traceback. One line now, naming the path and the fix."""
+    blocker = tmp_path / "not-a-dir"
+    if where == "parent":
+        blocker.write_text("x")
+        monkeypatch.setenv("HIVE_BRAIN_STATE_DIR", str(blocker / "state"))
+    else:
+        monkeypatch.setenv("HIVE_BRAIN_STATE_DIR", str(blocker))
+        blocker.mkdir()
+        vid = json.loads((deploy_vault / ".hive-brain" / "vault.json").read_text())["vault_id"]
+        (blocker / vid).write_text("x")
+    code, out, err = _cli(*args)
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1, (code, out, err)
+    assert "state dir cannot be used" in err and "is a file, not a folder" in err and "HIVE_BRAIN_STATE_DIR" in err
+    res = run(*args, ok=False)
+    assert res["error"] == "StateUnusable" and res["stateDir"].startswith(str(blocker)), res
+
+
 def test_a_damaged_index_found_while_another_process_holds_the_lock_is_not_an_empty_vault(deploy_vault):
     """The damaged index was moved aside and an empty one read: "nothing relevant found", rc 0, wrong."""
     assert run("recall", "kamal deploy")["hits"]
@@ -210,3 +233,17 @@ def test_a_scan_for_typed_memory_is_not_crowded_out_by_notes(deploy_vault):
         by_type = run("recall", "kamal", "--type", "fact", "--scope", "full-vault")
     assert [h["title"] for h in typed["hits"]] == ["Kamal secrets"], typed["hits"]
     assert [h["title"] for h in by_type["hits"]] == ["Kamal secrets"], by_type["hits"]
+
+
+def test_a_state_dir_without_write_permission_is_named(tmp_path, monkeypatch):
+    """(Tests run as root, for whom no folder is read-only: the permission answer is stood in for.)"""
+    from hive_brain.store import vault
+
+    state = tmp_path / "state" / "vid"
+    state.mkdir(parents=True)
+    assert vault.unusable_state(state) is None and vault.unusable_state(tmp_path / "new" / "vid") is None
+    monkeypatch.setattr(vault.os, "access", lambda p, mode: False)
+    assert vault.unusable_state(state) == f"{state} is not writable"
+    assert vault.unusable_state(tmp_path / "new" / "vid") == f"{tmp_path} is not writable (it should hold {tmp_path / 'new' / 'vid'})"
+    err = vault.state_unusable_error(state, PermissionError(13, "Permission denied"))
+    assert err is not None and err.kind == "StateUnusable" and "HIVE_BRAIN_STATE_DIR" in str(err)

@@ -105,6 +105,20 @@ def _no_color() -> None:
     os.environ["NO_COLOR"] = "1"  # rich (and whatever else prints) honours the convention
 
 
+def _unusable_state(state: Any, e: Exception) -> HiveBrainError | None:
+    """The state dir's own error when ``e`` (an OSError or SQLite error) came from a state dir that
+    cannot be used (store.vault.unusable_state); None for anything else, which keeps its traceback."""
+    sqlite3 = sys.modules.get("sqlite3")
+    if not isinstance(state, State) or not (isinstance(e, OSError) or (sqlite3 and isinstance(e, sqlite3.Error))):
+        return None
+    from ..store.vault import open_vault, state_unusable_error
+
+    try:
+        return state_unusable_error(open_vault(state.settings(identify=False)).state, e)
+    except Exception:  # noqa: BLE001 - no vault or no settings: the original error stands
+        return None
+
+
 def command(name: str | None = None, *, group: click.Group | None = None, with_json: bool = True, **kw: Any):
     """A command whose core errors turn into one-line messages (or JSON) and exit codes.
 
@@ -126,8 +140,12 @@ def command(name: str | None = None, *, group: click.Group | None = None, with_j
                 click.echo("interrupted", err=True)
                 sys.exit(130)
             except Exception as e:
-                # Last line of defence: a state file damaged in a way no check met yet. One line
-                # naming the repair (doctor reads and repairs every derived file), no traceback.
+                # Last line of defence: a state dir that cannot be used (a file in its place, not
+                # writable), or a state file damaged in a way no check met yet. One line naming the
+                # repair, no traceback.
+                unusable = _unusable_state(args[0] if args else None, e)
+                if unusable is not None:
+                    fail(unusable, as_json)
                 sqlite3 = sys.modules.get("sqlite3")
                 if sqlite3 is None or not isinstance(e, sqlite3.DatabaseError):
                     raise

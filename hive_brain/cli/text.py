@@ -192,8 +192,8 @@ def damaged_line(d: dict, style: Style = no_style, esc: Escape = no_escape) -> s
     if d["movedTo"].startswith("journal/"):
         return (f"{style('yellow', 'damaged:')} journal record {esc(d['file'])} could not be trusted: neither applied "
                 f"nor undone; it and its files are kept in {esc(d['movedTo'])} (look at them, then delete them)")
-    return (f"{style('yellow', 'damaged:')} {esc(d['file'])} was moved aside as {esc(d['movedTo'])} and rebuilt from "
-            "the notes (delete it once you no longer need it)")
+    return (f"{style('yellow', 'damaged:')} {esc(d['file'])} was moved aside as {esc(d['movedTo'])} and "
+            f"{esc(d.get('fate') or 'rebuilt from the notes')} (delete it once you no longer need it)")
 
 
 def status_lines(res: dict, style: Style = no_style, esc: Escape = no_escape) -> list[str]:

@@ -22,6 +22,9 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("used-lesson", "Lessons answers keep using"),
     ("lesson", "Lessons learned"),
 )
+# Lessons are what agents learned and wrote, not rules the user gave: they reach a session framed
+# as recalled data (memory/frame.py), as every other read does, tags in them neutralised.
+FRAMED = frozenset({"used-lesson", "lesson"})
 MAX_ITEM_CHARS = 700
 CORE_NOTE_CHARS = 3000  # DESIGN: a Core Memory note is kept under about 3,000 characters (read at every start)
 USED_LESSONS = 5  # the "keep using" section is short: the few lessons answers lean on most
@@ -211,11 +214,31 @@ def _section_title(section: str, agent: str | None) -> str:
 def _render_item(it: dict) -> str:
     if it["section"] in ("core", "agent-core"):
         return it["text"]
+    if it["section"] in FRAMED:
+        from .frame import one_line, quote
+
+        return f"### {one_line(it['title'])} ({one_line(it.get('id') or it['type'])}) — {one_line(it['path'])}\n{quote(it['text'])}"
     return (
         f"- **{it['title']}**: {it['text']} ({it['id']})"
         if it.get("id")
         else f"- **{it['title']}**: {it['text']}"
     )
+
+
+def _opening(it: dict, agent: str | None) -> list[str]:
+    """The lines that open ``it``'s section: its heading, and the recall frame around lessons."""
+    if it["section"] in FRAMED:
+        from .frame import FRAME_OPEN
+        from .frame import HEADER as FRAME_HEADER
+
+        return [_section_heading(it, agent), "", FRAME_HEADER, FRAME_OPEN]
+    return [_section_heading(it, agent), ""]
+
+
+def _closing(section: str | None) -> list[str]:
+    from .frame import FRAME_CLOSE
+
+    return [FRAME_CLOSE] if section in FRAMED else []
 
 
 def _fit(items: list[dict], budget: int, agent: str | None) -> list[dict]:
@@ -225,7 +248,7 @@ def _fit(items: list[dict], budget: int, agent: str | None) -> list[dict]:
     for it in items:
         head = 0
         if it["section"] != section:
-            head = len(_section_heading(it, agent)) + 2
+            head = sum(len(x) + 1 for x in (*_opening(it, agent), *_closing(it["section"])))
         block = _render_item(it)
         if used + head + len(block) + 1 > budget:
             room = budget - used - head - 1
@@ -255,11 +278,13 @@ def render(items: list[dict], agent: str | None) -> str:
     section = None
     for it in items:
         if it["section"] != section:
+            out += _closing(section)
             if section is not None:
                 out.append("")
-            out += [_section_heading(it, agent), ""]
+            out += _opening(it, agent)
             section = it["section"]
         out.append(_render_item(it))
+    out += _closing(section)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -272,8 +297,9 @@ def oversized_core(engine: EngineLike, agent: str | None) -> list[str]:
         body = _read_body(engine, rel)
         n = len(clean_core_body(body)) if body is not None else 0
         if n > CORE_NOTE_CHARS:
-            out.append(f"{rel} is {n:,} characters; keep it under about {CORE_NOTE_CHARS:,} (every session starts "
-                       "with it: move details into typed memories with `hive-brain remember`)")
+            out.append(f"{rel} is {n:,} characters, {n - CORE_NOTE_CHARS:,} over the {CORE_NOTE_CHARS:,} it should "
+                       "keep under (every session starts with it: move details into typed memories with "
+                       "`hive-brain remember`)")
     return out
 
 

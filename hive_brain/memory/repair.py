@@ -51,7 +51,8 @@ class _Plan:
     def set_aside(self, kind: str, head: Entry, loser: Entry, *, new_id: str | None = None) -> None:
         """``loser`` becomes a superseded version that names ``head``; ``head`` lists it."""
         changes, _ = self._edit(loser)
-        changes.update(status="superseded", superseded_by=wikilink(head.path, head.id), conflict_of=head.id)
+        changes.update(status="superseded", superseded_by=wikilink(head.path, head.id),
+                       conflict_of=wikilink(head.path, head.id))
         if new_id:
             # A copy repeats the head's place in its chain; as a copy it supersedes nothing itself.
             changes.update(id=new_id, supersedes=None)

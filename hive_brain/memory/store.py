@@ -35,6 +35,7 @@ from ..store.journal import Transaction, write_session
 from ..store.notes import (
     content_hash,
     derive_memory_key,
+    linked_id,
     memory_filename,
     new_memory_id,
     now_iso,
@@ -236,7 +237,7 @@ class MemoryStore:
             "confidence": inp.confidence,
             "status": "active",
             "supersedes": supersedes,
-            "overrides": (inp.overrides or "").strip() or None,
+            "overrides": self._override_link(inp.overrides),
             "origin": inp.origin or ("agent" if self.agent else "user"),
             "created": ts,
             "updated": ts,
@@ -253,6 +254,13 @@ class MemoryStore:
         taken_paths.add(path)
         return path, meta, render(meta, inp.content)
 
+    def _override_link(self, overrides: str | None) -> str | None:
+        """The shared memory a private one overrides, as a wikilink to its note (as the version links
+        are written: Obsidian shows it); the id as given when no note has it (check_override says so)."""
+        oid = str(linked_id((overrides or "").strip()) or "").strip()
+        target = self.catalog.by_id(oid) if oid else None
+        return wikilink(target.path, target.id) if target is not None else (oid or None)
+
     def _check_unique(self, meta: dict, *, ignore_ids: set[str], pending: list[dict],
                       check_overrides: bool = True) -> None:
         layer, agent, task = meta["layer"], meta.get("agent") or "", meta.get("task") or ""
@@ -268,7 +276,7 @@ class MemoryStore:
                 continue
             raise DuplicateContent(f"the same content is already stored as {e.id} ({e.path})", hint="nothing to do")
         if meta.get("overrides") and check_overrides:
-            check_override(self.catalog, meta["overrides"], layer=layer, agent=agent,
+            check_override(self.catalog, str(linked_id(meta["overrides"])), layer=layer, agent=agent,
                            ignore_ids=frozenset(ignore_ids))
         for p in pending:
             if p["memory_key"] == meta["memory_key"] and p["layer"] == layer and (p.get("agent") or "") == agent:

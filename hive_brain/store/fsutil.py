@@ -150,7 +150,16 @@ def sqlite_tx(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 DAMAGED_MARK = ".damaged-"  # <name>.damaged-<UTC time>: a state file moved aside (see quarantine)
 
 
-def quarantine(path: Path, problem: str, *, fate: str = "rebuilt from the notes") -> Path | None:
+REBUILT = "rebuilt from the notes"
+LOCK_FATE = "replaced by a new lock file"
+
+
+def _is_lock(name: str) -> bool:
+    """A lock file's name (store.lock.FileLock's: the vault lock, the server's, its start lock, a log's)."""
+    return name == "lock" or name.endswith((".lock", ".starting"))
+
+
+def quarantine(path: Path, problem: str, *, fate: str = REBUILT) -> Path | None:
     """Move a damaged per-device state file or folder aside as ``<name>.damaged-<UTC time>`` (kept
     for inspection, never read again) and say so in one line on stderr; the caller then starts it
     afresh and rebuilds it from the notes. SQLite's ``-wal``/``-shm`` files go with it."""
@@ -217,7 +226,7 @@ def sqlite_damage(db: sqlite3.Connection) -> str | None:
 def damaged_files(state_dir: Path) -> list[dict[str, str]]:
     """Every state file moved aside as damaged (``quarantine``) and every journal record recovery
     could not trust (``journal/damaged/``), for ``status`` and ``doctor``: kept for inspection,
-    safe to delete once looked at."""
+    safe to delete once looked at. ``fate``: what took its place, as said when it was moved."""
     out: list[dict[str, str]] = []
     for base in (state_dir, state_dir / "generations", state_dir / "index", state_dir / "pending-writes"):
         try:
@@ -228,7 +237,8 @@ def damaged_files(state_dir: Path) -> list[dict[str, str]]:
             if DAMAGED_MARK in name and not name.endswith(("-wal", "-shm")):
                 what, _, since = name.partition(DAMAGED_MARK)
                 rel = (base / name).relative_to(state_dir).as_posix()
-                out.append({"file": (base / what).relative_to(state_dir).as_posix(), "movedTo": rel, "since": since})
+                out.append({"file": (base / what).relative_to(state_dir).as_posix(), "movedTo": rel, "since": since,
+                            "fate": LOCK_FATE if _is_lock(what) else REBUILT})
     jq = state_dir / "journal" / "damaged"
     try:
         for name in sorted(os.listdir(jq)):

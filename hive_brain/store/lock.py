@@ -47,9 +47,9 @@ def _open(path: Path) -> int:
     except IsADirectoryError:
         # A lock file holds nothing but who held it last: a folder in its place (a mistaken mkdir, a
         # sync tool) is moved aside, kept and listed by status/doctor, and a new lock file made.
-        from .fsutil import quarantine
+        from .fsutil import LOCK_FATE, quarantine
 
-        quarantine(path, "a folder stood where the lock file belongs", fate="replaced by a new lock file")
+        quarantine(path, "a folder stood where the lock file belongs", fate=LOCK_FATE)
         return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
 

@@ -278,9 +278,10 @@ def normal_date(v: Any) -> Any:
     return d.isoformat() + "Z"
 
 
-# Frontmatter keys that link one version of a memory to another. Written as Obsidian wikilinks to
-# the other version's note, so Obsidian's graph and backlinks show the chain; read as the linked id.
-LINK_KEYS = frozenset({"supersedes", "superseded_by", "rolled_up_into"})
+# Frontmatter keys that link one memory (version) to another: the chain's, a private override's
+# shared memory, a sync conflict's head. Written as Obsidian wikilinks to the other note, so Obsidian's
+# graph and backlinks show them; read as the linked id (a bare id, as older versions wrote, too).
+LINK_KEYS = frozenset({"supersedes", "superseded_by", "rolled_up_into", "overrides", "conflict_of"})
 _LINK_RE = re.compile(r"\[\[([^\[\]|#^]+)(?:#[^\[\]|]*)?(?:\|([^\[\]|]*))?\]\]")
 
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import VaultError, VaultNotFound
+from ..errors import StateUnusable, VaultError, VaultNotFound
 
 MARKER_DIR = ".hive-brain"
 MARKER_FILE = "vault.json"
@@ -152,6 +152,33 @@ def secure_state(state: Path) -> None:
             os.chmod(state, 0o700)
         except OSError:
             pass
+
+
+def unusable_state(state: Path) -> str | None:
+    """Why ``state`` cannot hold this device's index, catalog and generations (a file in its place or
+    in place of a parent, no write permission), or None when it can. Asked only once something under
+    it failed, to tell a state dir that cannot be used from a damaged file inside it."""
+    p = state
+    while not os.path.lexists(p) and p.parent != p:
+        p = p.parent
+    if not p.is_dir():
+        return f"{p} is a file, not a folder" if p.exists() else f"{p} is a broken link"
+    if not os.access(p, os.W_OK | os.X_OK):
+        return f"{p} is not writable" + (f" (it should hold {state})" if p != state else "")
+    return None
+
+
+def state_unusable_error(state: Path, cause: BaseException | None = None) -> StateUnusable | None:
+    """The one-line error for a state dir that cannot be used (None when it can: ``cause`` is then
+    something else, a damaged file, and is left to whoever handles that)."""
+    problem = unusable_state(state)
+    if problem is None:
+        return None
+    return StateUnusable(
+        f"the state dir cannot be used: {problem}",
+        hint="move that aside or make it a writable folder, or set HIVE_BRAIN_STATE_DIR to one; the index is "
+             "rebuilt from the notes, and `hive-brain recall` answers by scanning them meanwhile",
+        stateDir=str(state), problem=problem, cause=str(cause)[:200] if cause is not None else None)
 
 
 def open_vault(settings: Settings, *, cwd: Path | None = None) -> Vault:
