@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -391,6 +392,11 @@ class IndexingLoop:
     def _first_index(self, eng: Any) -> bool:
         t0, c0 = time.monotonic(), time.process_time()
         idx = eng.indexer
+        if idx.pack_dir is not None and "lancedb" not in sys.modules:
+            # The vectors' first read needs lancedb (~0.6 CPU-s to import, mostly Python): imported on a
+            # thread of its own while the catch-up and the models' loading (native, GIL released for
+            # most of it) run, instead of after them. A failure here is met again, and reported, there.
+            threading.Thread(target=_import_quietly, name="import-lancedb", daemon=True).start()
         with self.cond:
             seq = self._begin_cycle()
         res = self._catch_up(idx, lock_timeout=2.0, label="serve: start")
@@ -451,9 +457,14 @@ class IndexingLoop:
         view = assemble(lexical=snap.lexical, catalog=idx.catalog, generation=snap.generation, vectors=snap.vectors,
                         embedder=snap.embedder, off_reason=snap.semantic_off, pending=snap.pending,
                         warnings=snap.warnings)
+        from .sockets import PROMPT_RERANK_COLD
+
         try:
-            contextual_answer(lambda q, **o: search(view, q, agent=None, **o), "how do we deploy the web app?",
-                              budget=2000)
+            # As the first prompt is answered (the prompt op's bound on cold passages): its model runs and
+            # code paths are paid here, not the second model's vectors of every candidate of a made-up
+            # question (the read-ahead after ``ready`` computes those).
+            contextual_answer(lambda q, **o: search(view, q, agent=None, rerank_cold=PROMPT_RERANK_COLD, **o),
+                              "how do we deploy the web app?", budget=2000)
         except Exception:  # noqa: BLE001 - a failure here is met again, and reported, by the first request
             self.log.exception("warming the read path failed")
 
@@ -685,3 +696,10 @@ class IndexingLoop:
                     self._last_event = time.monotonic() + 1.0
             finally:
                 idx.lexical.finish_merges()  # after the cycle's readers got their snapshot
+
+
+def _import_quietly() -> None:
+    from ..index.vectors import import_lancedb
+
+    with contextlib.suppress(Exception):
+        import_lancedb()
