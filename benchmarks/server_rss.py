@@ -95,6 +95,11 @@ def one_run(vault: Path, state: Path, questions: Sequence[Mapping[str, Any]], en
                     curve.append({"recalls": i + 1, **mem_mb(pid)})
             time.sleep(QUIET_S)  # the server trims its heap once quiet (daemon/server.py, _trim_heap)
             curve.append({"recalls": recalls, "quiet_s": QUIET_S, **mem_mb(pid)})
+            from hive_brain.daemon.server import BATCH_IDLE_S, LIFE_CHECK_S
+
+            release_s = BATCH_IDLE_S + 2 * LIFE_CHECK_S + 1.0  # and releases the batch sessions when idle
+            time.sleep(release_s - QUIET_S)
+            curve.append({"recalls": recalls, "quiet_s": release_s, **mem_mb(pid)})
             return {"ready_s": round(ready_s, 2), "idle_s": round(idle_s, 2), "curve": curve,
                     "latency": latency_summary(lat), "ready_line": ready_line(state)}
     finally:
@@ -168,12 +173,13 @@ def summary(result: Mapping[str, Any]) -> list[list[Any]]:
         runs = [r for r in result["runs"] if r["variant"] == name]
         idle = median(r["curve"][0]["VmRSS"] for r in runs)
         anon = median(r["curve"][0].get("RssAnon", 0) for r in runs)
-        end = median(r["curve"][-1]["VmRSS"] for r in runs)
+        end = median(r["curve"][-2]["VmRSS"] for r in runs)
+        idle_end = median(r["curve"][-1]["VmRSS"] for r in runs)
         peak = max(r["curve"][-1].get("VmHWM", 0) for r in runs)
         p50 = median(r["latency"]["median_ms"] for r in runs)
         p95 = median(r["latency"]["p95_ms"] for r in runs)
         ready = median(r["ready_s"] for r in runs)
-        rows.append([name, len(runs), ready, idle, anon, end, peak, round(p50, 1), round(p95, 1)])
+        rows.append([name, len(runs), ready, idle, anon, end, idle_end, peak, round(p50, 1), round(p95, 1)])
     return rows
 
 
@@ -195,7 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r} (known: {', '.join(VARIANTS)})")
     result = run(a.notes, a.recalls, a.step, a.rounds, variants, a.work)
-    head = ["variant", "runs", "ready s", "idle RSS MB", "idle anon MB", f"RSS after {a.recalls} + {QUIET_S:g} s quiet MB", "peak MB",
+    head = ["variant", "runs", "ready s", "idle RSS MB", "idle anon MB", f"RSS after {a.recalls} + {QUIET_S:g} s quiet MB",
+            "then idle 35 s MB", "peak MB",
             "recall p50 ms", "p95 ms"]
     print(f"server RSS, {result['notes']} notes hybrid, load {result['load_start']} -> {result['load_end']}")
     print(" | ".join(head))

@@ -493,6 +493,17 @@ class IndexingLoop:
             self.log.exception("embedding pack unusable; semantic search is off")
             self._sem = (None, None, f"embedding pack unusable: {type(e).__name__}: {e}")
 
+    def release_batch_sessions(self) -> bool:
+        """Release the embedder's and the reranker's batch sessions (idle: see server.BATCH_IDLE_S);
+        True if any was released."""
+        released = False
+        for model in (self._sem[1], self._rr_model):
+            if model is not None and hasattr(model, "release_batch_session"):
+                released = bool(model.release_batch_session()) or released
+        if released:
+            self.log.info("idle: the models' batch sessions released (loaded again for the next batch)")
+        return released
+
     @property
     def rerank_ahead(self) -> int:
         return len(self._rr_todo)
