@@ -78,6 +78,7 @@ def one_run(vault: Path, state: Path, questions: Sequence[Mapping[str, Any]], en
         t0 = time.perf_counter()
         with running_server(vault, state, timeout=600.0) as srv:
             ready_s = time.perf_counter() - t0
+            ready_cpu = process_cpu_s(srv["pid"])  # the server's own CPU from its start to ready
             restore_env(saved)  # at once: this process's own allocations are not measured
             wait_server_idle(state, timeout=1800.0)
             idle_s = time.perf_counter() - t0
@@ -100,10 +101,19 @@ def one_run(vault: Path, state: Path, questions: Sequence[Mapping[str, Any]], en
             release_s = BATCH_IDLE_S + 2 * LIFE_CHECK_S + 1.0  # and releases the batch sessions when idle
             time.sleep(release_s - QUIET_S)
             curve.append({"recalls": recalls, "quiet_s": release_s, **mem_mb(pid)})
-            return {"ready_s": round(ready_s, 2), "idle_s": round(idle_s, 2), "curve": curve,
+            return {"ready_s": round(ready_s, 2), "ready_cpu_s": ready_cpu, "idle_s": round(idle_s, 2), "curve": curve,
                     "latency": latency_summary(lat), "ready_line": ready_line(state)}
     finally:
         restore_env(saved)
+
+
+def process_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds process ``pid`` has used so far (all its threads)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
 
 
 def ready_line(state: Path) -> str | None:
@@ -179,7 +189,9 @@ def summary(result: Mapping[str, Any]) -> list[list[Any]]:
         p50 = median(r["latency"]["median_ms"] for r in runs)
         p95 = median(r["latency"]["p95_ms"] for r in runs)
         ready = median(r["ready_s"] for r in runs)
-        rows.append([name, len(runs), ready, idle, anon, end, idle_end, peak, round(p50, 1), round(p95, 1)])
+        cpus = [r["ready_cpu_s"] for r in runs if r.get("ready_cpu_s") is not None]
+        ready_cpu = median(cpus) if cpus else None
+        rows.append([name, len(runs), ready, ready_cpu, idle, anon, end, idle_end, peak, round(p50, 1), round(p95, 1)])
     return rows
 
 
@@ -201,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r} (known: {', '.join(VARIANTS)})")
     result = run(a.notes, a.recalls, a.step, a.rounds, variants, a.work)
-    head = ["variant", "runs", "ready s", "idle RSS MB", "idle anon MB", f"RSS after {a.recalls} + {QUIET_S:g} s quiet MB",
+    head = ["variant", "runs", "ready s", "ready CPU-s", "idle RSS MB", "idle anon MB", f"RSS after {a.recalls} + {QUIET_S:g} s quiet MB",
             "then idle 35 s MB", "peak MB",
             "recall p50 ms", "p95 ms"]
     print(f"server RSS, {result['notes']} notes hybrid, load {result['load_start']} -> {result['load_end']}")

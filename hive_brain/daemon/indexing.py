@@ -392,11 +392,12 @@ class IndexingLoop:
     def _first_index(self, eng: Any) -> bool:
         t0, c0 = time.monotonic(), time.process_time()
         idx = eng.indexer
-        if idx.pack_dir is not None and "lancedb" not in sys.modules:
-            # The vectors' first read needs lancedb (~0.6 CPU-s to import, mostly Python): imported on a
-            # thread of its own while the catch-up and the models' loading (native, GIL released for
-            # most of it) run, instead of after them. A failure here is met again, and reported, there.
-            threading.Thread(target=_import_quietly, name="import-lancedb", daemon=True).start()
+        if idx.pack_dir is not None:
+            # What the vectors and the second model need, on a thread of its own while the catch-up and
+            # e5's loading run, instead of after them: lancedb's import (~0.6 CPU-s, mostly Python) and
+            # the reranker's sessions (native, the GIL released for most of it). A failure here is met
+            # again, and reported, where they are used.
+            threading.Thread(target=_preload, args=(idx.pack_dir,), name="preload", daemon=True).start()
         with self.cond:
             seq = self._begin_cycle()
         res = self._catch_up(idx, lock_timeout=2.0, label="serve: start")
@@ -709,8 +710,15 @@ class IndexingLoop:
                 idx.lexical.finish_merges()  # after the cycle's readers got their snapshot
 
 
-def _import_quietly() -> None:
+def _preload(pack_dir: Any) -> None:
+    from types import SimpleNamespace
+
     from ..index.vectors import import_lancedb
+    from ..search import rerank
 
     with contextlib.suppress(Exception):
-        import_lancedb()
+        if "lancedb" not in sys.modules:
+            import_lancedb()
+        model = rerank.model_for(SimpleNamespace(pack_dir=pack_dir))  # get_embedder keeps it for the server
+        if model is not None:
+            model.enable_single_session()

@@ -134,8 +134,9 @@ class Embedder:
         synchronising on a busy 2-core machine took twice as long as one (e5 48 -> 25 ms, MiniLM 22 ->
         9 ms per question at load 2-4, measured). Batches keep the shared session and its threads.
         Costs the model's memory once more (~100 MB for e5-small), so a one-shot process does not."""
-        if self._single is None:
-            self._single = _load_session(self.pack_dir, 1)
+        with self._session_lock:  # the server may load it from two threads at start
+            if self._single is None:
+                self._single = _load_session(self.pack_dir, 1)
 
     def release_batch_session(self) -> bool:
         """Drop the batch session while a one-thread question session answers (a warm server with
@@ -381,6 +382,7 @@ def _first_line(exc: BaseException) -> str:
 
 _CACHE: dict[str, tuple[int, Embedder]] = {}
 _CACHE_LOCK = threading.Lock()
+_LOAD_LOCKS: dict[str, threading.Lock] = {}
 
 
 def get_embedder(pack_dir: Path) -> Embedder:
@@ -395,7 +397,15 @@ def get_embedder(pack_dir: Path) -> Embedder:
         cached = _CACHE.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        # Loading under the lock: two threads asking at once must not load 400 MB twice.
+        load_lock = _LOAD_LOCKS.setdefault(key, threading.Lock())
+    # Loading under the pack's own lock: two threads asking for one pack at once must not load it
+    # twice, and two packs (e5 and the reranker, at a server's start) load side by side.
+    with load_lock:
+        with _CACHE_LOCK:
+            cached = _CACHE.get(key)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
         embedder = Embedder.load(pack_dir)
-        _CACHE[key] = (stamp, embedder)
+        with _CACHE_LOCK:
+            _CACHE[key] = (stamp, embedder)
         return embedder
