@@ -169,7 +169,7 @@ class Server:
         self.indexing.alive = self.check_life
         self.indexing.on_dead = self.stop_because
         self.sockets = SocketServer(self)
-        self._work_seen: tuple[Any, ...] | None = None  # _trim_heap: the work counters last seen,
+        self._work_seen: tuple[Any, ...] | None = None  # _trim_heap: the work last seen (not catch-ups),
         self._work_at = time.monotonic()  # and when they last changed
         self._threads: list[threading.Thread] = []
         self.started_at: float | None = None
@@ -286,8 +286,11 @@ class Server:
         snap = loop.snap
         work = (self.sockets.stats["requests"], loop.cycles, loop.rerank_ahead, snap.pending if snap else None)
         now = time.monotonic()
-        if work != self._work_seen:
-            self._work_seen, self._work_at = work, now
+        # Idle: no request and no new generation (a catch-up that finds nothing, every RESYNC_S, is not work).
+        busy = (self.sockets.stats["requests"], snap.generation if snap else None, loop.rerank_ahead,
+                snap.pending if snap else None)
+        if busy != self._work_seen:
+            self._work_seen, self._work_at = busy, now
         quiet = now - self.sockets.last_active
         released = False
         if snap is not None and not snap.pending and not loop.rerank_ahead and min(quiet, now - self._work_at) >= BATCH_IDLE_S:
