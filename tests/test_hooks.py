@@ -288,6 +288,17 @@ def test_prompt_hook_with_no_index_answers_by_scanning_and_asks_for_a_rebuild(va
     assert status(tmp_path)["last"]["prompt"]["mode"] == "lexical"
 
 
+def test_prompt_hook_answers_by_scanning_when_the_state_dir_cannot_be_used(vault_path, tmp_path):
+    """A file where the state dir should be: no index can be read or built; the notes still answer."""
+    (vault_path / "Projects" / "Package manager.md").write_text("Always use pnpm, never npm.\n")
+    (tmp_path / "blocker").write_text("x")
+    code, out, err, _ = hook("prompt", {"prompt": "which package manager, pnpm or npm?"},
+                             env={"HIVE_BRAIN_STATE_DIR": str(tmp_path / "blocker" / "state")})
+    assert code == 0, err
+    ctx = context_of(out)
+    assert "pnpm" in ctx and "plain scan of the notes" in ctx, (out, err)
+
+
 def test_prompt_hook_with_no_index_starts_the_server_to_build_it(vault_path, tmp_path):
     """Autostart on (the default): the scan answers, then the server is started after the answer, and
     it indexes on start; no detached rebuild competes with it for the same cores."""
