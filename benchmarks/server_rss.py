@@ -8,13 +8,18 @@ idle after ready, then after every ``--step`` of ``--recalls`` semantic recalls 
 recalls' latency (p50/p95).
 
     python -m benchmarks.server_rss --notes 1000 --recalls 200 --before /work/main --variants before,base
+    python -m benchmarks.server_rss --notes 1000 --work /tmp/rss1k     # keeps the embedded vault for the next run
+
+Each run also records the server's own ``ready in ...`` log line (wall and CPU per start phase).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +37,7 @@ from .common import (
     proc_memory_kb,
     restore_env,
     running_server,
+    state_dir_at,
     temp_dir,
     temp_state_dir,
     wait_server_idle,
@@ -72,6 +78,7 @@ def one_run(vault: Path, state: Path, questions: Sequence[Mapping[str, Any]], en
         t0 = time.perf_counter()
         with running_server(vault, state, timeout=600.0) as srv:
             ready_s = time.perf_counter() - t0
+            ready_cpu = process_cpu_s(srv["pid"])  # the server's own CPU from its start to ready
             restore_env(saved)  # at once: this process's own allocations are not measured
             wait_server_idle(state, timeout=1800.0)
             idle_s = time.perf_counter() - t0
@@ -89,29 +96,69 @@ def one_run(vault: Path, state: Path, questions: Sequence[Mapping[str, Any]], en
                     curve.append({"recalls": i + 1, **mem_mb(pid)})
             time.sleep(QUIET_S)  # the server trims its heap once quiet (daemon/server.py, _trim_heap)
             curve.append({"recalls": recalls, "quiet_s": QUIET_S, **mem_mb(pid)})
-            return {"ready_s": round(ready_s, 2), "idle_s": round(idle_s, 2), "curve": curve,
-                    "latency": latency_summary(lat)}
+            from hive_brain.daemon.server import BATCH_IDLE_S, LIFE_CHECK_S
+
+            release_s = BATCH_IDLE_S + 2 * LIFE_CHECK_S + 1.0  # and releases the batch sessions when idle
+            time.sleep(release_s - QUIET_S)
+            curve.append({"recalls": recalls, "quiet_s": release_s, **mem_mb(pid)})
+            return {"ready_s": round(ready_s, 2), "ready_cpu_s": ready_cpu, "idle_s": round(idle_s, 2), "curve": curve,
+                    "latency": latency_summary(lat), "ready_line": ready_line(state)}
     finally:
         restore_env(saved)
 
 
-def run(notes: int, recalls: int, step: int, rounds: int, variants: Sequence[str]) -> dict[str, Any]:
+def process_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds process ``pid`` has used so far (all its threads)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
+
+
+def ready_line(state: Path) -> str | None:
+    """The server's last ``ready in ...`` log line (each start phase's wall and CPU time)."""
+    try:
+        lines = [ln for ln in (state / "server.log").read_text().splitlines() if "ready in " in ln]
+    except OSError:
+        return None
+    return lines[-1].split("ready in ", 1)[1] if lines else None
+
+
+@contextlib.contextmanager
+def _workplace(work: Path | None) -> Any:
+    """``work`` (kept, reused when it already holds the vault) or a temp dir removed after."""
+    if work is None:
+        with temp_state_dir(), temp_dir("hb-bench-rss-") as tmp:
+            yield tmp
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    with state_dir_at(work / "state"):
+        yield work
+
+
+def run(notes: int, recalls: int, step: int, rounds: int, variants: Sequence[str],
+        work_dir: Path | None = None) -> dict[str, Any]:
     pack, why = embedding_pack()
     if pack is None:
         raise SystemExit(f"server_rss needs the embedding pack: {why}")
     from hive_brain.engine import Engine
 
     out: dict[str, Any] = {"notes": notes, "recalls": recalls, "load_start": load_average(), "runs": []}
-    with temp_state_dir() as _root, temp_dir("hb-bench-rss-") as work, model_dir(pack):
+    with _workplace(work_dir) as work, model_dir(pack):
         # A runtime dir of its own: a `serve --stop --all` elsewhere on the machine must not stop these
         # servers mid-run (seen: a run's first server vanished while it embedded).
         os.environ["XDG_RUNTIME_DIR"] = str(work / "run")
-        (work / "run").mkdir(mode=0o700)
+        (work / "run").mkdir(mode=0o700, exist_ok=True)
         vault = work / "vault"
-        fx = fixtures.generate(vault, notes, queries=min(recalls, 200))
-        questions = fx["questions"]
+        made = work / "questions.json"
+        if not made.is_file():
+            shutil.rmtree(vault, ignore_errors=True)
+            fx = fixtures.generate(vault, notes, queries=min(recalls, 200))
+            made.write_text(json.dumps(fx["questions"]))
+        questions = json.loads(made.read_text())
         state = Engine.open(vault).vault.state
-        log(f"server_rss {notes}: first server indexes and embeds the vault")
+        log(f"server_rss {notes}: first server indexes and embeds the vault (a kept one: catches up)")
         t0 = time.perf_counter()
         try:
             with running_server(vault, state, timeout=3600.0):
@@ -136,12 +183,15 @@ def summary(result: Mapping[str, Any]) -> list[list[Any]]:
         runs = [r for r in result["runs"] if r["variant"] == name]
         idle = median(r["curve"][0]["VmRSS"] for r in runs)
         anon = median(r["curve"][0].get("RssAnon", 0) for r in runs)
-        end = median(r["curve"][-1]["VmRSS"] for r in runs)
+        end = median(r["curve"][-2]["VmRSS"] for r in runs)
+        idle_end = median(r["curve"][-1]["VmRSS"] for r in runs)
         peak = max(r["curve"][-1].get("VmHWM", 0) for r in runs)
         p50 = median(r["latency"]["median_ms"] for r in runs)
         p95 = median(r["latency"]["p95_ms"] for r in runs)
         ready = median(r["ready_s"] for r in runs)
-        rows.append([name, len(runs), ready, idle, anon, end, peak, round(p50, 1), round(p95, 1)])
+        cpus = [r["ready_cpu_s"] for r in runs if r.get("ready_cpu_s") is not None]
+        ready_cpu = median(cpus) if cpus else None
+        rows.append([name, len(runs), ready, ready_cpu, idle, anon, end, idle_end, peak, round(p50, 1), round(p95, 1)])
     return rows
 
 
@@ -154,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--variants", default="base")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--before", type=Path, default=None, help="a checkout whose server is the 'before' variant")
+    ap.add_argument("--work", type=Path, default=None, help="keep the embedded vault here and reuse it")
     a = ap.parse_args(argv)
     if a.before is not None:
         VARIANTS["before"] = {"PYTHONPATH": str(a.before.resolve())}
@@ -161,8 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for v in variants:
         if v not in VARIANTS:
             ap.error(f"unknown variant {v!r} (known: {', '.join(VARIANTS)})")
-    result = run(a.notes, a.recalls, a.step, a.rounds, variants)
-    head = ["variant", "runs", "ready s", "idle RSS MB", "idle anon MB", f"RSS after {a.recalls} + {QUIET_S:g} s quiet MB", "peak MB",
+    result = run(a.notes, a.recalls, a.step, a.rounds, variants, a.work)
+    head = ["variant", "runs", "ready s", "ready CPU-s", "idle RSS MB", "idle anon MB", f"RSS after {a.recalls} + {QUIET_S:g} s quiet MB",
+            "then idle 35 s MB", "peak MB",
             "recall p50 ms", "p95 ms"]
     print(f"server RSS, {result['notes']} notes hybrid, load {result['load_start']} -> {result['load_end']}")
     print(" | ".join(head))
@@ -170,6 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(" | ".join(str(x) for x in row))
     for r in result["runs"]:
         print(r["variant"], r["round"], "curve VmRSS:", [c["VmRSS"] for c in r["curve"]])
+        print(r["variant"], r["round"], "ready in", r.get("ready_line"))
     path = a.json or Path("benchmarks/results") / f"{NAME}-{result['notes']}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))

@@ -223,6 +223,25 @@ def test_a_single_threaded_session_for_one_text_gives_the_same_vectors(pack_dir:
     assert np.allclose(single.embed_passages(texts), shared.embed_passages(texts), atol=1e-5)
 
 
+def test_an_idle_embedder_releases_its_batch_session_and_gives_the_same_vectors(pack_dir: Path) -> None:
+    """A warm server with nothing to embed drops the batch session (the model's memory once less); a
+    few texts then run on the question session, a large batch loads the batch session again."""
+    from hive_brain.embedding.embedder import SMALL_BATCH
+
+    emb = Embedder.load(pack_dir)
+    assert not emb.release_batch_session()  # no question session: the batch session answers everything
+    emb.enable_single_session()
+    few = ["Use pnpm, never npm.", "The web app is deployed on Fly.io.", "Rotate the keys every quarter."]
+    many = [f"passage {i}: the release is tagged, then announced in #eng" for i in range(SMALL_BATCH + 4)]
+    want_few, want_many = emb.embed_passages(few), emb.embed_passages(many)
+    assert emb.release_batch_session() and emb._session is None
+    assert not emb.release_batch_session()
+    assert np.allclose(emb.embed_passages(few), want_few, atol=1e-5)
+    assert emb._session is None  # a few texts: the question session, no load
+    assert np.allclose(emb.embed_passages(many), want_many, atol=1e-5)
+    assert emb._session is not None  # loaded again for the batch
+
+
 def test_fixed_texts_are_embedded_once_per_pack_and_a_torn_file_is_recomputed(tmp_path: Path) -> None:
     from hive_brain.embedding.fixed import cache_path, cached
 

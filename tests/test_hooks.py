@@ -252,25 +252,74 @@ def test_prompt_hook_reads_only_the_transcript_tail(indexed, tmp_path):
     assert code == 0 and "Key rotation procedure" in context_of(out)
 
 
-def test_prompt_hook_never_indexes_but_asks_for_a_rebuild(vault_path, tmp_path):
-    # A note written by hand (a CLI write would publish an index generation).
-    (vault_path / "Projects" / "Package manager.md").write_text("Always use pnpm, never npm.\n")
-    code, out, err, _ = hook("prompt", {"prompt": "which package manager?"})
-    assert code == 0, err
-    # No memory injected; the user is told the index is being built by a detached process.
-    assert "hookSpecificOutput" not in (out or {})
-    assert "building its index" in (out or {}).get("systemMessage", "")
-    assert status(tmp_path)["last"]["prompt"]["mode"] == "no-index"
+def _wait_for_an_index(timeout: float = 60.0) -> None:
     from hive_brain.engine import Engine
 
     eng = Engine.open()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + timeout
     while eng.indexer.gens.current_id() is None and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert eng.indexer.gens.current_id() is not None, "the background rebuild did not run"
+    assert eng.indexer.gens.current_id() is not None, "the index was not built in the background"
     time.sleep(0.5)  # let the detached rebuild release the lock and exit
+
+
+@pytest.mark.parametrize("how", ["never indexed", "state dir deleted"])
+def test_prompt_hook_with_no_index_answers_by_scanning_and_asks_for_a_rebuild(vault_path, tmp_path, how):
+    """No index at all and no server (a fresh vault, the state dir deleted): the hook abstained with
+    "building its index" and injected nothing, where a scan of the notes answers (issue 26). It still
+    never indexes itself: a detached rebuild builds the index for the next prompt."""
+    import shutil
+
+    # A note written by hand (a CLI write would publish an index generation).
+    (vault_path / "Projects" / "Package manager.md").write_text("Always use pnpm, never npm.\n")
+    if how == "state dir deleted":
+        from hive_brain.engine import Engine
+
+        Engine.open().rebuild(embed=False)
+        shutil.rmtree(tmp_path / "state")
+    code, out, err, _ = hook("prompt", {"prompt": "which package manager, pnpm or npm?"})
+    assert code == 0, err
+    ctx = context_of(out)
+    assert "pnpm" in ctx and "plain scan of the notes" in ctx, (out, err)
+    assert status(tmp_path)["last"]["prompt"]["mode"] == "scan"
+    _wait_for_an_index()
     code, out, err, _ = hook("prompt", {"prompt": "which package manager?"})
-    assert code == 0 and "pnpm" in context_of(out)
+    assert code == 0 and "pnpm" in context_of(out) and "plain scan" not in context_of(out), (out, err)
+    assert status(tmp_path)["last"]["prompt"]["mode"] == "lexical"
+
+
+def test_prompt_hook_answers_by_scanning_when_the_state_dir_cannot_be_used(vault_path, tmp_path):
+    """A file where the state dir should be: no index can be read or built; the notes still answer."""
+    (vault_path / "Projects" / "Package manager.md").write_text("Always use pnpm, never npm.\n")
+    (tmp_path / "blocker").write_text("x")
+    code, out, err, _ = hook("prompt", {"prompt": "which package manager, pnpm or npm?"},
+                             env={"HIVE_BRAIN_STATE_DIR": str(tmp_path / "blocker" / "state")})
+    assert code == 0, err
+    ctx = context_of(out)
+    assert "pnpm" in ctx and "plain scan of the notes" in ctx, (out, err)
+
+
+def test_prompt_hook_with_no_index_starts_the_server_to_build_it(vault_path, tmp_path):
+    """Autostart on (the default): the scan answers, then the server is started after the answer, and
+    it indexes on start; no detached rebuild competes with it for the same cores."""
+    from hive_brain.config import resolve
+    from hive_brain.daemon.server import stop_server
+    from hive_brain.rpc import client
+    from hive_brain.store.vault import open_vault
+
+    (vault_path / "Projects" / "Package manager.md").write_text("Always use pnpm, never npm.\n")
+    state = open_vault(resolve()).state
+    try:
+        code, out, err, _ = hook("prompt", {"prompt": "which package manager, pnpm or npm?"},
+                                 env={"HIVE_BRAIN_AUTOSTART": "1"})
+        assert code == 0 and "pnpm" in context_of(out), (out, err)
+        last = status(tmp_path)["last"]["prompt"]
+        assert last["mode"] == "scan" and last["serverStarted"] is True, last
+        assert not (state / "hooks" / "rebuild-requested").exists()
+        client.wait_ready(state, 60)
+        _wait_for_an_index()
+    finally:
+        stop_server(state, timeout=30)
 
 
 def test_prompt_hook_scans_the_notes_when_the_index_files_are_gone(vault_path, tmp_path):

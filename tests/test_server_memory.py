@@ -66,3 +66,32 @@ def test_the_server_trims_its_heap_once_quiet_after_work(vault_path: Path, monke
     assert srv._trim_heap(done) == done and calls == [1]
     srv.sockets.last_active = time.monotonic() - 60
     assert srv._trim_heap(done) != done and calls == [1, 1]
+
+
+def test_an_idle_server_releases_its_batch_sessions_though_resync_catch_ups_go_on(
+        vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing to embed or read ahead and no request for BATCH_IDLE_S: the models' batch sessions go.
+    The resync catch-up that finds nothing (every 30 s) is not work: counted as work, it kept the
+    server from ever being idle that long, and the sessions were never released (server_rss, 1k)."""
+    from hive_brain.config import resolve
+    from hive_brain.daemon import server as server_mod
+    from hive_brain.daemon.indexing import Snapshot
+    from hive_brain.daemon.server import BATCH_IDLE_S, LIFE_CHECK_S, Server
+
+    monkeypatch.setattr(memory, "trim", lambda: True)
+    srv = Server(resolve(), log_to_stderr=False)
+    released: list[float] = []
+    clock = [1000.0]
+    monkeypatch.setattr(srv.indexing, "release_batch_sessions",
+                        lambda: not released and (released.append(clock[0]) or True))
+    srv.indexing.snap = Snapshot(generation=3, lexical=None, vectors=None, embedder=None, semantic_off=None)
+    srv.sockets.last_active = clock[0] - 60
+    monkeypatch.setattr(server_mod.time, "monotonic", lambda: clock[0])
+    done = None
+    start = clock[0]
+    while clock[0] - start < 3 * BATCH_IDLE_S:
+        done = srv._trim_heap(done)
+        srv.indexing.cycles += 1  # a catch-up ran and found nothing
+        clock[0] += LIFE_CHECK_S
+    monkeypatch.undo()
+    assert len(released) == 1 and BATCH_IDLE_S <= released[0] - start <= BATCH_IDLE_S + 2 * LIFE_CHECK_S, released

@@ -241,3 +241,29 @@ def test_a_reused_handle_warms_itself_and_sees_other_writers_at_once(tmp_path: P
     assert reader._mem is not None and again == first
     writer.upsert([_row("new.md#0", vectors[7], note_path="new.md")])
     assert "new.md#0" in {h.passage_id for h in reader.search(vectors[7], None, limit=3)}
+
+
+def test_lancedb_is_imported_without_the_rest_clients_api_modules(tmp_path):
+    """A fresh process: ``import_lancedb`` leaves out the REST namespace client's API modules (half of
+    ``import lancedb``'s time, never used by a local table); a table is written and searched as
+    before, and the client's names still import on first use."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+import numpy as np
+from hive_brain.index.vectors import REST_CLIENT, VectorIndex, import_lancedb
+import_lancedb()
+assert "lancedb" in sys.modules
+api = [m for m in sys.modules if m.startswith(REST_CLIENT + ".api.")]
+assert not api, api
+vi = VectorIndex({str(tmp_path)!r}, pack_key="k", dim=4)
+v = np.eye(4, dtype=np.float32)
+vi.upsert([{{"passage_id": f"n{{i}}.md#0", "note_path": f"n{{i}}.md", "vector": v[i]}} for i in range(4)])
+assert [h.passage_id for h in vi.search(v[2], limit=1)] == ["n2.md#0"]
+from lance_namespace_urllib3_client import ApiClient, TableApi  # the package's __init__ runs now
+print("ok", ApiClient.__name__, TableApi.__name__)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("ok"), out.stderr[-2000:]

@@ -338,14 +338,15 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     (``search.prompt.prompt_pack`` runs there): this process then loads no ranking, stemming, transcript or
     usage-log code, and receives the finished context rather than every hit's details.
 
-    Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | scan | no-index).
+    Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | scan).
     """
     from ..store.vault import open_vault
 
     vault = open_vault(settings)
     prompt = prompt[:PROMPT_CHARS]
     budget = max(500, budget)
-    reader = hook_reader(vault, settings)
+    seen: dict[str, str] = {}
+    reader = hook_reader(vault, settings, seen, deadline=deadline)
 
     def from_recalls(src: Any, *, local: bool) -> dict:
         return prompt_pack(lambda q, semantic=True, **o: src.recall(q, semantic=semantic and not local, **o), prompt,
@@ -364,33 +365,19 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
                     raise
             return from_recalls(src, local=False)  # a server older than the ``prompt`` op: its recalls
         load_site()  # the in-process answer reads tantivy: the packages `python -S` left out
-        if src.view(False) is None:
-            return {"mode": "no-index"}
+        src.view(False)  # opened whatever the prompt searches: what it found (``seen``) decides a rebuild below
         return from_recalls(src, local=True)
 
     pack = reader.read(work, deadline=deadline)
     server_error = reader.server_error
-    if pack.get("mode") in ("lexical", "scan") and server_error:  # no index: a rebuild is asked for below instead
+    if pack.get("mode") in ("lexical", "scan") and server_error:
         pack["startServer"] = True  # by the caller, after the answer is given (see dispatch)
-    if pack.get("mode") == "scan":
-        # The generation names notes the index no longer holds (its files gone or damaged): the notes
-        # were scanned for this prompt, and a detached rebuild makes the next one an index answer.
+    local = seen.get("local")
+    if local in ("scan", "none") and not (local == "none" and pack.get("startServer") and settings.autostart):
+        # The index is missing, or its files gone or damaged: the notes were scanned for this prompt,
+        # and a detached rebuild makes the next one an index answer. Not when nothing is indexed and
+        # the server started after this answer builds the index on start: two indexers on two cores.
         _request_rebuild(vault.state, vault.root)
-    if pack["mode"] == "no-index":
-        # Indexing here would take the lock and open a writer: the prompt path never does.
-        # It asks a detached process to build the index, so the next prompt has memory.
-        started = _request_rebuild(vault.state, vault.root)
-        return {
-            "abstained": True,
-            "reason": "the vault has no usable index yet",
-            "notice": "hive-brain is building its index in the background; memory is available from the "
-            "next prompt" if started else None,
-            "context": "",
-            "items": [],
-            "chars": 0,
-            "mode": "no-index",
-            "serverError": server_error,
-        }
     if server_error:
         pack["serverError"] = server_error
     return pack
@@ -409,18 +396,33 @@ def _start_server(settings: Any) -> bool:
         return False
 
 
-def hook_reader(vault: Any, settings: Any) -> Any:
+def hook_reader(vault: Any, settings: Any, seen: dict[str, str] | None = None, *, deadline: float | None = None) -> Any:
     """The hook process's :class:`~hive_brain.reader.Reader`: the server within the deadline, else the
-    read-only lexical view; any server failure (another version, a bug) falls back to that view."""
+    read-only lexical view; any server failure (another version, a bug) falls back to that view.
+    With no index to read (none yet, the state dir deleted, another version's) a scan of the notes
+    answers, bounded to fit the deadline (``deadline``: the hook's, monotonic). ``seen["local"]``: what
+    the in-process view read ("index", "scan" when the index's files are gone, "none" when there is no
+    index at all)."""
     from ..reader import Reader
 
     def local_view(semantic: bool) -> Any:
         from ..errors import IndexError_
+        from ..search.view import INDEX_NONE, INDEX_OTHER_VERSION, hook_scan_budget, scan_view
 
+        why = INDEX_NONE
         try:
-            return lexical_view(vault, settings)
+            view = lexical_view(vault, settings)
         except IndexError_:  # built by another version of hive-brain (an upgrade): rebuild it
-            return None
+            view, why = None, INDEX_OTHER_VERSION
+        if seen is not None:
+            seen["local"] = "none" if view is None else "scan" if view.scan is not None else "index"
+        if view is None:
+            view = scan_view(vault, settings, why, budget_s=hook_scan_budget(settings))
+        if view.scan is not None and deadline is not None:
+            # Reading stops a scan budget before the deadline: the best notes' parse, the pack and
+            # the process's exit come after it (10k notes under load: 4 of 20 hooks were late without).
+            view.scan.until = deadline - hook_scan_budget(settings)
+        return view
 
     return Reader(vault.state, agent=settings.agent_id, use_server=settings.use_server, local_view=local_view,
                   fallback_on_error=True, local_reserve=quick.local_reserve(float(settings.hook_deadline)),

@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -392,6 +393,12 @@ class IndexingLoop:
     def _first_index(self, eng: Any) -> bool:
         t0, c0 = time.monotonic(), time.process_time()
         idx = eng.indexer
+        if idx.pack_dir is not None:
+            # What the vectors and the second model need, on a thread of its own while the catch-up and
+            # e5's loading run, instead of after them: lancedb's import (~0.6 CPU-s, mostly Python) and
+            # the reranker's sessions (native, the GIL released for most of it). A failure here is met
+            # again, and reported, where they are used.
+            threading.Thread(target=_preload, args=(idx.pack_dir,), name="preload", daemon=True).start()
         with self.cond:
             seq = self._begin_cycle()
         res = self._catch_up(idx, lock_timeout=2.0, label="serve: start")
@@ -452,9 +459,14 @@ class IndexingLoop:
         view = assemble(lexical=snap.lexical, catalog=idx.catalog, generation=snap.generation, vectors=snap.vectors,
                         embedder=snap.embedder, off_reason=snap.semantic_off, pending=snap.pending,
                         warnings=snap.warnings)
+        from .sockets import PROMPT_RERANK_COLD
+
         try:
-            contextual_answer(lambda q, **o: search(view, q, agent=None, **o), "how do we deploy the web app?",
-                              budget=2000)
+            # As the first prompt is answered (the prompt op's bound on cold passages): its model runs and
+            # code paths are paid here, not the second model's vectors of every candidate of a made-up
+            # question (the read-ahead after ``ready`` computes those).
+            contextual_answer(lambda q, **o: search(view, q, agent=None, rerank_cold=PROMPT_RERANK_COLD, **o),
+                              "how do we deploy the web app?", budget=2000)
         except Exception:  # noqa: BLE001 - a failure here is met again, and reported, by the first request
             self.log.exception("warming the read path failed")
 
@@ -483,6 +495,17 @@ class IndexingLoop:
         except Exception as e:  # noqa: BLE001 - a broken pack means lexical search, reported in results
             self.log.exception("embedding pack unusable; semantic search is off")
             self._sem = (None, None, f"embedding pack unusable: {type(e).__name__}: {e}")
+
+    def release_batch_sessions(self) -> bool:
+        """Release the embedder's and the reranker's batch sessions (idle: see server.BATCH_IDLE_S);
+        True if any was released."""
+        released = False
+        for model in (self._sem[1], self._rr_model):
+            if model is not None and hasattr(model, "release_batch_session"):
+                released = bool(model.release_batch_session()) or released
+        if released:
+            self.log.info("idle: the models' batch sessions released (loaded again for the next batch)")
+        return released
 
     @property
     def rerank_ahead(self) -> int:
@@ -687,3 +710,17 @@ class IndexingLoop:
                     self._last_event = time.monotonic() + 1.0
             finally:
                 idx.lexical.finish_merges()  # after the cycle's readers got their snapshot
+
+
+def _preload(pack_dir: Any) -> None:
+    from types import SimpleNamespace
+
+    from ..index.vectors import import_lancedb
+    from ..search import rerank
+
+    with contextlib.suppress(Exception):
+        if "lancedb" not in sys.modules:
+            import_lancedb()
+        model = rerank.model_for(SimpleNamespace(pack_dir=pack_dir))  # get_embedder keeps it for the server
+        if model is not None:
+            model.enable_single_session()

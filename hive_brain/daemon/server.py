@@ -56,6 +56,9 @@ LOG_KEEP_BYTES = 512 * 1024
 LIFE_CHECK_S = 2.0
 # How often a running server looks whether the embedding pack it would load now is the one it loaded.
 PACK_CHECK_S = 6.0
+# Idle this long (no request, nothing to embed or read ahead) and the models' batch sessions are
+# released (Embedder.release_batch_session): ~150 MB of a 1k-note hybrid server (docs/benchmarks.md).
+BATCH_IDLE_S = 30.0
 # How long a new server waits for one whose state dir was replaced (rm -rf) to notice and exit.
 REPLACED_HOLDER_WAIT_S = 20.0
 
@@ -170,6 +173,8 @@ class Server:
         self.indexing.alive = self.check_life
         self.indexing.on_dead = self.stop_because
         self.sockets = SocketServer(self)
+        self._work_seen: tuple[Any, ...] | None = None  # _trim_heap: the work last seen (not catch-ups),
+        self._work_at = time.monotonic()  # and when they last changed
         self._threads: list[threading.Thread] = []
         self.started_at: float | None = None
         self._closed = False
@@ -302,7 +307,19 @@ class Server:
         loop = self.indexing
         snap = loop.snap
         work = (self.sockets.stats["requests"], loop.cycles, loop.rerank_ahead, snap.pending if snap else None)
-        if work == trimmed or time.monotonic() - self.sockets.last_active < LIFE_CHECK_S:
+        now = time.monotonic()
+        # Idle: no request and no new generation (a catch-up that finds nothing, every RESYNC_S, is not work).
+        busy = (self.sockets.stats["requests"], snap.generation if snap else None, loop.rerank_ahead,
+                snap.pending if snap else None)
+        if busy != self._work_seen:
+            self._work_seen, self._work_at = busy, now
+        quiet = now - self.sockets.last_active
+        released = False
+        if snap is not None and not snap.pending and not loop.rerank_ahead and min(quiet, now - self._work_at) >= BATCH_IDLE_S:
+            # Nothing left to embed or read ahead, and nobody asking: the models' batch sessions go
+            # (questions keep their one-thread sessions); the next write's embedding loads them again.
+            released = loop.release_batch_sessions()
+        if not released and (work == trimmed or quiet < LIFE_CHECK_S):
             return trimmed
         memory.trim()
         return work

@@ -52,6 +52,10 @@ _ATTENTION_BUDGET = 16 * 256 * 256
 # A token never covers this many characters in practice; cutting longer texts first keeps a
 # pathological multi-megabyte passage from costing seconds of tokenisation before truncation.
 _CHARS_PER_TOKEN_CAP = 64
+# With the batch session released (:meth:`Embedder.release_batch_session`), runs of up to this many
+# texts go to the one-thread question session instead of loading it again: a request's few cold
+# candidates (the prompt op computes at most 6) never pay a session load.
+SMALL_BATCH = 8
 
 
 class Embedder:
@@ -66,8 +70,10 @@ class Embedder:
         *,
         pad_id: int = 0,
         check_dim: bool = True,
+        threads: int = 2,
     ) -> None:
         self.pack_dir = pack_dir
+        self._threads = threads  # the batch session's, to load it again after a release
         self.manifest = manifest
         self.pack_key: str = modelpack.pack_key(manifest)
         self.dim: int = int(manifest["dim"])
@@ -78,7 +84,8 @@ class Embedder:
         self.pooling: str = str(manifest.get("pooling", "mean"))
         # Off only while probing a model whose dimension is not known yet (modelpack.install_from).
         self.check_dim = check_dim
-        self._session = session
+        self._session: Any = session  # None while released (release_batch_session)
+        self._session_lock = threading.Lock()
         self._single: Any = None  # enable_single_session()
         self._tokenizer = tokenizer
         self._pad_id = pad_id
@@ -115,9 +122,10 @@ class Embedder:
             )
             raise ModelError(f"embedding pack {pack_dir} is unusable: {problems[0]}", hint=hint)
         manifest = modelpack.read_manifest(pack_dir)
-        session = _load_session(pack_dir, threads or min(2, os.cpu_count() or 1))
+        threads = threads or min(2, os.cpu_count() or 1)
+        session = _load_session(pack_dir, threads)
         tokenizer, pad_id = _load_tokenizer(pack_dir, manifest)
-        return cls(pack_dir, manifest, session, tokenizer, pad_id=pad_id, check_dim=check_dim)
+        return cls(pack_dir, manifest, session, tokenizer, pad_id=pad_id, check_dim=check_dim, threads=threads)
 
     def enable_single_session(self) -> None:
         """Run one-text inputs (a question) on a second, single-threaded session of the same model.
@@ -126,8 +134,29 @@ class Embedder:
         synchronising on a busy 2-core machine took twice as long as one (e5 48 -> 25 ms, MiniLM 22 ->
         9 ms per question at load 2-4, measured). Batches keep the shared session and its threads.
         Costs the model's memory once more (~100 MB for e5-small), so a one-shot process does not."""
-        if self._single is None:
-            self._single = _load_session(self.pack_dir, 1)
+        with self._session_lock:  # the server may load it from two threads at start
+            if self._single is None:
+                self._single = _load_session(self.pack_dir, 1)
+
+    def release_batch_session(self) -> bool:
+        """Drop the batch session while a one-thread question session answers (a warm server with
+        nothing to embed): the model's memory once less (~70-85 MB each for e5-small and the
+        reranker). The next large batch loads it again (~0.3 CPU-s); small ones run on the question
+        session meanwhile. True if one was released."""
+        with self._session_lock:
+            if self._single is None or self._session is None:
+                return False
+            self._session = None
+            return True
+
+    def _batch_session(self) -> Any:
+        session = self._session
+        if session is None:
+            with self._session_lock:
+                if self._session is None:
+                    self._session = _load_session(self.pack_dir, self._threads)
+                session = self._session
+        return session
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for search queries (query prefix added): float32 array (len(texts), dim)."""
@@ -214,8 +243,10 @@ class Embedder:
 
     def _session_run(self, outputs: list[str], feed: dict[str, np.ndarray]) -> list[np.ndarray]:
         try:
-            one = self._single is not None and len(feed["input_ids"]) == 1
-            return [np.asarray(r, dtype=np.float32) for r in (self._single if one else self._session).run(outputs, feed)]
+            n = len(feed["input_ids"])
+            single = self._single is not None and (n == 1 or (self._session is None and n <= SMALL_BATCH))
+            session = self._single if single else self._batch_session()
+            return [np.asarray(r, dtype=np.float32) for r in session.run(outputs, feed)]
         except Exception as exc:
             raise ModelError(f"embedding failed in {self.pack_dir}: {_first_line(exc)}") from None
 
@@ -351,6 +382,7 @@ def _first_line(exc: BaseException) -> str:
 
 _CACHE: dict[str, tuple[int, Embedder]] = {}
 _CACHE_LOCK = threading.Lock()
+_LOAD_LOCKS: dict[str, threading.Lock] = {}
 
 
 def get_embedder(pack_dir: Path) -> Embedder:
@@ -365,7 +397,15 @@ def get_embedder(pack_dir: Path) -> Embedder:
         cached = _CACHE.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        # Loading under the lock: two threads asking at once must not load 400 MB twice.
+        load_lock = _LOAD_LOCKS.setdefault(key, threading.Lock())
+    # Loading under the pack's own lock: two threads asking for one pack at once must not load it
+    # twice, and two packs (e5 and the reranker, at a server's start) load side by side.
+    with load_lock:
+        with _CACHE_LOCK:
+            cached = _CACHE.get(key)
+            if cached is not None and cached[0] == stamp:
+                return cached[1]
         embedder = Embedder.load(pack_dir)
-        _CACHE[key] = (stamp, embedder)
+        with _CACHE_LOCK:
+            _CACHE[key] = (stamp, embedder)
         return embedder

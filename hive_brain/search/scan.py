@@ -47,6 +47,7 @@ DROP_BELOW = 0.25  # hits scoring under this share of the best one are left off
 BUDGET_S = 20.0  # a scan that takes longer answers from what it read, and says so
 RG_TIMEOUT_S = 15.0
 READ_THREADS = 4
+READ_CHUNK = 64  # notes a reading thread takes at a time
 K1, B = 1.2, 0.75
 _TOKEN_RE = re.compile(r"\w+(?:['\u2019]\w+)*")
 _EXCERPT = {"abstract": 280, "overview": 1200}
@@ -78,6 +79,9 @@ class NoteScan:
     settings: Any
     why: str
     budget_s: float = BUDGET_S
+    # The latest monotonic time reading may go on to, whatever ``budget_s`` leaves: the prompt hook's
+    # deadline less what the best notes' parse and the pack need (a scan begun late must end sooner).
+    until: float | None = None
     engine: str = ""  # "ripgrep" or "python": how the last search picked its files
 
     # -- which notes ----------------------------------------------------------------------------
@@ -147,7 +151,7 @@ class NoteScan:
         needles = _needles(query, terms)
         notes = self._notes()
         n_notes = max(1, len(notes))
-        deadline = time.monotonic() + self.budget_s
+        deadline = min(time.monotonic() + self.budget_s, self.until if self.until is not None else math.inf)
         found: list[_Found] = []
         partial = False
         if terms:
@@ -173,9 +177,15 @@ class NoteScan:
                 st = notes[rel]
                 return _Found(rel, st.st_size, st.st_mtime_ns, counts, size) if counts else None
 
-            # Reading is most of a scan, and a read releases the GIL: a few threads overlap them.
+            def count_all(chunk: list[str]) -> list[_Found]:
+                return [f for f in map(count, chunk) if f is not None]
+
+            # Reading is most of a scan, and a read releases the GIL: a few threads overlap them. In
+            # chunks: a thread pool's map ignores ``chunksize``, and a future per note was half of a
+            # 10k-note scan's time (0.44 s of 0.94, profiled).
+            chunks = [paths[i:i + READ_CHUNK] for i in range(0, len(paths), READ_CHUNK)]
             with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-                found = [f for f in pool.map(count, paths, chunksize=64) if f is not None]
+                found = [f for part in pool.map(count_all, chunks) for f in part]
             partial = time.monotonic() > deadline
         idf = _idf(terms, found, n_notes)
         idf_top = math.log(1.0 + n_notes / 2.0) or 1.0  # the rarest a word can be: in one note
@@ -200,7 +210,8 @@ class NoteScan:
             reason = "no note holds most of the question's words"
         notes_warning = [SCAN_WARNING.format(why=self.why)]
         if partial:
-            notes_warning.append(f"the scan stopped after {self.budget_s:g}s: some notes were not read")
+            notes_warning.append(f"the scan stopped after {time.perf_counter() - t0:.1f}s to answer in time: some notes "
+                                 "were not read")
         return {
             "query": query,
             "hits": hits if reason is None else [],

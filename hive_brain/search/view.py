@@ -30,6 +30,14 @@ WRITER_BUSY = "another process is writing; results may miss its last change"
 # Why the index is unavailable, for the scan that answers instead (:mod:`.scan`).
 INDEX_BUILDING = "another process is building it"
 INDEX_EMPTY = "it holds none of the indexed notes (damaged, or being rebuilt)"
+INDEX_NONE = "nothing is indexed yet"
+INDEX_OTHER_VERSION = "it was built by another version of hive-brain"
+
+
+def hook_scan_budget(settings: Any) -> float:
+    """The seconds a scan may read notes for in the prompt hook: a third of its deadline (pass 1 only;
+    the best notes' parse and the pack come after it, and the hook's process start before)."""
+    return float(settings.hook_deadline) / 3
 
 
 def assemble(*, lexical: Any, catalog: Any, generation: int | None, semantic: bool = True, vectors: Any = None,
@@ -116,7 +124,7 @@ def _read_only_view(vault: Any, settings: Any, *, semantic: bool, catalog: Any) 
     lex.reload()
     if lex.doc_count() == 0 and _indexed_notes(gens, gid):
         # The prompt hook reads this view: its scan gets a share of the hook's deadline, not seconds.
-        return scan_view(vault, settings, INDEX_EMPTY, gens.warnings, budget_s=float(settings.hook_deadline) / 3)
+        return scan_view(vault, settings, INDEX_EMPTY, gens.warnings, budget_s=hook_scan_budget(settings))
     if catalog is None:
         from ..store.catalog import Catalog
 
