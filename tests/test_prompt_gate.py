@@ -125,3 +125,22 @@ def test_a_strong_single_hit_is_injected_alone(small):
         assert len(res["hits"]) > 1, prompt  # recall alone keeps more than the answer
         pack = _pack(eng, prompt)
         assert [it["id"] for it in pack["items"]] == [ids[title]], (prompt, pack.get("gate"))
+
+
+def test_do_the_same_for_another_part_finds_what_both_the_prompt_and_the_reply_point_to(small):
+    """"do the same for the android code" after a reply about reformatting Go files: no note's title
+    is in the conversation, so nothing was a referent, and the prompt alone brought the Android UI
+    note. What is asked is the Kotlin formatting note, which the prompt alone and the prompt + reply
+    both find (``hook_referent_agree``)."""
+    eng, ids = small
+    out = eng.memory.batch([{"type": "preference", "title": "Kotlin formatting", "tags": ["android"],
+                             "content": "Kotlin is formatted with ktfmt through the spotless Gradle plugin; "
+                                        "run ./gradlew spotlessApply before pushing the Android app."},
+                            {"type": "decision", "title": "Android UI architecture", "tags": ["android"],
+                             "content": "The Android app uses Jetpack Compose with one ViewModel per screen."}])
+    kotlin = out["records"][0]["id"]
+    reply = ("I reformatted the Go files in internal/billing with the formatter and fixed the import "
+             "grouping; the lint job is green again.")
+    pack = _pack(eng, "do the same for the android code", reply)
+    assert [it["id"] for it in pack["items"]][:1] == [kotlin], (pack.get("gate"), [it["path"] for it in pack["items"]])
+

@@ -110,7 +110,7 @@ def hook_evidence(hit: Mapping, params: Mapping[str, float] = PARAMS) -> tuple[f
     return words, "lexical"
 
 
-def _hook_need(basis: str, kind: str | None, params: Mapping[str, float]) -> float:
+def hook_need(basis: str, kind: str | None, params: Mapping[str, float]) -> float:
     """The evidence a hit needs: reference material (notes that are not typed memory) needs more."""
     base = {"rerank": "hook_rr", "e5": "hook_gap", "lexical": "hook_lex"}[basis]
     return params[base] + (params[base + "_note"] if kind not in ("memory", "conversation") else 0.0)
@@ -134,7 +134,7 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
             d["hookGate"] = {"kept": False, "why": "a replaced version"}
             continue
         ev, basis = hook_evidence(h, P)
-        need = _hook_need(basis, h.get("kind"), P)
+        need = hook_need(basis, h.get("kind"), P)
         # The vault's own rare words, most of them in the note, answer whatever the models say: neither
         # knows "zorbulator", and the second model reads an unknown word as noise.
         words = _words(d)
@@ -156,7 +156,7 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
         h = hits[i]
         basis = h["scoreDetails"]["hookGate"]["basis"]
         clear = top_ev - (evs[1][0] if len(evs) > 1 else 0.0)
-        low = _hook_need(basis, h.get("kind"), P) - P["hook_clear_less"]
+        low = hook_need(basis, h.get("kind"), P) - P["hook_clear_less"]
         if basis != "lexical" and clear >= P["hook_clear"] and top_ev >= low:
             h["scoreDetails"]["hookGate"].update(kept=True, clear=round(clear, 4))
             judged.append((top_ev, h))
@@ -183,7 +183,7 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
             # A reference page's one-word title ("merge", "return") is in any reply about code.
             d["hookGate"] = {"kept": False, "basis": "referent", "why": "reference material is no referent"}
             continue
-        d["hookGate"] = {"kept": True, "basis": "referent"}
+        d["hookGate"] = {"kept": True, "basis": "referent", **({"agree": d["referentAgree"]} if "referentAgree" in d else {})}
         refs.append(h)
     for h in refs:
         if h["path"] in have:

@@ -130,5 +130,8 @@ PARAMS: dict[str, float] = {
     "hook_conversational": 1.0,  # 1 = a short prompt only addressed to the agent ("ok go on") is not searched
     "hook_context_chars": 200,  # a short prompt is also searched (hybrid) with this much of the reply's end
     "hook_referent_top": 3,  # ... found among the first this many hits of the prompt + reply search
+    # When the reply names no note by its title, one that the prompt's own search found too is the referent
+    # if it has this fraction of the evidence the gate asks there (inf: never).
+    "hook_referent_agree": 0.4,
     "hook_referent_notes": 0.0,  # 1 = reference notes (not typed memory) can be referents too
 }

@@ -131,6 +131,33 @@ def _topic_present(hit: dict, q_terms: set[str]) -> bool:
     return matched >= min(2, len(title_terms)) and matched / len(title_terms) >= 0.5
 
 
+def _referents(r2_hits: list[dict], q_terms: set[str], prompt_hits: list[dict], P: Any) -> list[dict]:
+    """The notes the previous reply points to: among the best hits of the prompt + reply search, those
+    whose topic (title words) is in that text. When none is, a note the prompt's own search found too,
+    with at least ``hook_referent_agree`` of the evidence the gate asks of it there, is read two ways
+    at once: "do the same for the android code" after a reply about reformatting Go files (no note's
+    title in it) asks about formatting Kotlin, which the prompt alone and the prompt + reply both find.
+    The agreement is in the referent's ``scoreDetails.referentAgree``."""
+    from .abstain import hook_evidence, hook_need
+
+    top = [h for h in r2_hits[: int(P["hook_referent_top"])] if h.get("kind") != "core"]
+    named = [h for h in top if _topic_present(h, q_terms)]
+    if named:
+        return named
+    found = {h["path"]: h for h in prompt_hits}
+    out = []
+    for h in top:
+        if (own := found.get(h["path"])) is None:
+            continue
+        ev, basis = hook_evidence(own, P)
+        need = P["hook_referent_agree"] * hook_need(basis, own.get("kind"), P)
+        if ev >= need:
+            h.setdefault("scoreDetails", {})["referentAgree"] = {"evidence": round(ev, 4), "basis": basis,
+                                                                 "need": round(need, 4)}
+            out.append(h)
+    return out
+
+
 def _with_reply(recall: Any, prompt: str, context: str, hits: list[dict], limit: int, P: Any) -> list[dict]:
     """Hits of a hybrid search of a short prompt with the end of the previous reply
     (``hook_context_chars``), not already among ``hits``: "get it out to people to try" after "the
@@ -217,8 +244,7 @@ def contextual_answer(
         r2 = recall(q2, limit=limit * 2, abstain=False, pool=HOOK_POOL, semantic=False, detail=HOOK_DETAIL)
         q_terms = set(content_words(q2))
         # Only the best of that search: deeper down, a one-word title ("Before merging") is in any reply.
-        referents = [h for h in r2["hits"][: int(P["hook_referent_top"])]
-                     if h.get("kind") != "core" and _topic_present(h, q_terms)]
+        referents = _referents(r2["hits"], q_terms, hits, P)
         base = base or r2
     short = len(words) < LONG_PROMPT_WORDS
     kept, gated = hook_gate(hits, referents, short=short, params=P)
