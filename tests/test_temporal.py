@@ -53,6 +53,10 @@ def test_cutoffs(q, cutoff):
     ("what happened this past Friday?", ("2026-11-27", "2026-11-28")),
     ("what did we discuss on monday", ("2026-11-23", "2026-11-24")),
     ("the bug we fixed two weeks ago", ("2026-11-13", "2026-11-20")),
+    # "ago" ends before today: "1 day ago" reached into today, and today's memories outranked
+    # yesterday's notes (test_a_time_only_question... failed whenever last Saturday was yesterday).
+    ("what did we do 1 day ago?", ("2026-11-28", "2026-11-30")),
+    ("what did we do 2 days ago?", ("2026-11-27", "2026-11-30")),
     ("what changed yesterday", ("2026-11-29", "2026-11-30")),
     # no year: the most recent such day or month
     ("what did we ship on May 3?", ("2026-05-03", "2026-05-04")),

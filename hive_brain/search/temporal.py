@@ -194,7 +194,10 @@ def parse(question: str, now: dt.datetime | None = None) -> TimeIntent:
         unit = {"day": 1, "week": 7, "month": 30, "year": 365}[m.group(2)]
         center = today - dt.timedelta(days=n * unit)
         half = max(1, unit // 2 if unit > 1 else 1)
-        return window(center - dt.timedelta(days=half), center + dt.timedelta(days=half + 1), m.group(0))
+        # "Ago" is before today: the margin never reaches into it (with "1 day ago" it did, and the
+        # memories written today sat inside the window beside yesterday's notes).
+        end = min(center + dt.timedelta(days=half + 1), max(today, center + dt.timedelta(days=1)))
+        return window(center - dt.timedelta(days=half), end, m.group(0))
     m = re.search(r"\blast\s+(week|month|year)\b(?!\s+of)", q)
     if m:
         unit = {"week": 7, "month": 31, "year": 366}[m.group(1)]
