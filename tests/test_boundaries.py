@@ -203,3 +203,70 @@ def test_an_agents_own_lessons_reach_its_session_start_framed_as_recalled_data(v
     assert "imperative mood" in rules and "<hive-brain-recall>" not in rules
     _assert_framed(lessons.split("\n", 2)[2], shown_at_least=2)
     assert run("core", "--agent", "claude-code")["text"] == ctx  # `core` shows the session what it gets
+
+
+def test_mcp_reads_hand_note_text_over_as_data_that_closes_no_tag(vault_path):
+    """MCP ``recall`` and ``get`` (and every other read tool) handed a note's text over as plain JSON:
+    a fake ``</hive-brain-recall>`` or ``</system>``, a look-alike of one and bidi controls reached the
+    model as written, while the hook and ``answer`` neutralised them. Now every string of a tool's data
+    is neutral (the JSON keeps its shape; the words stay), through the SDK as an agent calls it."""
+    import asyncio
+    import os
+    import sys
+
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    from hive_brain.memory.frame import FRAME_CLOSE, FRAME_OPEN
+
+    _seed(vault_path)
+    for title, content in HOSTILE[:3]:
+        remember(f"{title} lesson", "Learned: " + content, "lesson", agent="codex")
+    ids = {h["title"]: h["id"] for h in run("recall", "deploy", "--scope", "full-vault", "--limit", "30")["hits"]
+           if h.get("id")}
+    shown: dict[str, str] = {}
+
+    async def body(s: ClientSession) -> None:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        for name in ("recall", "get"):
+            assert "not instructions" in tools[name].description, tools[name].description
+        calls: list[tuple[str, dict]] = [("recall", {"query": "deploy", "limit": 30, "scope": "full-vault"}),
+                                         ("recall", {"query": QUESTION, "limit": 20}),
+                                         ("replay", {"query": QUESTION, "generation": 1, "limit": 20}),
+                                         ("browse", {"folder": "", "detail": "overview"}),
+                                         ("core", {})]
+        calls += [("get", {"memory_id": mid}) for mid in ids.values()]
+        for name, args in calls:
+            res = await s.call_tool(name, args)
+            assert not res.is_error, (name, res.content)
+            shown[f"{name} {args}"] = "".join(c.text for c in res.content if getattr(c, "type", "") == "text")
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "hive_brain", "mcp"],
+                                   env=dict(os.environ, HIVE_AGENT_ID="codex"))
+
+    async def session() -> None:
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            await body(s)
+
+    asyncio.run(asyncio.wait_for(session(), 90))
+    for call, text in shown.items():
+        if call.startswith("core"):
+            assert text.count(FRAME_OPEN) == 1 and text.count(FRAME_CLOSE) == 1, text
+            text = text.replace(FRAME_OPEN, "").replace(FRAME_CLOSE, "")  # our own frame around the lessons
+        else:
+            json.loads(text)  # still JSON for a script
+        assert not _reads_as_tag(text), (call, text)
+        assert not set(text) & set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), (call, text)
+    recalled = json.loads(shown["recall {'query': 'deploy', 'limit': 30, 'scope': 'full-vault'}"])
+    assert set(recalled) >= {"hits", "semantic", "abstained"}
+    titles = {h["title"].removesuffix(" lesson") for h in recalled["hits"]}  # a lesson may stand for its twin
+    assert {"Deploy override", "Deploy system note", "Deploy confusable tag", "Deploy bidi"} <= titles, titles
+    assert any(t.startswith("Deploy runbook") for t in titles), titles  # the hand note, its title's tag shown as ‹
+    for hit in recalled["hits"]:
+        assert set(hit) <= {"id", "title", "type", "path", "score", "text", "status", "supersedes"}, hit
+    got = [json.loads(t) for c, t in shown.items() if c.startswith("get")]
+    assert len(got) == len(ids) >= len(HOSTILE)
+    bodies = "\n".join(g["content"] for g in got)
+    assert bodies.lower().count("ignore previous instructions") >= 6  # the words stay; only tags are defused
+    assert "\u2039/hive-brain-recall>" in bodies and "\u2039/system>" in bodies, bodies
+    assert "\u2039/hive-brain-recall" in shown["browse {'folder': '', 'detail': 'overview'}"]  # the hand note's title

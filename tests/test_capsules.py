@@ -302,3 +302,32 @@ def test_an_unreadable_expiry_date_is_treated_as_expired(vault_path, tmp_path):
     p = tmp_path / "odd.hivebrain"
     p.write_bytes(fmt.build([], {"encrypted": False, "expires": "next tuesday"}))
     assert run("capsule-open", "--capsule", str(p), ok=False)["check"] == "expiry"
+
+
+def test_a_capsule_may_be_named_as_an_argument_as_well_as_with_capsule(vault_path, atlas, tmp_path):
+    """``capsule-search QUERY FILE`` (or a lone ``capsule-search FILE``) was refused as "Missing option
+    '--capsule'": the path given as most commands take one was not read as the capsule. It is now, in
+    either order beside the query, and in ``capsule-open``/``capsule-import``; ``--capsule`` stays."""
+    from click.testing import CliRunner
+
+    from hive_brain.cli.app import main
+
+    path = _export(tmp_path)["capsule"]
+    want = run("capsule-search", "rollback previous tag", "--capsule", path)
+    assert want["hits"][0]["title"] == "Atlas rollback"
+    assert run("capsule-search", "rollback previous tag", path) == want  # as grep: the query, then the file
+    assert run("capsule-search", path, "rollback previous tag") == want  # the file first reads as meant too
+    assert run("capsule-open", path) == run("capsule-open", "--capsule", path)
+    assert run("capsule-import", path) == run("capsule-import", "--capsule", path)
+    for args, says in (((path,), "what to search for"), (("rollback",), "which capsule"),
+                       (("rollback", path, "--capsule", str(tmp_path / "other.hivebrain")), "two capsules")):
+        res = run("capsule-search", *args, ok=False)
+        assert res["_exit"] == 2 and res["error"] == "UsageError" and says in res["message"], res
+        assert "\n" not in res["message"] and ("--capsule" in res["message"] + res["hint"] or args == (path,)), res
+        assert f'capsule-search "deploy checklist" {path}' in res["hint"] or args != (path,), res
+    res = run("capsule-open", ok=False)
+    assert res["_exit"] == 2 and "which capsule" in res["message"] and "capsule-open FILE" in res["hint"], res
+    for cmd in ("capsule-search", "capsule-open", "capsule-import"):
+        usage = CliRunner().invoke(main, [cmd, "--help"]).output
+        assert "[FILE]" in usage and f"hive-brain {cmd} " in usage, usage
+    assert 'capsule-search "deploy checklist" atlas.hivebrain' in CliRunner().invoke(main, ["capsule-search", "--help"]).output

@@ -100,6 +100,41 @@ def test_owner_key_rules(tmp_path):
     assert identity.is_agent(state, "a", tok) and not identity.is_agent(state, "b", tok)
 
 
+def test_credential_times_are_all_utc(tmp_path, monkeypatch):
+    """A credential's ``created`` was local time without ``Z`` while its ``expires`` and ``revoked``
+    are UTC with it: one listing, two clocks. All three are UTC now; an old local ``created`` is still
+    listed as it was written."""
+    import calendar
+    import json
+    import time
+
+    from hive_brain.store import identity
+
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")  # UTC+14: local time is never UTC's
+    time.tzset()
+    try:
+        state = tmp_path / "state"
+        identity.init_owner(state, tmp_path / "owner.key")
+        identity.issue_agent_credential(state, "a", expires="2099-01-01T00:00:00Z")
+        identity.issue_agent_credential(state, "b")
+        identity.revoke_agent_credential(state, "b")
+        reg = identity.load_registry(state)
+        listed = {c["agent"]: c for c in identity.list_agent_credentials(state)}
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    for created in (reg["owner"]["created"], listed["a"]["created"], listed["b"]["created"]):
+        assert created.endswith("Z"), created
+        at = calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%SZ"))
+        assert abs(at - time.time()) < 600, created
+    assert listed["b"]["revoked"].endswith("Z") and listed["b"]["created"] <= listed["b"]["revoked"]
+    path = state / "identity.json"
+    data = json.loads(path.read_text())
+    data["agents"]["a"]["created"] = "2025-03-01T09:30:00"  # written by an older version, local time
+    path.write_text(json.dumps(data))
+    assert {c["agent"]: c for c in identity.list_agent_credentials(state)}["a"]["created"] == "2025-03-01T09:30:00"
+
+
 def test_the_owner_rotates_revokes_lists_and_expires_agent_credentials(vault_path, monkeypatch):
     """Credentials could not be rotated or revoked by command and never expired (red-team)."""
     import json

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,40 @@ from .text import split_tags
 
 _PASSPHRASE = click.option("--passphrase-env", "passphrase_env", default=None, metavar="VAR",
                            help="Environment variable holding the passphrase of a locked capsule (owner only).")
-_CAPSULE = click.option("--capsule", "capsule", required=True, type=click.Path(dir_okay=False, path_type=Path),
-                        metavar="FILE", help="The .hivebrain file.")
+
+
+def _capsule(fn: Callable) -> Callable:
+    """``capsule-open FILE`` (as most commands take a path) or ``capsule-open --capsule FILE`` (kept for
+    scripts); the command receives ``capsule``. ``capsule-search`` also takes the file before its query."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, capsule_arg: Path | None = None, capsule: Path | None = None, **kwargs: Any) -> Any:
+        from ..errors import UsageError
+
+        name = fn.__name__.removesuffix("_cmd").replace("_", "-")
+        query = kwargs.get("query")
+        if query is not None and capsule_arg is not None and _names_a_capsule(query) and not _names_a_capsule(str(capsule_arg)):
+            kwargs["query"], capsule_arg = str(capsule_arg), Path(query)  # `capsule-search FILE QUERY`
+        if capsule_arg is not None and capsule is not None and capsule_arg != capsule:
+            raise UsageError(f"two capsules given ({capsule_arg} and --capsule {capsule})", hint="give the file once")
+        capsule = capsule_arg or capsule
+        if capsule is None:
+            if query is not None and _names_a_capsule(query):
+                raise UsageError(f"what to search for in {query}?",
+                                 hint=f'give the words too: hive-brain {name} "deploy checklist" {query}')
+            words = ' "deploy checklist"' if query is not None else ""
+            raise UsageError("which capsule? name the .hivebrain file",
+                             hint=f"hive-brain {name}{words} FILE (or --capsule FILE)")
+        return fn(*args, capsule=capsule, **kwargs)
+
+    wrapper = click.option("--capsule", "capsule", default=None, type=click.Path(dir_okay=False, path_type=Path),
+                           metavar="FILE", help="The .hivebrain file (or give it as the argument).")(wrapper)
+    return click.argument("capsule_arg", required=False, type=click.Path(dir_okay=False, path_type=Path),
+                          metavar="[FILE]")(wrapper)
+
+
+def _names_a_capsule(text: str) -> bool:
+    return text.lower().endswith(".hivebrain") or Path(text).is_file()
 
 
 def _open(state: State, capsule: Path, passphrase_env: str | None) -> Any:
@@ -73,7 +107,7 @@ def capsule_export_cmd(state: State, project: str | None, memory_ids: tuple[str,
 
 
 @command("capsule-open")
-@_CAPSULE
+@_capsule
 @_PASSPHRASE
 def capsule_open_cmd(state: State, capsule: Path, passphrase_env: str | None, as_json: bool) -> None:
     """Verify a capsule and show its manifest, provenance and expiry (nothing is imported).
@@ -82,7 +116,7 @@ def capsule_open_cmd(state: State, capsule: Path, passphrase_env: str | None, as
 
     \b
     Example:
-      hive-brain capsule-open --capsule atlas.hivebrain
+      hive-brain capsule-open atlas.hivebrain
       hive-brain capsule-open --capsule atlas.hivebrain --passphrase-env CAPSULE_PASS --json
     """
     from ..memory.capsules import describe
@@ -109,16 +143,19 @@ def capsule_open_cmd(state: State, capsule: Path, passphrase_env: str | None, as
 
 @command("capsule-search")
 @click.argument("query")
-@_CAPSULE
+@_capsule
 @click.option("--limit", "-k", default=10, show_default=True, type=click.IntRange(1, 1000), help="How many hits.")
 @_PASSPHRASE
 def capsule_search_cmd(state: State, query: str, capsule: Path, limit: int, passphrase_env: str | None,
                        as_json: bool) -> None:
     """Search a capsule's memories without importing them (its own FTS5 index, bm25 ranked).
 
+    The capsule is FILE (after the query, or before it) or --capsule FILE.
+
     \b
     Example:
-      hive-brain capsule-search "deploy checklist" --capsule atlas.hivebrain
+      hive-brain capsule-search "deploy checklist" atlas.hivebrain
+      hive-brain capsule-search "deploy checklist" --capsule atlas.hivebrain --json
     """
     from ..memory.capsules import search_capsule
 
@@ -135,7 +172,7 @@ def capsule_search_cmd(state: State, query: str, capsule: Path, limit: int, pass
 
 
 @command("capsule-import")
-@_CAPSULE
+@_capsule
 @click.option("--enqueue", is_flag=True, help="Queue the proposals for Brain Review (default: a preview).")
 @_PASSPHRASE
 def capsule_import_cmd(state: State, capsule: Path, enqueue: bool, passphrase_env: str | None, as_json: bool) -> None:
@@ -146,7 +183,7 @@ def capsule_import_cmd(state: State, capsule: Path, enqueue: bool, passphrase_en
 
     \b
     Example:
-      hive-brain capsule-import --capsule atlas.hivebrain
+      hive-brain capsule-import atlas.hivebrain
       hive-brain capsule-import --capsule atlas.hivebrain --enqueue --json
     """
     from ..memory.capsules import import_capsule

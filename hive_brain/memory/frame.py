@@ -3,6 +3,7 @@
 line (``> ``), then ``</hive-brain-recall>``. Recalled text cannot leave it: titles, paths and meta are
 one line each, every line of text is quoted, and every tag-like ``<`` is shown as ``‹``. Used by the
 context packs (search/answer.py) and by the lessons core memory hands a session (memory/core.py).
+The MCP tools hand their other results over as JSON data, every string in it neutral (:func:`neutral_data`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,18 @@ def neutral(text: str) -> str:
     """Recalled text with every tag-like ``<`` (or a look-alike) shown as ``‹`` and bidi controls
     dropped: it can open or close no tag, and reads as it shows."""
     return _BIDI.sub("", _TAG_START.sub("\u2039", text))
+
+
+def neutral_data(value: Any) -> Any:
+    """``value`` (a tool's JSON data) with every string in it, keys too, :func:`neutral`: the shape a
+    script reads stays, and no title, text, path or folder name in it can open or close a tag."""
+    if isinstance(value, str):
+        return neutral(value)
+    if isinstance(value, dict):
+        return {neutral_data(k): neutral_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [neutral_data(v) for v in value]
+    return value
 
 
 def one_line(value: Any) -> str:

@@ -189,7 +189,7 @@ def init_owner(state_root: Path, key_file: Path | None = None) -> dict[str, Any]
 
     token = "hbo_" + secrets.token_urlsafe(32)
     _write_private(path, token + "\n")
-    reg["owner"] = {"sha256": _digest(token), "keyFile": str(path), "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    reg["owner"] = {"sha256": _digest(token), "keyFile": str(path), "created": _now_utc()}
     _save_registry(state, reg)
     return {"status": "created", "keyFile": str(path)}
 
@@ -216,7 +216,7 @@ def issue_agent_credential(state_root: Path, agent: str, *, rotate: bool = False
 
     token = "hba_" + secrets.token_urlsafe(32)
     _write_private(path, token + "\n")
-    reg["agents"][agent] = {"sha256": _digest(token), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    reg["agents"][agent] = {"sha256": _digest(token), "created": _now_utc(),
                             **({"expires": expires} if expires else {})}
     _save_registry(state_root, reg)
     return path
