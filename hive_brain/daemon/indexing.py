@@ -31,7 +31,11 @@ from .embedding import BackgroundEmbedder
 
 DEBOUNCE_S = 0.3  # editors write a note in bursts (temp file, rename, metadata); index once it is quiet
 RESYNC_S = 30.0  # full stat scan as a safety net for events the watcher missed (queue overflow, NFS)
-POLL_RESYNC_S = 2.0  # the scan interval when no file watcher could be started
+POLL_RESYNC_S = 2.0
+# How long the index may trail a write the server answered, unless a read needs it sooner (a recall waits
+# for it: IndexingLoop.settle): a write that follows within this time (the next CLI command, a script's
+# next remember) is not queued behind the previous one's tantivy commit, and one commit indexes both.
+WRITE_INDEX_DELAY_S = 0.2  # the scan interval when no file watcher could be started
 PROMOTION_MARKER = "promotion-pass"  # <state>/promotion-pass: when a server last ran the promotion pass
 PROMOTION_LOCK_S = 0.5  # a busy vault only postpones the pass to the next cycle
 # Reading ahead for the reranker goes a few notes at a time, for about RERANK_SLICE_S, and stops as
@@ -189,6 +193,7 @@ class IndexingLoop:
         # Writes answered before they are indexed (:meth:`defer_publish`): the paths the next cycle names in
         # its generation label, and counts that let a prompt wait for exactly those writes.
         self._written: list[str] = []
+        self._write_due: float | None = None  # when the cycle indexing them starts at the latest
         self._writes_acked = 0
         self._writes_in_cycle = 0
         self._writes_indexed = 0
@@ -285,12 +290,9 @@ class IndexingLoop:
             # A script's hand edits may not have reached the watcher yet: this one walks the vault.
             self._dirty = self._forced = self._walk_next = True
             self.cond.notify_all()
-            while self._done_seq < target:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._stop.is_set():
-                    raise LockTimeout(f"catch-up did not finish within {timeout:g}s",
-                                      hint="another process may hold the vault lock")
-                self.cond.wait(left)
+            if not self._wait(lambda: self._done_seq >= target, deadline):
+                raise LockTimeout(f"catch-up did not finish within {timeout:g}s",
+                                  hint="another process may hold the vault lock")
         snap = self.snap
         return {"generation": snap.generation if snap else None, "last": self.last_catch_up}
 
@@ -317,15 +319,17 @@ class IndexingLoop:
 
     def defer_publish(self, paths: list[str]) -> None:
         """The server's writes publish here (``MemoryStore.publish``): the notes are durable (renamed,
-        journal finished) and the catalog has read them, so the write is answered now and the next
-        cycle, forced at once, indexes them. Indexing inside the write (a tantivy commit, the
+        journal finished) and the catalog has read them, so the write is answered now and a cycle
+        within ``WRITE_INDEX_DELAY_S`` indexes them. Indexing inside the write (a tantivy commit, the
         generation's fsyncs) was most of a one-note write's time; a read that comes meanwhile waits for
         that cycle (:meth:`settle`, :meth:`settle_writes`), so a recall right after the answer finds the note."""
         with self.cond:
             self._written.extend(paths)
             self._writes_acked += 1
-            self._dirty = self._forced = True
-            self._last_event = time.monotonic()
+            self._dirty = True
+            self._last_event = now = time.monotonic()
+            if self._write_due is None:
+                self._write_due = now + WRITE_INDEX_DELAY_S
             self.cond.notify_all()
 
     def _run_writes(self, eng: Any) -> None:
@@ -375,6 +379,7 @@ class IndexingLoop:
         if self._dirty:
             self._dirty_cycle = self._started_seq  # this cycle indexes what the watcher saw
         self._dirty = self._forced = False
+        self._write_due = None
         self._writes_in_cycle = self._writes_acked
         return self._started_seq
 
@@ -394,11 +399,15 @@ class IndexingLoop:
                 target = self._dirty_cycle
             else:
                 return True
-            while self._done_seq < target:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._stop.is_set():
-                    return False
-                self.cond.wait(left)
+            return self._wait(lambda: self._done_seq >= target, deadline)
+
+    def _wait(self, done: Callable[[], bool], deadline: float) -> bool:
+        """Under the condition: wait until ``done()``; False at the deadline or when stopping."""
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0 or self._stop.is_set():
+                return False
+            self.cond.wait(left)
         return True
 
     def _end_cycle(self, seq: int) -> None:
@@ -413,12 +422,10 @@ class IndexingLoop:
         deadline = time.monotonic() + timeout
         with self.cond:
             target = self._writes_acked
-            while self._writes_indexed < target:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._stop.is_set():
-                    return False
-                self.cond.wait(left)
-        return True
+            if self._writes_indexed < target and self._dirty:
+                self._forced = True  # not yet begun: no waiting out WRITE_INDEX_DELAY_S
+                self.cond.notify_all()
+            return self._wait(lambda: self._writes_indexed >= target, deadline)
 
     def _first_index(self, eng: Any) -> bool:
         t0, c0 = time.monotonic(), time.process_time()
@@ -648,9 +655,10 @@ class IndexingLoop:
                     return "write", 0
                 if self._dirty:
                     quiet = now - self._last_event
-                    if self._forced or quiet >= self.debounce:
+                    due = self._write_due if self._write_due is not None else now + self.debounce
+                    if self._forced or quiet >= self.debounce or now >= due:
                         return "catch-up", self._begin_cycle()
-                    self.cond.wait(self.debounce - quiet)
+                    self.cond.wait(min(self.debounce - quiet, due - now))
                     continue
                 if now >= next_resync:
                     return "resync", self._begin_cycle()
