@@ -44,7 +44,9 @@ class Engine:
 
     def publish(self, paths: list[str]) -> None:
         """Bring the index and generations up to date after a write (called under the lock)."""
-        self.indexer.catch_up(changed=paths, label="write: " + ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else ""))
+        from .index.indexer import write_label
+
+        self.indexer.catch_up(changed=paths, label=write_label(paths))
 
     @cached_property
     def indexer(self):
@@ -257,7 +259,9 @@ class Engine:
         with self._lock("prune"):
             return self.indexer.gens.prune(keep_last=keep)
 
-    def status(self) -> dict:
+    def status(self, *, refresh: bool = True) -> dict:
+        """The vault, its index and its server. ``refresh=False``: the catalog is kept current by the
+        server's indexing loop, so no stat walk of the vault (staleNotes compares it with the index)."""
         from .rpc.client import server_info
         from .store.fsutil import damaged_files
         from .store.pending import list_pending
@@ -265,13 +269,13 @@ class Engine:
         idx = self.indexer
         gid = idx.gens.current_id()
         pack = idx.pack_dir
-        _, _, todo, gone = idx.diff()
+        _, _, todo, gone = idx.diff(only=None if refresh else [])
         return {
             "vault": str(self.vault.root), "vaultId": self.vault.vault_id, "stateDir": str(self.vault.state),
-            "agent": self.settings.agent_id, "generation": gid, "notes": len(self.catalog.all()),
-            "memories": len(self.catalog.memories()), "staleNotes": len(todo) + len(gone),
+            "agent": self.settings.agent_id, "generation": gid, "notes": self.catalog.count(),
+            "memories": self.catalog.count(self.catalog.MEMORIES), "staleNotes": len(todo) + len(gone),
             # Notes hive-brain cannot read (broken YAML, binary, too large): `doctor` names them.
-            "unreadableNotes": len(self.catalog.problems()),
+            "unreadableNotes": self.catalog.count("problem IS NOT NULL"),
             "semantic": {"on": pack is not None, "pack": str(pack) if pack else None, "packKey": idx.pack_key,
                          "pendingPassages": idx.pending_count() if pack else None,
                          "howToEnable": None if pack else "run `hive-brain model install`"},

@@ -4,9 +4,11 @@
 * **indexing thread** (:meth:`IndexingLoop.run`) — the only index writer of the server process. It
   owns the writing :class:`~hive_brain.engine.Engine` (its catalog and pending-queue SQLite
   connections are bound to the thread that opened them), so memory writes sent to the server
-  (:meth:`IndexingLoop.submit_write`) run here too, ahead of everything else. It waits for the watcher, debounces,
-  catches up under the vault lock with a short timeout (a CLI writer holding the lock only delays
-  it), publishes an immutable :class:`Snapshot` for readers, and between catch-ups lets the
+  (:meth:`IndexingLoop.submit_write`) run here too, ahead of everything else; each is answered once its
+  notes are durable, and the cycle that indexes them starts at once (:meth:`IndexingLoop.defer_publish`).
+  It waits for the watcher, debounces, catches up under the vault lock with a short timeout (a CLI writer
+  holding the lock only delays it; only what the watcher saw change is re-read, the vault walked every
+  ``RESYNC_S``), publishes an immutable :class:`Snapshot` for readers, and between catch-ups lets the
   :class:`~.embedding.BackgroundEmbedder` embed and compact, never while a request is being answered.
   After a catch-up it runs the promotion pass once a day (:func:`promotion_pass`).
 """
@@ -30,7 +32,11 @@ from .embedding import BackgroundEmbedder
 
 DEBOUNCE_S = 0.3  # editors write a note in bursts (temp file, rename, metadata); index once it is quiet
 RESYNC_S = 30.0  # full stat scan as a safety net for events the watcher missed (queue overflow, NFS)
-POLL_RESYNC_S = 2.0  # the scan interval when no file watcher could be started
+POLL_RESYNC_S = 2.0
+# How long the index may trail a write the server answered, unless a read needs it sooner (a recall waits
+# for it: IndexingLoop.settle): a write that follows within this time (the next CLI command, a script's
+# next remember) is not queued behind the previous one's tantivy commit, and one commit indexes both.
+WRITE_INDEX_DELAY_S = 0.2  # the scan interval when no file watcher could be started
 PROMOTION_MARKER = "promotion-pass"  # <state>/promotion-pass: when a server last ran the promotion pass
 PROMOTION_LOCK_S = 0.5  # a busy vault only postpones the pass to the next cycle
 # Reading ahead for the reranker goes a few notes at a time, for about RERANK_SLICE_S, and stops as
@@ -185,6 +191,14 @@ class IndexingLoop:
         self._event_seq = 0
         self._changed: dict[str, int] = {}
         self._unknown_seq: int | None = 0  # nothing read yet: the first refresh walks
+        self._walk_next = False  # the next catch-up walks the vault whatever the watcher saw (catch_up_now)
+        # Writes answered before they are indexed (:meth:`defer_publish`): the paths the next cycle names in
+        # its generation label, and counts that let a prompt wait for exactly those writes.
+        self._written: list[str] = []
+        self._write_due: float | None = None  # when the cycle indexing them starts at the latest
+        self._writes_acked = 0
+        self._writes_in_cycle = 0
+        self._writes_indexed = 0
         # The server's life check (server.Server.check_life): asked before every catch-up, so a vault
         # deleted under the server is not indexed as "every note removed" before the server stops.
         self.alive: Callable[[], str | None] = lambda: None
@@ -275,14 +289,12 @@ class IndexingLoop:
         with self.cond:
             # A cycle already running may have scanned before the caller's change: wait for the next.
             target = self._started_seq + 1
-            self._dirty = self._forced = True
+            # A script's hand edits may not have reached the watcher yet: this one walks the vault.
+            self._dirty = self._forced = self._walk_next = True
             self.cond.notify_all()
-            while self._done_seq < target:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._stop.is_set():
-                    raise LockTimeout(f"catch-up did not finish within {timeout:g}s",
-                                      hint="another process may hold the vault lock")
-                self.cond.wait(left)
+            if not self._wait(lambda: self._done_seq >= target, deadline):
+                raise LockTimeout(f"catch-up did not finish within {timeout:g}s",
+                                  hint="another process may hold the vault lock")
         snap = self.snap
         return {"generation": snap.generation if snap else None, "last": self.last_catch_up}
 
@@ -307,7 +319,22 @@ class IndexingLoop:
         assert job.result is not None
         return job.result
 
-    def _run_writes(self, eng: Any, idx: Any) -> None:
+    def defer_publish(self, paths: list[str]) -> None:
+        """The server's writes publish here (``MemoryStore.publish``): the notes are durable (renamed,
+        journal finished) and the catalog has read them, so the write is answered now and a cycle
+        within ``WRITE_INDEX_DELAY_S`` indexes them. Indexing inside the write (a tantivy commit, the
+        generation's fsyncs) was most of a one-note write's time; a read that comes meanwhile waits for
+        that cycle (:meth:`settle`, :meth:`settle_writes`), so a recall right after the answer finds the note."""
+        with self.cond:
+            self._written.extend(paths)
+            self._writes_acked += 1
+            self._dirty = True
+            self._last_event = now = time.monotonic()
+            if self._write_due is None:
+                self._write_due = now + WRITE_INDEX_DELAY_S
+            self.cond.notify_all()
+
+    def _run_writes(self, eng: Any) -> None:
         with self.cond:
             jobs, self._writes = self._writes, []
         try:
@@ -316,16 +343,9 @@ class IndexingLoop:
                     job.result = job.fn(eng)
                 except BaseException as e:  # noqa: BLE001 - handed to the waiting request, which reports it
                     job.error = e
-            # Each write published its own generation; its passages join the embedding queue like a
-            # catch-up's, and readers get the new snapshot before the writer hears back, so a recall
-            # sent right after the answer already finds the memory.
-            self.embedder.index_changed()
-            self._refresh(idx)
         finally:
             for job in jobs:
                 job.done.set()
-        # Answered: now wait for the merges of the commits above (see LexicalIndex.defer_merges).
-        idx.lexical.finish_merges()
 
     # -- the thread ------------------------------------------------------------------------------
     def run(self) -> None:
@@ -344,6 +364,7 @@ class IndexingLoop:
         if eng is None or self._stop.is_set():
             return
         eng.memory.refresh_catalog = self.refresh_catalog
+        eng.memory.publish = self.defer_publish  # before any agent's store is made: they take it over
         eng.indexer.lexical.defer_merges = True
         try:
             try:
@@ -360,6 +381,8 @@ class IndexingLoop:
         if self._dirty:
             self._dirty_cycle = self._started_seq  # this cycle indexes what the watcher saw
         self._dirty = self._forced = False
+        self._write_due = None
+        self._writes_in_cycle = self._writes_acked
         return self._started_seq
 
     def settle(self, timeout: float) -> bool:
@@ -378,17 +401,33 @@ class IndexingLoop:
                 target = self._dirty_cycle
             else:
                 return True
-            while self._done_seq < target:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._stop.is_set():
-                    return False
-                self.cond.wait(left)
+            return self._wait(lambda: self._done_seq >= target, deadline)
+
+    def _wait(self, done: Callable[[], bool], deadline: float) -> bool:
+        """Under the condition: wait until ``done()``; False at the deadline or when stopping."""
+        while not done():
+            left = deadline - time.monotonic()
+            if left <= 0 or self._stop.is_set():
+                return False
+            self.cond.wait(left)
         return True
 
     def _end_cycle(self, seq: int) -> None:
         with self.cond:
             self._done_seq = max(self._done_seq, seq)
+            self._writes_indexed = max(self._writes_indexed, self._writes_in_cycle)
             self.cond.notify_all()
+
+    def settle_writes(self, timeout: float) -> bool:
+        """Wait (within ``timeout``) until the writes this server has answered are indexed; unlike
+        :meth:`settle`, not for what the watcher saw (the prompt hook's deadline is short)."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            target = self._writes_acked
+            if self._writes_indexed < target and self._dirty:
+                self._forced = True  # not yet begun: no waiting out WRITE_INDEX_DELAY_S
+                self.cond.notify_all()
+            return self._wait(lambda: self._writes_indexed >= target, deadline)
 
     def _first_index(self, eng: Any) -> bool:
         t0, c0 = time.monotonic(), time.process_time()
@@ -401,12 +440,12 @@ class IndexingLoop:
             threading.Thread(target=_preload, args=(idx.pack_dir,), name="preload", daemon=True).start()
         with self.cond:
             seq = self._begin_cycle()
-        res = self._catch_up(idx, lock_timeout=2.0, label="serve: start")
+        res = self._catch_up(idx, lock_timeout=2.0, label="serve: start", walk=True)
         while res is None and idx.gens.current_id() is None:
             # No index at all and someone else holds the lock (a rebuild?): nothing to serve yet.
             if self._stop.wait(0.5):
                 return False
-            res = self._catch_up(idx, lock_timeout=5.0, label="serve: start")
+            res = self._catch_up(idx, lock_timeout=5.0, label="serve: start", walk=True)
         if res is None:
             with self.cond:
                 self._dirty = self._forced = True
@@ -539,7 +578,13 @@ class IndexingLoop:
         if not self._rr_todo:
             self.log.info("reranker: passages read ahead")
 
-    def _catch_up(self, idx: Any, *, lock_timeout: float, label: str) -> dict | None:
+    def _catch_up(self, idx: Any, *, lock_timeout: float, label: str, walk: bool = False) -> dict | None:
+        """Index what changed, under the vault lock: the notes the watcher saw change and the server's
+        own writes (the catalog read those as they were written: the diff against the current
+        generation finds them) or, with ``walk``, after a folder event, without a watcher, or when
+        asked to (:meth:`catch_up_now`), whatever a stat walk of the vault finds. A one-note catch-up
+        walked all 10k notes before (~0.1 s), after every write and every saved edit."""
+        from ..index.indexer import write_label
         from ..store.journal import write_session
 
         why = self.alive()
@@ -547,17 +592,25 @@ class IndexingLoop:
             self.on_dead(why)
             return None
         with self.cond:
-            seq = self._event_seq  # the catch-up's walk starts after this: it sees these events' notes
+            seq = self._event_seq  # the catch-up reads after this: it sees these events' notes
+            walk = walk or self._walk_next or self.observer is None or self._unknown_seq is not None
+            paths = None if walk else sorted(self._changed)
+            written, self._written, self._walk_next = self._written, [], False
         try:
             with write_session(self.vault, timeout=lock_timeout, command="serve") as recovered:
-                res = idx.catch_up(label=label)
+                if recovered:
+                    paths = None  # a transaction rolled forward or back: its notes' events may come later
+                res = idx.catch_up(changed=paths, label=write_label(list(dict.fromkeys(written))) if written else label)
                 self._prune_export(idx, res)
         except LockTimeout:
+            with self.cond:  # for the next try
+                self._written[:0] = written
+                self._walk_next = self._walk_next or walk
             return None
-        self._forget(seq, None)
+        self._forget(seq, paths)
         if recovered:
             self.log.info("recovered unfinished transactions: %s", recovered)
-        if res.get("changed"):
+        if res.get("changed") and not written:  # the server's own writes are not news
             self.log.info("catch-up: %s notes indexed, %s removed -> generation %s in %.3fs", res.get("indexed"),
                           res.get("removed"), res.get("generation"), res.get("seconds", 0.0))
         with self.cond:
@@ -627,9 +680,10 @@ class IndexingLoop:
                     return "write", 0
                 if self._dirty:
                     quiet = now - self._last_event
-                    if self._forced or quiet >= self.debounce:
+                    due = self._write_due if self._write_due is not None else now + self.debounce
+                    if self._forced or quiet >= self.debounce or now >= due:
                         return "catch-up", self._begin_cycle()
-                    self.cond.wait(self.debounce - quiet)
+                    self.cond.wait(min(self.debounce - quiet, due - now))
                     continue
                 if now >= next_resync:
                     return "resync", self._begin_cycle()
@@ -668,7 +722,7 @@ class IndexingLoop:
                 break
             try:
                 if action == "write":
-                    self._run_writes(eng, idx)
+                    self._run_writes(eng)
                     continue
                 if action == "embed":
                     pending = emb.slice(idx)
@@ -687,7 +741,8 @@ class IndexingLoop:
                 if action == "resync":
                     next_resync = time.monotonic() + self.resync
                     self.on_resync()
-                res = self._catch_up(idx, lock_timeout=0.5 if action == "catch-up" else 0.05, label=f"serve: {action}")
+                res = self._catch_up(idx, lock_timeout=0.5 if action == "catch-up" else 0.05, label=f"serve: {action}",
+                                     walk=action == "resync")
                 if res is None:
                     # A CLI writer holds the lock; it publishes its own change, but a hand edit may
                     # be waiting too, so come back shortly.

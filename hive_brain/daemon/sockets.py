@@ -35,6 +35,9 @@ PROMPT_RERANK_COLD = 6
 # How long a recall or answer waits for the watcher's latest changes to be indexed (IndexingLoop.settle):
 # a catch-up of a few hand-edited notes takes tens of ms; a writer holding the lock must not stall reads.
 READ_SETTLE_S = 2.0
+# How long a prompt waits for the writes this server answered to be indexed (a write is answered once its
+# note is durable; the index follows within tens of ms): a small share of the hook's deadline.
+PROMPT_SETTLE_S = 0.3
 RECALL_OPTIONS = frozenset({"scope", "types", "tags", "project", "limit", "as_of", "include_operational", "detail",
                             "mode", "abstain", "drop_ratio", "pool", "now", "alternatives", "deep"})
 
@@ -298,12 +301,22 @@ class SocketServer:
                 agent_id=agent, owner_verified=not agent))
         return eng
 
+    def _catalog_engine(self, args: dict) -> Any:
+        """:meth:`_engine` with its catalog brought up to date the way a write's is: only the notes the
+        watcher saw change are re-read (the server's own writes refreshed theirs as they committed),
+        or the vault walked when the watcher cannot say. A stat walk of every note per request was
+        most of ``get``/``core``/``status`` (10k notes: ~0.2 s of each); waiting for the indexing
+        loop instead would wait for the index, which these reads do not use."""
+        eng = self._engine(args)
+        self.loop.refresh_catalog(eng.catalog)
+        return eng
+
     def op_get(self, args: dict) -> dict:
         """One memory with its chain (``hive-brain get``), as the caller's agent may see it."""
         mid = args.get("memory_id")
         if not isinstance(mid, str) or not mid:
             raise UsageError("args.memory_id must be a memory id")
-        return self._engine(args).memory.get(mid)
+        return self._catalog_engine(args).memory.get(mid, refresh=False)
 
     def op_core(self, args: dict) -> dict:
         """The core memory a session starts with (``hive-brain core``)."""
@@ -312,12 +325,12 @@ class SocketServer:
         budget = args.get("budget", 6000)
         if isinstance(budget, bool) or not isinstance(budget, int) or not 200 <= budget <= 100_000:
             raise UsageError("args.budget must be a whole number of characters (200-100000)")
-        eng = self._engine(args)
-        return core_pack(eng, eng.settings.agent_id, budget)
+        eng = self._catalog_engine(args)
+        return core_pack(eng, eng.settings.agent_id, budget, refresh=False)
 
     def op_vault_status(self, args: dict) -> dict:
         """``hive-brain status``: the vault, its index and this server, as the caller's agent sees them."""
-        return self._engine(args).status()
+        return self._catalog_engine(args).status(refresh=False)
 
     def _catalog(self) -> Any:
         cat = getattr(self._tls, "catalog", None)
@@ -406,6 +419,7 @@ class SocketServer:
             raise UsageError(f"unknown prompt option(s): {', '.join(sorted(unknown))}")
         agent = self._caller(args)
         t0 = time.perf_counter()
+        self.loop.settle_writes(PROMPT_SETTLE_S)
         view = self.view(True)
         context = context or transcript_context(tp)
         pack = prompt_pack(lambda q, semantic=True, **o: search(view, q, agent=agent, semantic=semantic, rerank_cold=PROMPT_RERANK_COLD, **o), clean_text(prompt)[:PROMPT_CHARS],

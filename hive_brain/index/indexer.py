@@ -84,6 +84,11 @@ def indexable(path: str, sha: str, kind: str) -> bool:
             and not any(fnmatch.fnmatchcase(path, g) for g in SKIP_GLOBS))
 
 
+def write_label(paths: list[str]) -> str:
+    """The generation label of a write (``memory.layers.redact_paths`` reads it back: keep the form)."""
+    return "write: " + ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
+
+
 def note_date(meta: dict[str, Any], mtime_ns: int, kind: str = "") -> int:
     """A note's date in the index (cutoffs, windows). A memory version's is when it came to be, its
     ``created``: ``evolve`` bumps the old version's ``updated`` when it marks it superseded, and a

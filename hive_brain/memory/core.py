@@ -25,6 +25,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 # Lessons are what agents learned and wrote, not rules the user gave: they reach a session framed
 # as recalled data (memory/frame.py), as every other read does, tags in them neutralised.
 FRAMED = frozenset({"used-lesson", "lesson"})
+# The memory types those sections draw on (only these are read from the catalog).
+CORE_TYPES = tuple(dict.fromkeys("lesson" if t == "used-lesson" else t for t, _ in SECTIONS))
 MAX_ITEM_CHARS = 700
 CORE_NOTE_CHARS = 3000  # DESIGN: a Core Memory note is kept under about 3,000 characters (read at every start)
 USED_LESSONS = 5  # the "keep using" section is short: the few lessons answers lean on most
@@ -69,10 +71,20 @@ def _template_core() -> str:
     return clean_core_body(parse_text(CORE_MEMORY, raw).body)
 
 
-def _read_body(engine: EngineLike, rel: str) -> str | None:
+# A server answers `core` again and again from the same notes: their scrubbed bodies by the catalog's
+# hash of the bytes, so an unchanged note is not read, parsed and scanned for secrets again (every
+# user-stated decision, preference and instruction: ~80 notes, half of a 1k-note `core` request).
+_BODIES: dict[tuple[str, str, str, int], str | None] = {}
+_BODIES_MAX = 4096
+
+
+def _read_body(engine: EngineLike, rel: str, sha: str = "") -> str | None:
     from ..errors import NoteError
     from ..store.notes import read_note
 
+    key = (str(engine.vault.root), rel, sha, engine.settings.max_note_bytes)
+    if sha and key in _BODIES:
+        return _BODIES[key]
     p = engine.vault.root / rel
     if not p.is_file():
         return None
@@ -80,9 +92,12 @@ def _read_body(engine: EngineLike, rel: str) -> str | None:
         note = read_note(p, rel, max_bytes=engine.settings.max_note_bytes, scrub=True)  # injected: never a secret
     except NoteError:
         return None
-    if note.problem:
-        return None
-    return note.body
+    body = None if note.problem else note.body
+    if sha and note.raw_sha256 == sha:  # the bytes the catalog hashed, not an edit since
+        if len(_BODIES) >= _BODIES_MAX:
+            _BODIES.clear()
+        _BODIES[key] = body
+    return body
 
 
 def _updated(e: Any) -> str:
@@ -131,7 +146,7 @@ def core_items(engine: EngineLike, agent: str | None, budget: int = 6000, *, ref
             )
     seen_hash: set[str] = set()
     seen_key: set[str] = set()
-    mems = [e for e in cat.memories() if e.status == "active" and not e.problem]
+    mems = [e for e in cat.memories(types=CORE_TYPES) if e.status == "active" and not e.problem]
     for mtype, _label in SECTIONS:
         uses: dict[str, list[float]] = {}
         if mtype == "used-lesson":
@@ -162,7 +177,7 @@ def core_items(engine: EngineLike, agent: str | None, budget: int = 6000, *, ref
                 e.memory_key and e.memory_key in seen_key
             ):
                 continue
-            body = _read_body(engine, e.path)
+            body = _read_body(engine, e.path, e.sha)
             if body is None or not body.strip():
                 continue
             if e.content_hash:
@@ -303,10 +318,11 @@ def oversized_core(engine: EngineLike, agent: str | None) -> list[str]:
     return out
 
 
-def core_pack(engine: EngineLike, agent: str | None, budget: int = 6000) -> dict[str, Any]:
+def core_pack(engine: EngineLike, agent: str | None, budget: int = 6000, *, refresh: bool = True) -> dict[str, Any]:
     """Core memory under ``budget`` characters: ``{agent, budget, chars, items, text, warnings}`` (text ""
-    when the vault holds none). What ``hive-brain core`` prints, in-process or from the server."""
-    items = core_items(engine, agent, budget)
+    when the vault holds none). What ``hive-brain core`` prints, in-process or from the server
+    (``refresh=False``: its indexing loop keeps the catalog current)."""
+    items = core_items(engine, agent, budget, refresh=refresh)
     text = render(items, agent)
     while items and len(text) > budget:  # the fit above is an estimate; the budget is a promise
         items.pop()

@@ -544,9 +544,16 @@ class MemoryStore:
             path, meta = tx.evolve(old, content, title, aliases=aliases, questions=questions)
         return self._result({"status": "evolved", "id": meta["id"], "path": path, "supersedes": old.id, "oldPath": old.path})
 
-    def get(self, memory_id: str) -> dict:
-        self.catalog.refresh()
-        e = self._entry(memory_id)
+    def get(self, memory_id: str, *, refresh: bool = True) -> dict:
+        """One memory and its chain. ``refresh=False``: the catalog is kept current by someone else (the
+        server's indexing loop, told by its watcher what changed); only a miss walks the vault."""
+        if refresh:
+            self.catalog.refresh()
+        self._partial = not refresh
+        try:
+            e = self._entry(memory_id)
+        finally:
+            self._partial = False
         note = self.load(e, to_rewrite=False)
         chain = self._chain(e)
         # ``status`` is derived from the whole chain; ``meta`` is what the note itself says. A read:

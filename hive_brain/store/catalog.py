@@ -356,6 +356,10 @@ class Catalog:
         """Entries matching an SQL condition on the `notes` table (columns in `_SCHEMA`)."""
         return [_entry(r, with_meta) for r in self.db.execute(f"SELECT * FROM notes WHERE {where}", args)]
 
+    def count(self, where: str = "1=1", args: tuple = ()) -> int:
+        """How many notes match (``status`` counts; building every entry parsed 10k JSON metas)."""
+        return int(self.db.execute(f"SELECT COUNT(*) FROM notes WHERE {where}", args).fetchone()[0])
+
     def _rows_for(self, columns: str, paths: list[str]) -> Iterator[tuple]:
         """`SELECT columns` of these paths, 500 per query (SQLite's bound-parameter limit)."""
         for i in range(0, len(paths), 500):
@@ -397,9 +401,15 @@ class Catalog:
     def by_content_hash(self, h: str) -> list[Entry]:
         return self.select("content_hash = ? AND kind = 'memory'", (h,))
 
-    def memories(self) -> list[Entry]:
-        """Every memory once: copies that share a head's id are not memories of their own."""
-        return self.select("kind = 'memory' AND copy_of = ''")
+    MEMORIES = "kind = 'memory' AND copy_of = ''"
+
+    def memories(self, *, types: tuple[str, ...] = ()) -> list[Entry]:
+        """Every memory once: copies that share a head's id are not memories of their own. ``types``:
+        only active, readable ones of these types (their JSON parsed, not every memory's)."""
+        if not types:
+            return self.select(self.MEMORIES)
+        return self.select(f"{self.MEMORIES} AND status = 'active' AND problem IS NULL "
+                           f"AND json_extract(meta, '$.type') IN ({','.join('?' * len(types))})", types)
 
     def problems(self) -> list[Entry]:
         return self.select("problem IS NOT NULL")
