@@ -9,7 +9,9 @@ lessons (its private layer) — de-duplicated and cut to a character budget, mos
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from typing import Any
 
 from .ports import EngineLike
@@ -318,17 +320,60 @@ def oversized_core(engine: EngineLike, agent: str | None) -> list[str]:
     return out
 
 
+# Finished packs of a long-lived process (the server, MCP), each with the marks of what it was derived
+# from (:func:`_inputs`): at 10k notes a pack is ~2,400 catalog rows parsed and ~800 candidates sorted
+# and fitted (60-80 ms), and most requests find none of its inputs changed.
+_PACKS: dict[tuple, tuple[tuple, dict[str, Any]]] = {}
+_PACKS_MAX = 64
+_PACKS_LOCK = threading.Lock()
+
+
+def _inputs(engine: EngineLike, agent: str | None) -> tuple:
+    """Marks that change whenever what :func:`core_items` reads may have: the catalog rows of the core
+    types (any writer's, derived status included: ``Catalog.change_mark``), this device's usage counts
+    (a recall or answer that used a lesson) and the Core Memory notes, which are read from disk (their
+    stat, as the catalog judges a note changed). Read before the pack is derived, so a change meanwhile
+    leaves a mark that differs next time."""
+    from ..store.vault import AGENTS_DIR, CORE_MEMORY
+    from .usage import table
+
+    stats: list[tuple[int, ...] | None] = []
+    for rel in (CORE_MEMORY, *([f"{AGENTS_DIR}/{agent}/Core Memory.md"] if agent else [])):
+        try:
+            st = os.stat(engine.vault.root / rel)
+            stats.append((st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        except OSError:
+            stats.append(None)
+    return engine.catalog.change_mark(CORE_TYPES), table(engine.vault.state).version, tuple(stats)
+
+
+def _copy(pack: dict[str, Any]) -> dict[str, Any]:
+    return {**pack, "items": [dict(it) for it in pack["items"]], "warnings": list(pack["warnings"])}
+
+
 def core_pack(engine: EngineLike, agent: str | None, budget: int = 6000, *, refresh: bool = True) -> dict[str, Any]:
     """Core memory under ``budget`` characters: ``{agent, budget, chars, items, text, warnings}`` (text ""
     when the vault holds none). What ``hive-brain core`` prints, in-process or from the server
     (``refresh=False``: its indexing loop keeps the catalog current)."""
-    items = core_items(engine, agent, budget, refresh=refresh)
+    if refresh:
+        engine.catalog.refresh()
+    key = (str(engine.catalog.path), str(engine.vault.root), engine.settings.max_note_bytes, agent, budget)
+    marks = _inputs(engine, agent)
+    kept = _PACKS.get(key)
+    if kept is not None and kept[0] == marks:
+        return _copy(kept[1])
+    items = core_items(engine, agent, budget, refresh=False)
     text = render(items, agent)
     while items and len(text) > budget:  # the fit above is an estimate; the budget is a promise
         items.pop()
         text = render(items, agent)
-    return {"agent": agent, "budget": budget, "chars": len(text), "items": items, "text": text,
+    pack = {"agent": agent, "budget": budget, "chars": len(text), "items": items, "text": text,
             "warnings": oversized_core(engine, agent)}
+    with _PACKS_LOCK:
+        if len(_PACKS) >= _PACKS_MAX:
+            _PACKS.clear()
+        _PACKS[key] = (marks, _copy(pack))
+    return pack
 
 
 def core_text(engine: EngineLike, agent: str | None, budget: int = 6000) -> str:

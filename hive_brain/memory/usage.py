@@ -77,6 +77,9 @@ class UsageTable:
         self._unsaved = 0
         self._loaded = False
         self._lock = threading.Lock()
+        # Bumped whenever the counts may have changed: what is derived from them (core memory's
+        # "lessons answers keep using") is kept while it stays the same.
+        self.version = 0
 
     @property
     def has_uses(self) -> bool:
@@ -132,6 +135,7 @@ class UsageTable:
         st, data = self._read_from(self.live, 0)
         self._offset = self._fold(data, new)
         self.old, self.new = old, new
+        self.version += 1
         self._live_ino = st.st_ino if st is not None else None
         self._unsaved = SAVE_AFTER_BYTES  # a rebuild is always worth keeping
 
@@ -146,6 +150,7 @@ class UsageTable:
         new = {k: list(v) for k, v in self.new.items()}
         self._unsaved += self._fold(data, new) + SAVE_AFTER_BYTES
         self.old, self.new = new, {}
+        self.version += 1
         self._rotated_sig, self._live_ino, self._offset = _sig(st), None, 0
         return True
 
@@ -160,6 +165,7 @@ class UsageTable:
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return  # absent or damaged: derived, so rebuilt from the log
         self.old, self.new, self._rotated_sig, self._live_ino, self._offset = old, new, rotated, ino, offset
+        self.version += 1
 
     def _save(self) -> None:
         doc = {"version": TABLE_VERSION, "rotated": self._rotated_sig, "liveIno": self._live_ino,
@@ -187,6 +193,7 @@ class UsageTable:
             if live is None and rot is None:
                 if self.has_uses or self._offset:
                     self.old, self.new, self._rotated_sig, self._live_ino, self._offset = {}, {}, None, None, 0
+                    self.version += 1
                 return
             if _sig(rot) != self._rotated_sig and (rot is None or not self._rotated_on(rot)):
                 self._rebuild()
@@ -201,6 +208,7 @@ class UsageTable:
                         self._rebuild()  # rotated between the stat and the open: the next refresh is exact
                     else:
                         n = self._fold(data, self.new)
+                        self.version += 1
                         self._offset += n
                         self._unsaved += n
             if self._unsaved >= SAVE_AFTER_BYTES:

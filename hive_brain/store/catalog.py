@@ -39,7 +39,26 @@ CREATE INDEX IF NOT EXISTS notes_agent ON notes(agent, kind);
 CREATE INDEX IF NOT EXISTS notes_supersedes ON notes(supersedes);
 CREATE TABLE IF NOT EXISTS secrets (path TEXT, line INTEGER, kind TEXT);
 CREATE INDEX IF NOT EXISTS secrets_path ON secrets(path);
+CREATE TABLE IF NOT EXISTS changes (type TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS notes_changes_insert BEFORE INSERT ON notes BEGIN
+    INSERT INTO changes SELECT coalesce(json_extract(meta, '$.type'), ''), 1 FROM notes WHERE path = NEW.path
+        ON CONFLICT(type) DO UPDATE SET n = n + 1;
+    INSERT INTO changes VALUES (coalesce(json_extract(NEW.meta, '$.type'), ''), 1) ON CONFLICT(type) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS notes_changes_update AFTER UPDATE ON notes BEGIN
+    INSERT INTO changes VALUES (coalesce(json_extract(OLD.meta, '$.type'), ''), 1) ON CONFLICT(type) DO UPDATE SET n = n + 1;
+    INSERT INTO changes VALUES (coalesce(json_extract(NEW.meta, '$.type'), ''), 1) ON CONFLICT(type) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS notes_changes_delete AFTER DELETE ON notes BEGIN
+    INSERT INTO changes VALUES (coalesce(json_extract(OLD.meta, '$.type'), ''), 1) ON CONFLICT(type) DO UPDATE SET n = n + 1;
+END;
 """
+# `changes` counts, per frontmatter `type`, the rows written (inserted, replaced, updated, deleted) by
+# any connection of any process, old or new code alike (the triggers live in the file): a reader that
+# derives something from the rows of a few types (core memory) knows from one indexed lookup whether
+# it must derive it again. The BEFORE INSERT trigger counts the row an INSERT OR REPLACE drops (its
+# implicit delete fires no delete trigger). " epoch" is random per file: counters restart with a file
+# made afresh, and a count kept from the old one must not match by chance.
 _COLUMNS = 20
 _INSERT = f"INSERT OR REPLACE INTO notes VALUES ({','.join('?' * _COLUMNS)})"
 GIT_MARKERS = "git-markers"
@@ -57,8 +76,12 @@ def _setup(db: sqlite3.Connection) -> None:
         with sqlite_tx(db):
             db.execute("DROP TABLE IF EXISTS notes")
             db.execute("DROP TABLE IF EXISTS secrets")
+            db.execute("DROP TABLE IF EXISTS changes")
         db.execute(f"PRAGMA user_version = {version}")
     db.executescript(_SCHEMA)
+    if db.execute("SELECT 1 FROM changes WHERE type = ' epoch'").fetchone() is None:
+        with sqlite_tx(db):
+            db.execute("INSERT OR IGNORE INTO changes VALUES (' epoch', abs(random()))")
 
 
 def _jsonable(v: Any) -> Any:
@@ -410,6 +433,13 @@ class Catalog:
             return self.select(self.MEMORIES)
         return self.select(f"{self.MEMORIES} AND status = 'active' AND problem IS NULL "
                            f"AND json_extract(meta, '$.type') IN ({','.join('?' * len(types))})", types)
+
+    def change_mark(self, types: tuple[str, ...]) -> tuple:
+        """Changes so far to the rows of these frontmatter types, with the file's epoch: equal marks,
+        equal rows of those types (any writer's, derived columns included). Read it before the rows
+        it guards, so a change between the two only makes the next mark differ."""
+        marks = ",".join("?" * (len(types) + 1))
+        return tuple(sorted(self.db.execute(f"SELECT type, n FROM changes WHERE type IN ({marks})", (" epoch", *types))))
 
     def problems(self) -> list[Entry]:
         return self.select("problem IS NOT NULL")
