@@ -259,9 +259,10 @@ class Engine:
         with self._lock("prune"):
             return self.indexer.gens.prune(keep_last=keep)
 
-    def status(self, *, refresh: bool = True) -> dict:
+    def status(self, *, refresh: bool = True, stale: Callable[[int | None], int | None] | None = None) -> dict:
         """The vault, its index and its server. ``refresh=False``: the catalog is kept current by the
-        server's indexing loop, so no stat walk of the vault (staleNotes compares it with the index)."""
+        server's indexing loop, so no stat walk of the vault (staleNotes compares it with the index).
+        ``stale(generation)``: the server's count of notes not yet indexed, None when it cannot say."""
         from .rpc.client import server_info
         from .store.fsutil import damaged_files
         from .store.pending import list_pending
@@ -269,11 +270,14 @@ class Engine:
         idx = self.indexer
         gid = idx.gens.current_id()
         pack = idx.pack_dir
-        _, _, todo, gone = idx.diff(only=None if refresh else [])
+        n_stale = stale(gid) if stale is not None else None
+        if n_stale is None:
+            _, _, todo, gone = idx.diff(only=None if refresh else [])
+            n_stale = len(todo) + len(gone)
         return {
             "vault": str(self.vault.root), "vaultId": self.vault.vault_id, "stateDir": str(self.vault.state),
             "agent": self.settings.agent_id, "generation": gid, "notes": self.catalog.count(),
-            "memories": self.catalog.count(self.catalog.MEMORIES), "staleNotes": len(todo) + len(gone),
+            "memories": self.catalog.count(self.catalog.MEMORIES), "staleNotes": n_stale,
             # Notes hive-brain cannot read (broken YAML, binary, too large): `doctor` names them.
             "unreadableNotes": self.catalog.count("problem IS NOT NULL"),
             "semantic": {"on": pack is not None, "pack": str(pack) if pack else None, "packKey": idx.pack_key,

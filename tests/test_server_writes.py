@@ -401,3 +401,53 @@ def test_reads_and_catch_ups_through_the_server_read_only_what_changed(in_proces
     assert _ask(srv, "get", memory_id="mem-01handwritten0000000000001")["path"].endswith("Queue broker.md")
     _ask(srv, "catch_up", timeout=10)
     assert walks[0] >= 1
+
+
+def test_status_counts_what_is_not_yet_indexed_without_diffing_the_vault(in_process, monkeypatch, vault_path):
+    """`status` through the server counts the notes not yet indexed from what changed since its
+    snapshot (the watcher's and its own writes), not by diffing every catalog row with the manifest
+    on the request thread (10k notes: ~25 ms a request, and the manifest re-materialised per generation):
+    a write, a hand edit and a hand deletion held back from the index are counted, as the full diff counts them."""
+    from hive_brain.engine import Engine
+    from hive_brain.index import indexer, lexical
+
+    srv, _ = in_process
+    for name in ("Kite", "Sled"):
+        (vault_path / "Ideas" / f"{name}.md").parent.mkdir(parents=True, exist_ok=True)
+        (vault_path / "Ideas" / f"{name}.md").write_text(f"# {name}\n\nA {name.lower()} of lemurfabric.\n", encoding="utf-8")
+    _ask(srv, "catch_up", timeout=10)
+    assert _ask(srv, "vault_status")["staleNotes"] == 0
+    diffs = [0]
+    diff = indexer.Indexer.diff
+
+    def counted(self, only=None):
+        if threading.current_thread().name.startswith("hive-brain-req") or threading.current_thread() is threading.main_thread():
+            diffs[0] += 1
+        return diff(self, only)
+
+    monkeypatch.setattr(indexer.Indexer, "diff", counted)
+    gate = threading.Event()
+    commit = lexical.LexicalWriter.commit
+
+    def held_commit(self):
+        assert gate.wait(20), "the index was never let go"
+        commit(self)
+
+    monkeypatch.setattr(lexical.LexicalWriter, "commit", held_commit)
+    try:
+        _write(srv, "remember", inp={"type": "fact", "title": "Hosting", "content": "The web app runs on quokkahost."})
+        (vault_path / "Ideas" / "Kite.md").write_text("# Kite\n\nA kite of narwhalsilk.\n", encoding="utf-8")
+        (vault_path / "Ideas" / "Sled.md").unlink()
+        deadline = time.monotonic() + 10
+        while (st := _ask(srv, "vault_status"))["staleNotes"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert st["staleNotes"] == 3
+        assert diffs[0] == 0, "the request diffed the whole vault"
+        _, _, todo, gone = diff(Engine.open().indexer, [])
+        assert len(todo) + len(gone) == 3
+    finally:
+        gate.set()
+    deadline = time.monotonic() + 10
+    while (st := _ask(srv, "vault_status"))["staleNotes"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert st["staleNotes"] == 0  # (between the cycle's publish and its snapshot a request diffs in full)

@@ -330,7 +330,8 @@ class SocketServer:
 
     def op_vault_status(self, args: dict) -> dict:
         """``hive-brain status``: the vault, its index and this server, as the caller's agent sees them."""
-        return self._catalog_engine(args).status(refresh=False)
+        eng = self._catalog_engine(args)
+        return eng.status(refresh=False, stale=lambda gid: self.loop.stale_notes(eng.catalog, gid))
 
     def _catalog(self) -> Any:
         cat = getattr(self._tls, "catalog", None)

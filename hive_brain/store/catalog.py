@@ -37,6 +37,9 @@ CREATE INDEX IF NOT EXISTS notes_key ON notes(memory_key);
 CREATE INDEX IF NOT EXISTS notes_hash ON notes(content_hash);
 CREATE INDEX IF NOT EXISTS notes_agent ON notes(agent, kind);
 CREATE INDEX IF NOT EXISTS notes_supersedes ON notes(supersedes);
+-- `status` counts memories and unreadable notes on every request: without these, two scans of the table
+CREATE INDEX IF NOT EXISTS notes_kind ON notes(kind, copy_of);
+CREATE INDEX IF NOT EXISTS notes_problem ON notes(problem) WHERE problem IS NOT NULL;
 CREATE TABLE IF NOT EXISTS secrets (path TEXT, line INTEGER, kind TEXT);
 CREATE INDEX IF NOT EXISTS secrets_path ON secrets(path);
 CREATE TABLE IF NOT EXISTS changes (type TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
