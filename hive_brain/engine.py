@@ -277,7 +277,7 @@ class Engine:
         return {
             "vault": str(self.vault.root), "vaultId": self.vault.vault_id, "stateDir": str(self.vault.state),
             "agent": self.settings.agent_id, "generation": gid, "notes": self.catalog.count(),
-            "memories": self.catalog.count(self.catalog.MEMORIES), "staleNotes": n_stale,
+            "memories": self.catalog.memory_count(), "staleNotes": n_stale,
             # Notes hive-brain cannot read (broken YAML, binary, too large): `doctor` names them.
             "unreadableNotes": self.catalog.count("problem IS NOT NULL"),
             "semantic": {"on": pack is not None, "pack": str(pack) if pack else None, "packKey": idx.pack_key,
