@@ -321,13 +321,10 @@ def _write(srv, op: str, **args) -> dict:
     return _ask(srv, "write", op=op, args=args, agent=None, lock_timeout=5)
 
 
-def test_a_write_is_answered_once_durable_and_a_read_after_it_waits_for_its_index(in_process, monkeypatch):
-    """The index (a tantivy commit, the generation's fsyncs: most of a one-note write) follows the
-    answer; a recall sent right after still finds the note. Before, the write waited for its index:
-    held here, the write did not answer until the index was let go."""
+def _hold_index(monkeypatch) -> threading.Event:
+    """Every tantivy commit waits until the returned event is set (at most 20 s)."""
     from hive_brain.index import lexical
 
-    srv, _ = in_process
     gate = threading.Event()
     commit = lexical.LexicalWriter.commit
 
@@ -336,6 +333,15 @@ def test_a_write_is_answered_once_durable_and_a_read_after_it_waits_for_its_inde
         commit(self)
 
     monkeypatch.setattr(lexical.LexicalWriter, "commit", held_commit)
+    return gate
+
+
+def test_a_write_is_answered_once_durable_and_a_read_after_it_waits_for_its_index(in_process, monkeypatch):
+    """The index (a tantivy commit, the generation's fsyncs: most of a one-note write) follows the
+    answer; a recall sent right after still finds the note. Before, the write waited for its index:
+    held here, the write did not answer until the index was let go."""
+    srv, _ = in_process
+    gate = _hold_index(monkeypatch)
     done: list[dict] = []
     t = threading.Thread(target=lambda: done.append(_write(srv, "remember", inp={
         "type": "fact", "title": "Hosting", "content": "The web app runs on quokkahost."})))
@@ -409,7 +415,7 @@ def test_status_counts_what_is_not_yet_indexed_without_diffing_the_vault(in_proc
     on the request thread (10k notes: ~25 ms a request, and the manifest re-materialised per generation):
     a write, a hand edit and a hand deletion held back from the index are counted, as the full diff counts them."""
     from hive_brain.engine import Engine
-    from hive_brain.index import indexer, lexical
+    from hive_brain.index import indexer
 
     srv, _ = in_process
     for name in ("Kite", "Sled"):
@@ -426,14 +432,7 @@ def test_status_counts_what_is_not_yet_indexed_without_diffing_the_vault(in_proc
         return diff(self, only)
 
     monkeypatch.setattr(indexer.Indexer, "diff", counted)
-    gate = threading.Event()
-    commit = lexical.LexicalWriter.commit
-
-    def held_commit(self):
-        assert gate.wait(20), "the index was never let go"
-        commit(self)
-
-    monkeypatch.setattr(lexical.LexicalWriter, "commit", held_commit)
+    gate = _hold_index(monkeypatch)
     try:
         _write(srv, "remember", inp={"type": "fact", "title": "Hosting", "content": "The web app runs on quokkahost."})
         (vault_path / "Ideas" / "Kite.md").write_text("# Kite\n\nA kite of narwhalsilk.\n", encoding="utf-8")
