@@ -35,3 +35,25 @@ def test_a_hostile_frontmatter_is_reported_and_skipped(vault_path, name):
     found = doctor()
     text = str(found["problems"])
     assert f"Ideas/{name}.md" in text, found["problems"]
+
+
+def test_not_a_number_in_frontmatter_breaks_no_command(vault_path):
+    """YAML's ``.nan`` and ``.inf`` are floats JSON has no form for: the catalog stored them as ``NaN`` and
+    ``Infinity``, which SQLite's JSON functions refuse, so the catalog's refresh failed (a memory's row
+    is read with them on every refresh; since the catalog counts changes per type, any note's row is)
+    and every command with it. They are kept as text."""
+    (vault_path / "Ideas").mkdir(exist_ok=True)
+    (vault_path / "Ideas" / "Odd numbers.md").write_text(
+        "---\ntitle: Odd numbers\nweight: .nan\nlimit: .inf\nfloor: -.inf\n---\nA note about narwhal scales.\n",
+        encoding="utf-8")
+    mem = remember("Deploy target", "We deploy the web app to Fly.io.", "decision")
+    note = vault_path / mem["path"]
+    note.write_text(note.read_text(encoding="utf-8").replace("\n---\n", "\nscore: .nan\n---\n", 1), encoding="utf-8")
+    assert run("recall", "narwhal scales", "--lexical")["hits"][0]["title"] == "Odd numbers"
+    assert "Fly.io" in run("core")["text"]
+    st = run("status")
+    assert st["unreadableNotes"] == 0 and st["staleNotes"] == 0
+    assert run("get", mem["id"])["meta"]["score"] == "nan"
+    (vault_path / "Ideas" / "Odd numbers.md").unlink()
+    remember("Another", "A write after the odd note went.", "fact")
+    assert not run("recall", "narwhal scales", "--lexical")["hits"]

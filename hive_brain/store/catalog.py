@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -96,6 +97,10 @@ def _jsonable(v: Any) -> Any:
         return {str(k): _jsonable(x) for k, x in v.items()}
     if isinstance(v, list | tuple | set):
         return [_jsonable(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        # YAML's .nan/.inf: json.dumps writes NaN/Infinity, which SQLite's JSON functions refuse (the
+        # catalog's own queries and its change triggers read every row's meta): kept as text.
+        return repr(v)
     if v is None or isinstance(v, str | int | float | bool):
         return v
     return str(v)
