@@ -1,6 +1,7 @@
 """Every hook-capable agent, run as its users run it: the real CLI from npm, its hooks installed by
-`hive-brain hooks install` into a fresh HOME, one non-interactive session each (and Claude Code's
-interactive interface once, on a pseudo-terminal, typed into and left with `/exit`), and a loopback
+`hive-brain hooks install` into a fresh HOME, one non-interactive session each (and the interactive
+interfaces of Claude Code and Codex once each, on a pseudo-terminal, typed into and left with
+`/exit` or `/quit`), and a loopback
 stand-in of its model API (tests/standins.py) that records what the agent sent the model.
 
 Asserted on those request bodies: the core memory from session start, the right memory inside
@@ -240,6 +241,23 @@ def squeezed(text: str) -> str:
     return "".join(text.split())
 
 
+def assert_recalled(text: str) -> None:
+    """The on-topic memory, quoted inside the recall frame, and nothing off topic with it."""
+    block = recall_block(text)
+    assert "\\n> Billing service deploys happen only on Tuesdays after 14:00" in block, hook_runs()
+    assert "ramen" not in block
+
+
+def assert_one_note_of_both_turns(notes: list[str]) -> None:
+    """An interactive session of the two prompts: one note (the second turn updated it), redacted."""
+    assert len(notes) == 1, notes
+    note = notes[0]
+    assert ON_TOPIC in note and "capital of France" in note and "turns: 2" in note, note
+    assert TOKEN not in note and "redactions: 1" in note
+    assert note.count("**Assistant:** " + StandIn.ANSWER_TEXT) == 2
+    assert FRAME_OPEN not in note and CORE not in note
+
+
 def test_claude_code_interactive_session_gets_memory_and_becomes_a_note(vault, tmp_path):
     """`claude` as users run it, on a terminal: two prompts typed, the answers drawn, then `/exit` at
     once. The model got the memory for the on-topic prompt; after the session one redacted note holds
@@ -274,16 +292,8 @@ def test_claude_code_interactive_session_gets_memory_and_becomes_a_note(vault, t
         finally:
             term.close()
     assert CORE in first and ON_TOPIC in first
-    block = recall_block(first)
-    assert "\\n> Billing service deploys happen only on Tuesdays after 14:00" in block, hook_runs()
-    assert "ramen" not in block
-    notes = conversation_notes(vault, "claude-code")
-    assert len(notes) == 1, notes  # one session, one note, updated by the second turn's Stop
-    note = notes[0]
-    assert ON_TOPIC in note and "capital of France" in note and "turns: 2" in note, note
-    assert TOKEN not in note and "redactions: 1" in note
-    assert note.count("**Assistant:** " + StandIn.ANSWER_TEXT) == 2
-    assert FRAME_OPEN not in note and CORE not in note
+    assert_recalled(first)
+    assert_one_note_of_both_turns(conversation_notes(vault, "claude-code"))
     # The first turn's Stop captured it; the last turn's Stop may still be running at `/exit` (Claude
     # Code then kills it): the SessionEnd hook, run on the way out, saw to it.
     runs = hook_runs()
@@ -399,16 +409,9 @@ def test_codex_interactive_session_gets_memory_and_becomes_a_note(vault, tmp_pat
     on, off = codex_after(calls, ON_TOPIC), codex_after(calls, OFF_TOPIC)
     texts = [json.dumps(c["body"], ensure_ascii=False) for c in calls]
     assert any(CORE in t and ON_TOPIC in t for t in texts)  # the core memory from session start
-    block = recall_block(on)
-    assert "\\n> Billing service deploys happen only on Tuesdays after 14:00" in block, hook_runs()
-    assert "ramen" not in block
+    assert_recalled(on)
     assert FRAME_OPEN not in off and "Tuesdays" not in off, off  # nothing added to the off-topic turn
-    assert len(notes) == 1, notes  # one session, one note, updated by the second turn's Stop
-    note = notes[0]
-    assert ON_TOPIC in note and "capital of France" in note and "turns: 2" in note, note
-    assert TOKEN not in note and "redactions: 1" in note
-    assert note.count("**Assistant:** " + StandIn.ANSWER_TEXT) == 2
-    assert FRAME_OPEN not in note and CORE not in note
+    assert_one_note_of_both_turns(notes)
     runs = hook_runs()
     assert [r["mode"] for r in runs if r["event"] == "stop"] == ["captured", "updated"], runs
 
