@@ -1,7 +1,7 @@
 """Every hook-capable agent, run as its users run it: the real CLI from npm, its hooks installed by
 `hive-brain hooks install` into a fresh HOME, one non-interactive session each (and the interactive
-interfaces of Claude Code and Codex once each, on a pseudo-terminal, typed into and left with
-`/exit` or `/quit`), and a loopback
+interfaces of Claude Code, Codex and Gemini CLI once each, on a pseudo-terminal, typed into and
+left with `/exit` or `/quit`), and a loopback
 stand-in of its model API (tests/standins.py) that records what the agent sent the model.
 
 Asserted on those request bodies: the core memory from session start, the right memory inside
@@ -422,7 +422,11 @@ def _gemini_installed(tmp_path: Path) -> tuple[Path, Path]:
     gemini = cli("gemini")
     settings = Path.home() / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True)
-    settings.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n', encoding="utf-8")
+    # Off: usage statistics (play.googleapis.com) and the update check (registry.npmjs.org).
+    settings.write_text(json.dumps({
+        "security": {"auth": {"selectedType": "gemini-api-key"}}, "privacy": {"usageStatisticsEnabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    }) + "\n", encoding="utf-8")
     run("hooks", "install", "--agent", "gemini")
     project = tmp_path / "webapp"
     project.mkdir()
@@ -442,6 +446,55 @@ def test_gemini_cli_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
             texts.append(sent(api))
     assert_memory_sent(*texts)
     assert_captured(vault, "gemini")  # its AfterAgent hook, after the turn
+
+
+def gemini_after(calls: list[dict], prompt: str) -> str:
+    """What Gemini CLI sent the model after the user's ``prompt`` in the turn that asked it: the parts
+    after the prompt's own in its content (a BeforeAgent hook's context is a part of its own), and
+    any content after that, in the first call that holds it."""
+    for c in calls:
+        contents = c["body"].get("contents") or []
+        for i, content in enumerate(contents):
+            parts = content.get("parts") or []
+            for j, part in enumerate(parts):
+                if part.get("text") == prompt:
+                    return json.dumps([parts[j + 1:], contents[i + 1:]], ensure_ascii=False)
+    raise AssertionError(f"no model call holds the prompt {prompt!r}")
+
+
+def test_gemini_cli_interactive_session_gets_memory_and_becomes_a_note(vault, tmp_path):
+    """`gemini` as users run it, on a terminal: two prompts typed, each turn left to finish (its
+    AfterAgent hook included), then `/quit` typed. The model got the memory for the on-topic prompt
+    only; the AfterAgent hook after each turn made one redacted note of both turns."""
+    gemini, project = _gemini_installed(tmp_path)
+    with StandIn("gemini") as api:
+        env = agent_env(api, GOOGLE_GEMINI_BASE_URL=api.url, GEMINI_API_KEY="standin-key",
+                        GEMINI_CLI_TRUST_WORKSPACE="true")
+        term = Terminal([gemini, "-m", "gemini-2.5-flash"], env, project)
+        try:
+            term.wait_for("the prompt box, hive-brain's MCP server connected",
+                          lambda: "Typeyourmessage" in term.screen() and "1MCPserver" in term.screen())
+            for n, prompt in enumerate((ON_TOPIC, OFF_TOPIC), 1):
+                mark = len(term.raw)
+                term.type(prompt)
+                # Over once its AfterAgent hook has run: `/quit` typed while that hook runs is refused
+                # ("Slash commands cannot be queued").
+                term.wait_for(f"turn {n} answered and its AfterAgent hook run", lambda mark=mark, n=n:
+                              squeezed(StandIn.ANSWER_TEXT) in term.screen(mark)
+                              and len([r for r in hook_runs() if r["event"] == "stop"]) == n, timeout=RUN_TIMEOUT)
+            term.pump(0.5)
+            term.type("/quit")
+            assert term.wait_exit() == 0, term.screen()[-1500:]
+        finally:
+            term.close()
+        calls = api.model_calls()
+    on, off = unescaped(gemini_after(calls, ON_TOPIC)), unescaped(gemini_after(calls, OFF_TOPIC))
+    assert any(CORE in json.dumps(c["body"], ensure_ascii=False) for c in calls)
+    assert_recalled(on)
+    assert FRAME_OPEN not in off and "Tuesdays" not in off, off
+    assert_one_note_of_both_turns(conversation_notes(vault, "gemini"))
+    runs = hook_runs()
+    assert [r["mode"] for r in runs if r["event"] == "stop"] == ["captured", "updated"], runs
 
 
 # ---------------------------------------------------------------------------------------------- mcp
