@@ -358,7 +358,10 @@ def codex_daemon_stop(codex: Path, env: dict[str, str]) -> None:
     put under ~/.codex/packages, found by that path and killed by pid; then that copy (≈390 MB) goes."""
     import shutil
 
-    subprocess.run([str(codex), "app-server", "daemon", "stop"], env=env, capture_output=True, timeout=30)
+    try:
+        subprocess.run([str(codex), "app-server", "daemon", "stop"], env=env, capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pass  # what is left of it is killed below
     packages = str(Path.home() / ".codex" / "packages") + "/"
     for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         try:
