@@ -1,6 +1,7 @@
 """Every hook-capable agent, run as its users run it: the real CLI from npm, its hooks installed by
-`hive-brain hooks install` into a fresh HOME, one non-interactive session each (and Claude Code's
-interactive interface once, on a pseudo-terminal, typed into and left with `/exit`), and a loopback
+`hive-brain hooks install` into a fresh HOME, one non-interactive session each (and the interactive
+interfaces of Claude Code, Codex and Gemini CLI once each, on a pseudo-terminal, typed into and
+left with `/exit` or `/quit`), and a loopback
 stand-in of its model API (tests/standins.py) that records what the agent sent the model.
 
 Asserted on those request bodies: the core memory from session start, the right memory inside
@@ -240,6 +241,23 @@ def squeezed(text: str) -> str:
     return "".join(text.split())
 
 
+def assert_recalled(text: str) -> None:
+    """The on-topic memory, quoted inside the recall frame, and nothing off topic with it."""
+    block = recall_block(text)
+    assert "\\n> Billing service deploys happen only on Tuesdays after 14:00" in block, hook_runs()
+    assert "ramen" not in block
+
+
+def assert_one_note_of_both_turns(notes: list[str]) -> None:
+    """An interactive session of the two prompts: one note (the second turn updated it), redacted."""
+    assert len(notes) == 1, notes
+    note = notes[0]
+    assert ON_TOPIC in note and "capital of France" in note and "turns: 2" in note, note
+    assert TOKEN not in note and "redactions: 1" in note
+    assert note.count("**Assistant:** " + StandIn.ANSWER_TEXT) == 2
+    assert FRAME_OPEN not in note and CORE not in note
+
+
 def test_claude_code_interactive_session_gets_memory_and_becomes_a_note(vault, tmp_path):
     """`claude` as users run it, on a terminal: two prompts typed, the answers drawn, then `/exit` at
     once. The model got the memory for the on-topic prompt; after the session one redacted note holds
@@ -274,16 +292,8 @@ def test_claude_code_interactive_session_gets_memory_and_becomes_a_note(vault, t
         finally:
             term.close()
     assert CORE in first and ON_TOPIC in first
-    block = recall_block(first)
-    assert "\\n> Billing service deploys happen only on Tuesdays after 14:00" in block, hook_runs()
-    assert "ramen" not in block
-    notes = conversation_notes(vault, "claude-code")
-    assert len(notes) == 1, notes  # one session, one note, updated by the second turn's Stop
-    note = notes[0]
-    assert ON_TOPIC in note and "capital of France" in note and "turns: 2" in note, note
-    assert TOKEN not in note and "redactions: 1" in note
-    assert note.count("**Assistant:** " + StandIn.ANSWER_TEXT) == 2
-    assert FRAME_OPEN not in note and CORE not in note
+    assert_recalled(first)
+    assert_one_note_of_both_turns(conversation_notes(vault, "claude-code"))
     # The first turn's Stop captured it; the last turn's Stop may still be running at `/exit` (Claude
     # Code then kills it): the SessionEnd hook, run on the way out, saw to it.
     runs = hook_runs()
@@ -292,11 +302,20 @@ def test_claude_code_interactive_session_gets_memory_and_becomes_a_note(vault, t
 
 
 # ---------------------------------------------------------------------------------------------- codex
+# What Codex 0.171 reaches for besides the model, each switched off (seen with strace on the TUI): the
+# update check (api.github.com), analytics (ab.chatgpt.com), the plugin marketplace (`git ls-remote
+# https://github.com/openai/plugins.git`), ChatGPT apps (chatgpt.com) and the daemon's in-app updates.
+CODEX_OFFLINE = ("check_for_update_on_startup = false\nanalytics.enabled = false\nfeatures.plugins = false\n"
+                 "features.remote_plugin = false\nfeatures.apps = false\nfeatures.in_app_updates = false\n"
+                 "tui.show_tooltips = false\n")
+
+
 def codex_config(home: Path, url: str) -> None:
     """Codex pointed at the stand-in: a model provider of ours, HTTP streaming (no WebSocket)."""
     cfg = home / ".codex" / "config.toml"
     cfg.parent.mkdir(parents=True, exist_ok=True)
     cfg.write_text(
+        CODEX_OFFLINE +
         'model = "gpt-standin"\nmodel_provider = "standin"\n\n[model_providers.standin]\nname = "standin"\n'
         f'base_url = "{url}/v1"\nwire_api = "responses"\nenv_key = "OPENAI_API_KEY"\nsupports_websockets = false\n',
         encoding="utf-8",
@@ -321,13 +340,96 @@ def test_codex_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
     assert_captured(vault, "codex")  # its Stop hook, after the turn
 
 
+def codex_after(calls: list[dict], prompt: str) -> str:
+    """What Codex sent the model after the user's ``prompt`` in the turn that asked it: the items that
+    follow that user message in the first call whose input holds it (a hook's context is an item of
+    its own). Later calls carry the whole conversation, earlier turns' recall included."""
+    for c in calls:
+        items = c["body"].get("input") or []
+        for i, it in enumerate(items):
+            if it.get("role") == "user" and any(x.get("text") == prompt for x in it.get("content") or []):
+                return json.dumps(items[i + 1:], ensure_ascii=False)
+    raise AssertionError(f"no model call holds the prompt {prompt!r}")
+
+
+def codex_daemon_stop(codex: Path, env: dict[str, str]) -> None:
+    """Stop the app-server daemon the TUI started (it outlives the TUI, in a session of its own), and
+    its `pid-update-loop`, which `daemon stop` leaves running: both run from the copy of Codex the TUI
+    put under ~/.codex/packages, found by that path and killed by pid; then that copy (≈390 MB) goes."""
+    import shutil
+
+    try:
+        subprocess.run([str(codex), "app-server", "daemon", "stop"], env=env, capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        pass  # what is left of it is killed below
+    packages = str(Path.home() / ".codex" / "packages") + "/"
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().startswith(packages.encode()):
+                    os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    shutil.rmtree(packages, ignore_errors=True)
+
+
+def test_codex_interactive_session_gets_memory_and_becomes_a_note(vault, tmp_path):
+    """`codex` as users run it, on a terminal: two prompts typed, each turn left to finish, then
+    `/quit`. The TUI starts Codex's app-server daemon (its default), which runs the turns and the
+    hooks; the model got the memory for the on-topic prompt only; the Stop hook after each turn made
+    one redacted note of both turns, there when the TUI has exited."""
+    codex = cli("codex")
+    project = tmp_path / "webapp"
+    project.mkdir()
+    with StandIn("openai") as api:
+        codex_config(Path.home(), api.url)
+        run("hooks", "install", "--agent", "codex")
+        # The announcement tip is fetched from raw.githubusercontent.com whatever the config says: any
+        # request that is not to 127.0.0.1 goes to a proxy on a closed loopback port and fails there.
+        dead_end = "http://127.0.0.1:9"
+        env = agent_env(api, OPENAI_API_KEY="sk-standin", HTTPS_PROXY=dead_end, HTTP_PROXY=dead_end,
+                        https_proxy=dead_end, http_proxy=dead_end)
+        term = Terminal([codex], env, project)
+        try:
+            # Ready: the composer drawn, then the start-up work (the daemon, the MCP server) over. An
+            # Enter pressed while the window's state is still "working" is dropped, prompt left typed.
+            states = lambda: re.findall(rb"\x1b\]7501;state=(\w+)", term.raw)  # noqa: E731
+            term.wait_for("the composer, idle", lambda: "AskCodex" in term.screen()
+                          and b"working" in states() and states()[-1] == b"idle")
+            for n, prompt in enumerate((ON_TOPIC, OFF_TOPIC), 1):
+                mark = len(term.raw)
+                term.type(prompt)
+                # "Worked for Ns" closes a turn, after its Stop hook.
+                term.wait_for(f"turn {n} answered and over", lambda mark=mark: squeezed(StandIn.ANSWER_TEXT)
+                              in term.screen(mark) and "Workedfor" in term.screen(mark), timeout=RUN_TIMEOUT)
+            term.type("/quit")
+            assert term.wait_exit() == 0, term.screen()[-1500:]
+            notes = conversation_notes(vault, "codex")  # at once: nothing is left to finish after exit
+        finally:
+            term.close()
+            codex_daemon_stop(codex, env)
+        calls = api.model_calls()
+    on, off = codex_after(calls, ON_TOPIC), codex_after(calls, OFF_TOPIC)
+    texts = [json.dumps(c["body"], ensure_ascii=False) for c in calls]
+    assert any(CORE in t and ON_TOPIC in t for t in texts)  # the core memory from session start
+    assert_recalled(on)
+    assert FRAME_OPEN not in off and "Tuesdays" not in off, off  # nothing added to the off-topic turn
+    assert_one_note_of_both_turns(notes)
+    runs = hook_runs()
+    assert [r["mode"] for r in runs if r["event"] == "stop"] == ["captured", "updated"], runs
+
+
 # ---------------------------------------------------------------------------------------------- gemini
 def _gemini_installed(tmp_path: Path) -> tuple[Path, Path]:
     """Gemini CLI with API-key auth, hive-brain's hooks and MCP entry installed, and a project folder."""
     gemini = cli("gemini")
     settings = Path.home() / ".gemini" / "settings.json"
     settings.parent.mkdir(parents=True)
-    settings.write_text('{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n', encoding="utf-8")
+    # Off: usage statistics (play.googleapis.com) and the update check (registry.npmjs.org).
+    settings.write_text(json.dumps({
+        "security": {"auth": {"selectedType": "gemini-api-key"}}, "privacy": {"usageStatisticsEnabled": False},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+    }) + "\n", encoding="utf-8")
     run("hooks", "install", "--agent", "gemini")
     project = tmp_path / "webapp"
     project.mkdir()
@@ -347,6 +449,55 @@ def test_gemini_cli_gets_memory_and_its_sessions_become_notes(vault, tmp_path):
             texts.append(sent(api))
     assert_memory_sent(*texts)
     assert_captured(vault, "gemini")  # its AfterAgent hook, after the turn
+
+
+def gemini_after(calls: list[dict], prompt: str) -> str:
+    """What Gemini CLI sent the model after the user's ``prompt`` in the turn that asked it: the parts
+    after the prompt's own in its content (a BeforeAgent hook's context is a part of its own), and
+    any content after that, in the first call that holds it."""
+    for c in calls:
+        contents = c["body"].get("contents") or []
+        for i, content in enumerate(contents):
+            parts = content.get("parts") or []
+            for j, part in enumerate(parts):
+                if part.get("text") == prompt:
+                    return json.dumps([parts[j + 1:], contents[i + 1:]], ensure_ascii=False)
+    raise AssertionError(f"no model call holds the prompt {prompt!r}")
+
+
+def test_gemini_cli_interactive_session_gets_memory_and_becomes_a_note(vault, tmp_path):
+    """`gemini` as users run it, on a terminal: two prompts typed, each turn left to finish (its
+    AfterAgent hook included), then `/quit` typed. The model got the memory for the on-topic prompt
+    only; the AfterAgent hook after each turn made one redacted note of both turns."""
+    gemini, project = _gemini_installed(tmp_path)
+    with StandIn("gemini") as api:
+        env = agent_env(api, GOOGLE_GEMINI_BASE_URL=api.url, GEMINI_API_KEY="standin-key",
+                        GEMINI_CLI_TRUST_WORKSPACE="true")
+        term = Terminal([gemini, "-m", "gemini-2.5-flash"], env, project)
+        try:
+            term.wait_for("the prompt box, hive-brain's MCP server connected",
+                          lambda: "Typeyourmessage" in term.screen() and "1MCPserver" in term.screen())
+            for n, prompt in enumerate((ON_TOPIC, OFF_TOPIC), 1):
+                mark = len(term.raw)
+                term.type(prompt)
+                # Over once its AfterAgent hook has run: `/quit` typed while that hook runs is refused
+                # ("Slash commands cannot be queued").
+                term.wait_for(f"turn {n} answered and its AfterAgent hook run", lambda mark=mark, n=n:
+                              squeezed(StandIn.ANSWER_TEXT) in term.screen(mark)
+                              and len([r for r in hook_runs() if r["event"] == "stop"]) == n, timeout=RUN_TIMEOUT)
+            term.pump(0.5)
+            term.type("/quit")
+            assert term.wait_exit() == 0, term.screen()[-1500:]
+        finally:
+            term.close()
+        calls = api.model_calls()
+    on, off = unescaped(gemini_after(calls, ON_TOPIC)), unescaped(gemini_after(calls, OFF_TOPIC))
+    assert any(CORE in json.dumps(c["body"], ensure_ascii=False) for c in calls)
+    assert_recalled(on)
+    assert FRAME_OPEN not in off and "Tuesdays" not in off, off
+    assert_one_note_of_both_turns(conversation_notes(vault, "gemini"))
+    runs = hook_runs()
+    assert [r["mode"] for r in runs if r["event"] == "stop"] == ["captured", "updated"], runs
 
 
 # ---------------------------------------------------------------------------------------------- mcp
