@@ -516,6 +516,35 @@ def test_codex_hooks_go_beside_the_users_and_are_trusted_where_they_sit(vault_pa
     assert (folder / "hooks.json").read_text() == user_hooks and (folder / "config.toml").read_text() == 'model = "gpt-5"\n'
 
 
+def test_what_codex_writes_inside_our_block_survives_reinstall_and_uninstall(vault_path):
+    """Codex edits config.toml with a TOML editor that keeps the file's last comment last, so a table it
+    adds lands between our last table and our end marker (seen in the interactive e2e run: ``[tui]
+    screen_reader_detection_done = true``); reinstall and uninstall dropped it with our block."""
+    import tomllib
+
+    from hive_brain.agents.install import CODEX_END
+
+    folder = Path.home() / ".codex"
+    folder.mkdir()
+    (folder / "hooks.json").write_text('{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", '
+                                       '"command": "./scan.sh"}]}]}}\n')
+    (folder / "config.toml").write_text('model = "gpt-5"\n')
+    run("hooks", "install", "--agent", "codex")
+    cfg = folder / "config.toml"
+    users_trust = f'[hooks.state."{folder / "hooks.json"}:user_prompt_submit:0:0"]\ntrusted_hash = "sha256:abc"\n'
+    codex_wrote = "[tui]\nscreen_reader_detection_done = true\n" + users_trust
+    cfg.write_text(cfg.read_text().replace(CODEX_END, codex_wrote + CODEX_END))
+    run("hooks", "install", "--agent", "codex")  # again: a new credential, a moved hook...
+    after = tomllib.loads(cfg.read_text())
+    assert after["tui"] == {"screen_reader_detection_done": True}
+    assert after["hooks"]["state"][f"{folder / 'hooks.json'}:user_prompt_submit:0:0"] == {"trusted_hash": "sha256:abc"}
+    assert after["mcp_servers"]["hive-brain"]["args"][-1] == "mcp" and len(after["hooks"]["state"]) == 4
+    run("hooks", "uninstall", "--agent", "codex")
+    left = tomllib.loads(cfg.read_text())
+    assert left == {"model": "gpt-5", "tui": {"screen_reader_detection_done": True},
+                    "hooks": {"state": {f"{folder / 'hooks.json'}:user_prompt_submit:0:0": {"trusted_hash": "sha256:abc"}}}}
+
+
 def test_codex_trust_hash_is_codexs_own():
     from hive_brain.agents.codex import trusted_hash
 

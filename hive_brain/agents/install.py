@@ -23,6 +23,7 @@ from .settingsfile import (
     hive_brain_executable,
     hook_command,
     hook_env,
+    is_ours,
     mcp_server_entry,
     pinned_state_dir,
     pinned_vault,
@@ -160,6 +161,46 @@ def codex_block(vault: str | None, credential: str | None = None, state_dir: str
     )
 
 
+def _codex_foreign(block: str | None, hooks_data: Any) -> str:
+    """The tables inside our block that we did not write. Codex writes its own settings into
+    config.toml with a TOML editor that keeps a file's last comment last: a table it adds
+    (``[tui] screen_reader_detection_done = true``, a trust it records for the user's own hook) lands
+    between our last table and our end marker, and reinstall or uninstall dropped it with our block.
+    Ours: ``[mcp_servers.hive-brain]`` and the ``[hooks.state."<file>:<label>:<group>:<handler>"]``
+    trust of a hook whose command is hive-brain's (looked up in ``hooks_data`` as it was before the
+    change); anything else, or a trust we cannot place, is someone else's and is kept."""
+    import tomllib
+
+    from .codex import EVENTS
+
+    if not block:
+        return ""
+    events = {label: ev for ev, _o, _t, label in EVENTS}
+    hooks: Any = hooks_data.get("hooks") if isinstance(hooks_data, dict) else None
+
+    def ours(header: str) -> bool:
+        if header == "[mcp_servers.hive-brain]":
+            return True
+        try:
+            state = tomllib.loads(header + "\n").get("hooks", {}).get("state", {})
+            (key,) = state
+            _file, label, gi, hi = key.rsplit(":", 3)
+            cmd = hooks[events[label]][int(gi)]["hooks"][int(hi)]["command"]
+        except (tomllib.TOMLDecodeError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+            return False
+        return is_ours(cmd)
+
+    kept: list[str] = []
+    keep = False
+    for line in block.splitlines(keepends=True)[1:-1]:  # between our markers
+        if line.lstrip().startswith("["):
+            keep = not ours(line.strip())
+        if keep:
+            kept.append(line)
+    text = "".join(kept)
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
 def _parse_toml(raw: str, path: Path) -> dict:
     import tomllib
 
@@ -179,7 +220,7 @@ def install_codex(settings: Any, *, dry_run: bool = False) -> dict:
     path = codex_config_path()
     raw = read_text(path)
     _parse_toml(raw, path)
-    before, _ours, after = split_block(raw, CODEX_BEGIN, CODEX_END, path)
+    before, old_block, after = split_block(raw, CODEX_BEGIN, CODEX_END, path)
     outside = _parse_toml(before + after, path)
     if "hive-brain" in (outside.get("mcp_servers") or {}):
         raise SettingsFileError(
@@ -195,7 +236,7 @@ def install_codex(settings: Any, *, dry_run: bool = False) -> dict:
     new_hooks = merge_grouped(hooks_data, entries, hooks_file, group={})
     commands = {ev: e["command"] for ev, e in entries.items()}
     block = codex_block(vault, cred, state, codex.trust_tables(new_hooks, hooks_file, commands))
-    new = put_block(raw, block, CODEX_BEGIN, CODEX_END, path)
+    new = put_block(raw, block + _codex_foreign(old_block, hooks_data), CODEX_BEGIN, CODEX_END, path)
     _parse_toml(new, path)  # never write a file Codex could not read
     res = combine(
         [
@@ -221,9 +262,10 @@ def uninstall_codex(*, dry_run: bool = False) -> dict:
 
     path = codex_config_path()
     raw = read_text(path)
-    new, removed = drop_block(raw, CODEX_BEGIN, CODEX_END, path)
     hooks_file = codex.hooks_path()
     hooks_data, hooks_raw = read_json(hooks_file)
+    _b, old_block, _a = split_block(raw, CODEX_BEGIN, CODEX_END, path)
+    new, removed = drop_block(raw, CODEX_BEGIN, CODEX_END, path, keep=_codex_foreign(old_block, hooks_data))
     new_hooks, n_hooks = strip_grouped(hooks_data, hooks_file)
     results = [
         remove(hooks_file, hooks_raw, dry_run) if n_hooks and not new_hooks

@@ -360,11 +360,14 @@ def put_block(raw: str, block: str, begin: str, end: str, path: Path) -> str:
     return raw + sep + block
 
 
-def drop_block(raw: str, begin: str, end: str, path: Path) -> tuple[str, int]:
-    """``raw`` without our block (and the blank line install put before it); (text, blocks removed)."""
+def drop_block(raw: str, begin: str, end: str, path: Path, *, keep: str = "") -> tuple[str, int]:
+    """``raw`` without our block (and the blank line install put before it); (text, blocks removed).
+    ``keep``: what another writer put inside the block, left where the block was."""
     before, ours, after = split_block(raw, begin, end, path)
     if ours is None:
         return raw, 0
+    if keep:
+        return before + keep + after, 1
     if not after.strip():
         return (before.rstrip("\n") + "\n" if before.strip() else ""), 1
     if before.endswith("\n\n") and after.startswith("\n"):
