@@ -546,6 +546,12 @@ class IndexingLoop:
             self.log.info("idle: the models' batch sessions released (loaded again for the next batch)")
         return released
 
+    def drop_table_pages(self) -> None:
+        """The models' word tables back to what the next runs read (Embedder.drop_table_pages)."""
+        for model in (self._sem[1], self._rr_model):
+            if model is not None and hasattr(model, "drop_table_pages"):
+                model.drop_table_pages()
+
     @property
     def rerank_ahead(self) -> int:
         return len(self._rr_todo)

@@ -321,6 +321,7 @@ class Server:
             released = loop.release_batch_sessions()
         if not released and (work == trimmed or quiet < LIFE_CHECK_S):
             return trimmed
+        loop.drop_table_pages()
         memory.trim()
         return work
 
