@@ -156,3 +156,67 @@ def test_the_server_drops_the_word_tables_pages_when_it_trims(vault_path: Path, 
     srv.sockets.last_active = time.monotonic() - 60
     srv._trim_heap(None)
     assert dropped == [1]
+
+
+def _resident_kb(name: str) -> int:
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if not line.split()[0].endswith(":"):
+            inside = line.rstrip().endswith(name)
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux only: elsewhere page_out does nothing")
+def test_page_out_gives_back_a_read_only_mappings_pages_and_loses_nothing(tmp_path: Path) -> None:
+    # LanceDB's library pages read to load the warm copy stayed resident (~50 MB at 1k notes, issue 26).
+    import mmap
+
+    data = bytes(range(256)) * (4 * 4096)  # 4 MB
+    path = tmp_path / "libpageout_probe.so"
+    path.write_bytes(data)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert sum(m[i] for i in range(0, len(m), 4096)) >= 0  # every page read
+        before = _resident_kb(path.name)
+        advised = memory.page_out("libpageout_probe")
+        if advised == 0:
+            pytest.skip("this kernel has no MADV_PAGEOUT")
+        assert advised >= len(data)
+        assert _resident_kb(path.name) < before / 2, (before, _resident_kb(path.name))
+        assert m[:] == data  # read again from the file
+    assert memory.page_out("no-such-library-anywhere") == 0
+
+
+def test_the_server_pages_out_the_vector_librarys_code_when_it_trims(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hive_brain.config import resolve
+    from hive_brain.daemon.server import Server
+
+    srv = Server(resolve(), log_to_stderr=False)
+    calls: list[str] = []
+    monkeypatch.setattr(srv.indexing, "page_out_vector_code", lambda: calls.append("page out"))
+    monkeypatch.setattr(memory, "trim", lambda: calls.append("trim") or True)
+    srv.sockets.last_active = time.monotonic() - 60
+    srv._trim_heap(None)
+    assert calls == ["trim", "page out"]
+
+
+def test_after_the_page_out_the_searchs_own_lancedb_call_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from hive_brain.daemon.indexing import IndexingLoop
+    from hive_brain.index.vectors import NATIVE_LIBRARY, VectorIndex
+
+    vectors = VectorIndex(tmp_path / "vec", "k", 4)
+    vectors.upsert([{"passage_id": "p", "vector": [1.0, 0.0, 0.0, 0.0]}])
+    touched: list[int] = []
+    monkeypatch.setattr(vectors, "touch", lambda: touched.append(1))
+    advised: list[str] = []
+    monkeypatch.setattr(memory, "page_out", lambda name: advised.append(name) or 4096)
+    loop = SimpleNamespace(_sem=(vectors, None, None), log=None)
+    IndexingLoop.page_out_vector_code(loop)  # type: ignore[arg-type]
+    assert advised == [NATIVE_LIBRARY] and touched == [1]
+    VectorIndex.touch(vectors)  # the real one: no error on a real table
+    maps = Path("/proc/self/maps")
+    if maps.exists():  # the name page_out is given is the library LanceDB loaded
+        assert any(NATIVE_LIBRARY in line.rsplit("/", 1)[-1] for line in maps.read_text().splitlines())

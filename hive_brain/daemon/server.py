@@ -323,6 +323,7 @@ class Server:
             return trimmed
         loop.drop_table_pages()
         memory.trim()
+        loop.page_out_vector_code()
         return work
 
     def stop_because(self, why: str) -> None:
