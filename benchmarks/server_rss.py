@@ -9,6 +9,7 @@ recalls' latency (p50/p95).
 
     python -m benchmarks.server_rss --notes 1000 --recalls 200 --before /work/main --variants before,base
     python -m benchmarks.server_rss --notes 1000 --work /tmp/rss1k     # keeps the embedded vault for the next run
+    python -m benchmarks.server_rss --variants before,a,b --before /tmp/main --checkout a=/tmp/a --checkout b=/tmp/b
 
 Each run also records the server's own ``ready in ...`` log line (wall and CPU per start phase).
 """
@@ -205,9 +206,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--before", type=Path, default=None, help="a checkout whose server is the 'before' variant")
     ap.add_argument("--work", type=Path, default=None, help="keep the embedded vault here and reuse it")
+    ap.add_argument("--checkout", action="append", default=[], metavar="NAME=PATH",
+                    help="a variant NAME whose server runs PATH's hive_brain (repeatable), like --before")
     a = ap.parse_args(argv)
     if a.before is not None:
         VARIANTS["before"] = {"PYTHONPATH": str(a.before.resolve())}
+    for spec in a.checkout:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            ap.error(f"--checkout wants NAME=PATH, got {spec!r}")
+        VARIANTS[name] = {"PYTHONPATH": str(Path(path).resolve())}
     variants = a.variants.split(",")
     for v in variants:
         if v not in VARIANTS:

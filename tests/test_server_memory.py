@@ -95,3 +95,128 @@ def test_an_idle_server_releases_its_batch_sessions_though_resync_catch_ups_go_o
         clock[0] += LIFE_CHECK_S
     monkeypatch.undo()
     assert len(released) == 1 and BATCH_IDLE_S <= released[0] - start <= BATCH_IDLE_S + 2 * LIFE_CHECK_S, released
+
+
+def test_the_word_table_is_read_from_the_model_file_not_copied_into_each_session(pack_dir: Path) -> None:
+    # e5's 250k-token table is 54 of the model's 68 MB and a question reads a dozen rows of it: each
+    # session copied all of it (benchmarks/server_rss.py, issue 26). Mapped from model.onnx instead.
+    import onnx
+    from onnx import numpy_helper
+
+    from hive_brain.embedding import onnxmap
+    from hive_brain.embedding.embedder import Embedder
+
+    model = pack_dir / "model.onnx"
+    tables = onnxmap.lookup_tables(model)
+    proto = {i.name: i for i in onnx.load(str(model)).graph.initializer}
+    assert {t.name for t in tables} == {"emb.word.qs", "emb.word.d"}  # the table and its scales, nothing else
+    raw = model.read_bytes()
+    for t in tables:  # the walker's offsets are where onnx finds the same bytes
+        assert raw[t.offset:t.offset + t.size] == proto[t.name].raw_data
+        assert list(t.dims) == list(proto[t.name].dims)
+    assert numpy_helper.to_array(proto["emb.word.d"]).shape == (250037, 12)
+
+    session = _load_session(pack_dir, 1)
+    assert len(session.mapped_tables) == 2
+    mapped = Embedder.load(pack_dir)
+    texts = ["how do we deploy the web app?", "Wie wird die Datenbank gesichert?", "z" * 300]
+    got = mapped.embed_passages(texts)
+    mapped.drop_table_pages()  # read-only file pages: dropped and mapped again on the next run
+    assert np.array_equal(mapped.embed_passages(texts), got)
+
+
+def test_without_the_mapping_the_vectors_are_the_same(pack_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hive_brain.embedding import onnxmap
+    from hive_brain.embedding.embedder import Embedder
+
+    texts = ["how do we deploy the web app?", "Wie wird die Datenbank gesichert?"]
+    mapped = Embedder.load(pack_dir).embed_passages(texts)
+    monkeypatch.setattr(onnxmap, "lookup_tables", lambda model, min_bytes=0: [])
+    plain = Embedder.load(pack_dir)
+    assert len(plain._session.mapped_tables) == 0
+    assert np.array_equal(plain.embed_passages(texts), mapped)
+
+
+def test_a_model_file_the_walker_cannot_read_maps_nothing(tmp_path: Path) -> None:
+    from hive_brain.embedding import onnxmap
+
+    bad = tmp_path / "model.onnx"
+    bad.write_bytes(b"\x3a\xff\xff\xff\xff\x0f" + b"\x00" * 64)  # a graph field longer than the file
+    assert onnxmap.lookup_tables(bad) == []
+
+
+def test_the_server_drops_the_word_tables_pages_when_it_trims(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hive_brain.config import resolve
+    from hive_brain.daemon.server import Server
+
+    srv = Server(resolve(), log_to_stderr=False)
+    dropped: list[int] = []
+    monkeypatch.setattr(srv.indexing, "drop_table_pages", lambda: dropped.append(1))
+    monkeypatch.setattr(memory, "trim", lambda: True)
+    srv.sockets.last_active = time.monotonic() - 60
+    srv._trim_heap(None)
+    assert dropped == [1]
+
+
+def _resident_kb(name: str) -> int:
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if not line.split()[0].endswith(":"):
+            inside = line.rstrip().endswith(name)
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux only: elsewhere page_out does nothing")
+def test_page_out_gives_back_a_read_only_mappings_pages_and_loses_nothing(tmp_path: Path) -> None:
+    # LanceDB's library pages read to load the warm copy stayed resident (~50 MB at 1k notes, issue 26).
+    import mmap
+
+    data = bytes(range(256)) * (4 * 4096)  # 4 MB
+    path = tmp_path / "libpageout_probe.so"
+    path.write_bytes(data)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert sum(m[i] for i in range(0, len(m), 4096)) >= 0  # every page read
+        before = _resident_kb(path.name)
+        advised = memory.page_out("libpageout_probe")
+        if advised == 0:
+            pytest.skip("this kernel has no MADV_PAGEOUT")
+        assert advised >= len(data)
+        assert _resident_kb(path.name) < before / 2, (before, _resident_kb(path.name))
+        assert m[:] == data  # read again from the file
+    assert memory.page_out("no-such-library-anywhere") == 0
+
+
+def test_the_server_pages_out_the_vector_librarys_code_when_it_trims(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hive_brain.config import resolve
+    from hive_brain.daemon.server import Server
+
+    srv = Server(resolve(), log_to_stderr=False)
+    calls: list[str] = []
+    monkeypatch.setattr(srv.indexing, "page_out_vector_code", lambda: calls.append("page out"))
+    monkeypatch.setattr(memory, "trim", lambda: calls.append("trim") or True)
+    srv.sockets.last_active = time.monotonic() - 60
+    srv._trim_heap(None)
+    assert calls == ["trim", "page out"]
+
+
+def test_after_the_page_out_the_searchs_own_lancedb_call_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from hive_brain.daemon.indexing import IndexingLoop
+    from hive_brain.index.vectors import NATIVE_LIBRARY, VectorIndex
+
+    vectors = VectorIndex(tmp_path / "vec", "k", 4)
+    vectors.upsert([{"passage_id": "p", "vector": [1.0, 0.0, 0.0, 0.0]}])
+    touched: list[int] = []
+    monkeypatch.setattr(vectors, "touch", lambda: touched.append(1))
+    advised: list[str] = []
+    monkeypatch.setattr(memory, "page_out", lambda name: advised.append(name) or 4096)
+    loop = SimpleNamespace(_sem=(vectors, None, None), log=None)
+    IndexingLoop.page_out_vector_code(loop)  # type: ignore[arg-type]
+    assert advised == [NATIVE_LIBRARY] and touched == [1]
+    VectorIndex.touch(vectors)  # the real one: no error on a real table
+    maps = Path("/proc/self/maps")
+    if maps.exists():  # the name page_out is given is the library LanceDB loaded
+        assert any(NATIVE_LIBRARY in line.rsplit("/", 1)[-1] for line in maps.read_text().splitlines())

@@ -558,6 +558,27 @@ class IndexingLoop:
             self.log.info("idle: the models' batch sessions released (loaded again for the next batch)")
         return released
 
+    def drop_table_pages(self) -> None:
+        """The models' word tables back to what the next runs read (Embedder.drop_table_pages)."""
+        for model in (self._sem[1], self._rr_model):
+            if model is not None and hasattr(model, "drop_table_pages"):
+                model.drop_table_pages()
+
+    def page_out_vector_code(self) -> None:
+        """Give back the pages of LanceDB's library that loading the warm copy read (the server, quiet
+        after work), then read the table's version so a search's own path is resident again."""
+        vectors = self._sem[0]
+        if vectors is None:
+            return
+        from ..index.vectors import NATIVE_LIBRARY
+        from . import memory
+
+        if memory.page_out(NATIVE_LIBRARY):
+            try:
+                vectors.touch()
+            except Exception:  # noqa: BLE001 - damage is handled by the request that meets it
+                self.log.exception("could not read the vector table's version")
+
     @property
     def rerank_ahead(self) -> int:
         return len(self._rr_todo)

@@ -321,7 +321,9 @@ class Server:
             released = loop.release_batch_sessions()
         if not released and (work == trimmed or quiet < LIFE_CHECK_S):
             return trimmed
+        loop.drop_table_pages()
         memory.trim()
+        loop.page_out_vector_code()
         return work
 
     def stop_because(self, why: str) -> None:

@@ -18,8 +18,8 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from ..errors import ModelError
+from . import onnxmap, spmtok
 from . import pack as modelpack
-from . import spmtok
 
 
 def _import_onnxruntime() -> Any:
@@ -148,6 +148,15 @@ class Embedder:
                 return False
             self._session = None
             return True
+
+    def drop_table_pages(self) -> None:
+        """Let the pages of the word table that runs have read go from memory (they are the model
+        file's, read again on demand: :mod:`.onnxmap`); for a server gone quiet, so the table's
+        resident part does not grow with every new word it has seen."""
+        for session in (self._session, self._single):
+            tables = getattr(session, "mapped_tables", None)
+            if tables is not None:
+                tables.drop_pages()
 
     def _batch_session(self) -> Any:
         session = self._session
@@ -290,9 +299,13 @@ def _load_session(pack_dir: Path, threads: int) -> Any:
     options.enable_cpu_mem_arena = False
     options.enable_mem_pattern = False
     try:
-        return ort.InferenceSession(
+        # The word-embedding table read from the file in place, not copied into the session (onnxmap).
+        tables = onnxmap.MappedTables(pack_dir / modelpack.MODEL_FILE, options, ort)
+        session = ort.InferenceSession(
             str(pack_dir / modelpack.MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
         )
+        session.mapped_tables = tables  # the session reads them: they live (and are unmapped) with it
+        return session
     except Exception as exc:  # onnxruntime raises its own, unexported exception types
         raise ModelError(
             f"cannot load {pack_dir / modelpack.MODEL_FILE}: {_first_line(exc)}", hint=modelpack.REINSTALL_HINT
