@@ -564,21 +564,6 @@ class IndexingLoop:
             if model is not None and hasattr(model, "drop_table_pages"):
                 model.drop_table_pages()
 
-    def page_out_vector_code(self) -> None:
-        """Give back the pages of LanceDB's library that loading the warm copy read (the server, quiet
-        after work), then read the table's version so a search's own path is resident again."""
-        vectors = self._sem[0]
-        if vectors is None:
-            return
-        from ..index.vectors import NATIVE_LIBRARY
-        from . import memory
-
-        if memory.page_out(NATIVE_LIBRARY):
-            try:
-                vectors.touch()
-            except Exception:  # noqa: BLE001 - damage is handled by the request that meets it
-                self.log.exception("could not read the vector table's version")
-
     @property
     def rerank_ahead(self) -> int:
         return len(self._rr_todo)

@@ -323,7 +323,6 @@ class Server:
             return trimmed
         loop.drop_table_pages()
         memory.trim()
-        loop.page_out_vector_code()
         return work
 
     def stop_because(self, why: str) -> None:

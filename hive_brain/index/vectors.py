@@ -63,10 +63,6 @@ def table_name(pack_key: str) -> str:
     return "passages_" + hashlib.sha256(pack_key.encode("utf-8")).hexdigest()[:16]
 
 
-# LanceDB's native library (~180 MB of code): a warm server runs most of what it reads of it only to
-# load the in-memory copy (daemon.memory.page_out).
-NATIVE_LIBRARY = "_lancedb"
-
 AUTO_WARM_AFTER = 3  # searches through one object before it keeps a warm in-memory copy
 AUTO_WARM_ROWS = 60_000  # ~90 MB at 384 dimensions; larger tables keep searching in LanceDB
 
@@ -270,15 +266,6 @@ class VectorIndex:
         with self._guard():
             self._mem_checked = 0.0  # check the table's version now, whenever it was checked last
             self._memory()
-
-    def touch(self) -> None:
-        """Read the table's version, as every search on the warm copy does (at most every ``recheck_s``):
-        after the library's pages were given back (daemon.memory.page_out), the next request does not
-        pay for reading that code again."""
-        with self._guard():
-            tbl = self._table(create=False)
-            if tbl is not None:
-                _ = tbl.version
 
     def _memory(self) -> tuple[Any, ...] | None:
         import time as _time
