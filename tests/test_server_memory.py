@@ -121,7 +121,6 @@ def test_the_word_table_is_read_from_the_model_file_not_copied_into_each_session
     mapped = Embedder.load(pack_dir)
     texts = ["how do we deploy the web app?", "Wie wird die Datenbank gesichert?", "z" * 300]
     got = mapped.embed_passages(texts)
-    mapped.drop_table_pages()  # read-only file pages: dropped and mapped again on the next run
     assert np.array_equal(mapped.embed_passages(texts), got)
 
 
@@ -143,16 +142,3 @@ def test_a_model_file_the_walker_cannot_read_maps_nothing(tmp_path: Path) -> Non
     bad = tmp_path / "model.onnx"
     bad.write_bytes(b"\x3a\xff\xff\xff\xff\x0f" + b"\x00" * 64)  # a graph field longer than the file
     assert onnxmap.lookup_tables(bad) == []
-
-
-def test_the_server_drops_the_word_tables_pages_when_it_trims(vault_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hive_brain.config import resolve
-    from hive_brain.daemon.server import Server
-
-    srv = Server(resolve(), log_to_stderr=False)
-    dropped: list[int] = []
-    monkeypatch.setattr(srv.indexing, "drop_table_pages", lambda: dropped.append(1))
-    monkeypatch.setattr(memory, "trim", lambda: True)
-    srv.sockets.last_active = time.monotonic() - 60
-    srv._trim_heap(None)
-    assert dropped == [1]

@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -32,11 +31,11 @@ from .embedding import BackgroundEmbedder
 
 DEBOUNCE_S = 0.3  # editors write a note in bursts (temp file, rename, metadata); index once it is quiet
 RESYNC_S = 30.0  # full stat scan as a safety net for events the watcher missed (queue overflow, NFS)
-POLL_RESYNC_S = 2.0
+POLL_RESYNC_S = 2.0  # the scan interval when no file watcher could be started
 # How long the index may trail a write the server answered, unless a read needs it sooner (a recall waits
 # for it: IndexingLoop.settle): a write that follows within this time (the next CLI command, a script's
 # next remember) is not queued behind the previous one's tantivy commit, and one commit indexes both.
-WRITE_INDEX_DELAY_S = 0.2  # the scan interval when no file watcher could be started
+WRITE_INDEX_DELAY_S = 0.2
 PROMOTION_MARKER = "promotion-pass"  # <state>/promotion-pass: when a server last ran the promotion pass
 PROMOTION_LOCK_S = 0.5  # a busy vault only postpones the pass to the next cycle
 # Reading ahead for the reranker goes a few notes at a time, for about RERANK_SLICE_S, and stops as
@@ -558,12 +557,6 @@ class IndexingLoop:
             self.log.info("idle: the models' batch sessions released (loaded again for the next batch)")
         return released
 
-    def drop_table_pages(self) -> None:
-        """The models' word tables back to what the next runs read (Embedder.drop_table_pages)."""
-        for model in (self._sem[1], self._rr_model):
-            if model is not None and hasattr(model, "drop_table_pages"):
-                model.drop_table_pages()
-
     @property
     def rerank_ahead(self) -> int:
         return len(self._rr_todo)
@@ -824,8 +817,7 @@ def _preload(pack_dir: Any) -> None:
     from ..search import rerank
 
     with contextlib.suppress(Exception):
-        if "lancedb" not in sys.modules:
-            import_lancedb()
+        import_lancedb()
         model = rerank.model_for(SimpleNamespace(pack_dir=pack_dir))  # get_embedder keeps it for the server
         if model is not None:
             model.enable_single_session()

@@ -287,15 +287,16 @@ class Server:
             try:
                 trimmed = self._trim_heap(trimmed)
                 why = self.check_life()
+                restart = False
                 if not why and time.monotonic() - pack_at >= PACK_CHECK_S:
                     pack_at = time.monotonic()
                     why = self.pack_change()
-                    self.restart = why is not None
+                    restart = why is not None
             except Exception:  # noqa: BLE001 - a check that fails must not stop a healthy server
                 self.log.exception("life check failed")
                 continue
             if why:
-                self.stop_because(why + ("; restarting" if self.restart else ""))
+                self.stop_because(why, restart=restart)
                 return
 
     def _trim_heap(self, trimmed: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
@@ -321,14 +322,14 @@ class Server:
             released = loop.release_batch_sessions()
         if not released and (work == trimmed or quiet < LIFE_CHECK_S):
             return trimmed
-        loop.drop_table_pages()
         memory.trim()
         return work
 
-    def stop_because(self, why: str) -> None:
+    def stop_because(self, why: str, *, restart: bool = False) -> None:
+        """Stop (the first reason given wins); ``restart``: ``serve`` starts again in place after it."""
         if self.stop_reason is None:
-            self.stop_reason = why
-            self.log.warning("stopping: %s", why)
+            self.stop_reason, self.restart = why, restart
+            self.log.warning("stopping: %s%s", why, "; restarting" if restart else "")
         self.request_stop()
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
@@ -421,7 +422,7 @@ def run_foreground(settings: Settings, *, on_started: Callable[[Server], None] |
         srv.close()
         for sig, h in previous.items():
             signal.signal(sig, h)
-    if srv.restart and srv.stop_reason is not None and srv.stop_reason.endswith("; restarting"):
+    if srv.restart:
         # The same process, command line and environment again (a detached server, a service unit and a
         # terminal alike keep their server): only the models it loads are new.
         logging.shutdown()

@@ -149,15 +149,6 @@ class Embedder:
             self._session = None
             return True
 
-    def drop_table_pages(self) -> None:
-        """Let the pages of the word table that runs have read go from memory (they are the model
-        file's, read again on demand: :mod:`.onnxmap`); for a server gone quiet, so the table's
-        resident part does not grow with every new word it has seen."""
-        for session in (self._session, self._single):
-            tables = getattr(session, "mapped_tables", None)
-            if tables is not None:
-                tables.drop_pages()
-
     def _batch_session(self) -> Any:
         session = self._session
         if session is None:

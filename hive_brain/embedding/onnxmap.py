@@ -15,7 +15,6 @@ The model file is read with a minimal protobuf walker (field numbers from onnx.p
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,14 +165,3 @@ class MappedTables:
 
     def __len__(self) -> int:
         return len(self._maps)
-
-    def drop_pages(self) -> None:
-        """Let the pages read so far go from this process's memory (the server, quiet after work):
-        the tables are read-only views of the file, so the next read of a row maps it again from the
-        page cache (or the disk); nothing is lost. Off Linux a no-op."""
-        advice = getattr(mmap, "MADV_DONTNEED", None)
-        if advice is None:
-            return
-        for m in self._maps:
-            with contextlib.suppress(OSError, ValueError):
-                m.madvise(advice)
