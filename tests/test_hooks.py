@@ -506,6 +506,33 @@ def test_stop_captures_a_redacted_conversation_once_per_session(vault_path, tmp_
     assert "turns: 2" in notes[0].read_text() and "Docs updated." in notes[0].read_text()
 
 
+def test_stop_waits_a_moment_for_the_reply_the_agent_has_not_written_yet(vault_path, tmp_path):
+    """Claude Code under load ran a turn's Stop hook before its transcript held the reply: the hook found
+    "no assistant reply yet" and skipped the turn (the interactive e2e run, 2 of ~20 under load)."""
+    import threading
+
+    t = write_transcript(tmp_path / "sess.jsonl", [user("Deploy the app to staging.")])
+
+    def reply_late() -> None:
+        time.sleep(0.5)
+        with t.open("a") as f:
+            f.write(json.dumps(assistant("Deployed to staging.")) + "\n")
+
+    writer = threading.Thread(target=reply_late)
+    writer.start()
+    code, _, err, _ = hook("stop", {"session_id": "sess-late", "transcript_path": str(t), "hook_event_name": "Stop"})
+    writer.join()
+    assert code == 0, err
+    last = status(tmp_path)["last"]["stop"]
+    assert last["mode"] == "captured", last
+    # A turn that never gets its reply is still given up on, within the wait.
+    t2 = write_transcript(tmp_path / "sess2.jsonl", [user("Only a question.")])
+    code, _, err, _ = hook("stop", {"session_id": "sess-none", "transcript_path": str(t2), "hook_event_name": "Stop"})
+    assert code == 0, err
+    last = status(tmp_path)["last"]["stop"]
+    assert last["mode"] == "skipped" and last["reason"] == "no assistant reply yet", last
+
+
 def test_stop_queues_when_the_vault_is_locked_and_consolidate_catches_up(vault_path, tmp_path):
     from hive_brain.engine import Engine
     from hive_brain.store.lock import vault_lock

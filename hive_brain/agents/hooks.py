@@ -45,6 +45,11 @@ STATUS_FILE = quick.STATUS_FILE
 STATUS_KEEP = quick.STATUS_KEEP
 HOOK_LOCAL_RESERVE_S = quick.LOCAL_RESERVE_S  # the least of the deadline kept for the lexical answer (quick.local_reserve)
 STOP_LOCK_TIMEOUT = 2.0
+# An agent may run its Stop hook a moment before its transcript holds the reply it just gave (Claude Code
+# under load: the first turn's Stop found "no assistant reply yet", seen in the interactive e2e run): the
+# hook looks again for this long before it gives up on the turn (the next Stop or SessionEnd takes it).
+STOP_FLUSH_WAIT_S = 2.0
+STOP_FLUSH_STEP_S = 0.1
 SESSION_START_MIN_DEADLINE = 3.0
 USAGE = (
     "usage: hive-brain hook prompt|session-start|stop|session-end [--format claude|cursor|cline] < hook.json\n"
@@ -537,17 +542,24 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
     _mark_session(engine, settings, payload)
     sid = payload.get("session_id")
     cwd = payload.get("cwd")
+    flushed_by = time.monotonic() + STOP_FLUSH_WAIT_S
     try:
-        res = capture(
-            engine,
-            tp,
-            agent=settings.agent_id,
-            session_id=sid,
-            cwd=cwd,
-            lock_timeout=min(STOP_LOCK_TIMEOUT, float(settings.lock_timeout)),
-            publish=False,
-            non_interactive=True,  # `claude -p`, `codex exec`, `gemini -p`: the user's session all the same
-        )
+        while True:
+            res = capture(
+                engine,
+                tp,
+                agent=settings.agent_id,
+                session_id=sid,
+                cwd=cwd,
+                lock_timeout=min(STOP_LOCK_TIMEOUT, float(settings.lock_timeout)),
+                publish=False,
+                non_interactive=True,  # `claude -p`, `codex exec`, `gemini -p`: the user's session all the same
+            )
+            unflushed = res["status"] == "skipped" and (res.get("reason") == "no assistant reply yet"
+                                                         or str(res.get("reason", "")).startswith("no transcript at"))
+            if not unflushed or time.monotonic() >= flushed_by:
+                break
+            time.sleep(STOP_FLUSH_STEP_S)
     except LockTimeout:
         queue_pending(
             engine.vault.state,
@@ -563,6 +575,8 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
         rec["mode"] = "queued"
         return
     rec["mode"] = res["status"]
+    if res.get("reason"):
+        rec["reason"] = res["reason"]
     if res.get("path"):
         rec["path"] = res["path"]
     if res.get("reason"):
