@@ -178,6 +178,10 @@ class Terminal:
 
         self.fd, child = pty.openpty()
         fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        # A user's terminal, not a CI job's: Gemini CLI's ink UI (is-in-ci) turns non-interactive when
+        # CI, CONTINUOUS_INTEGRATION or any CI_* is set, answers once and exits (the CI run had CI set).
+        env = {k: v for k, v in env.items()
+               if k not in ("CI", "CONTINUOUS_INTEGRATION", "GITHUB_ACTIONS") and not k.startswith("CI_")}
         self.proc = subprocess.Popen([str(a) for a in argv], env={**env, "TERM": "xterm-256color"}, cwd=cwd,
                                      stdin=child, stdout=child, stderr=child, start_new_session=True)
         os.close(child)
