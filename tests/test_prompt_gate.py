@@ -144,3 +144,32 @@ def test_do_the_same_for_another_part_finds_what_both_the_prompt_and_the_reply_p
     pack = _pack(eng, "do the same for the android code", reply)
     assert [it["id"] for it in pack["items"]][:1] == [kotlin], (pack.get("gate"), [it["path"] for it in pack["items"]])
 
+
+
+def _hit(path: str, kind: str, rerank_gap: float, semantic_gap: float) -> dict:
+    return {"path": path, "kind": kind, "status": "current",
+            "scoreDetails": {"rerankGap": rerank_gap, "semanticGap": semantic_gap, "coverage": 0.3,
+                             "specificity": 0.6, "floorAllowance": 0.0159}}
+
+
+def test_a_reference_page_near_a_typed_memory_is_no_rival_for_its_clear_lead():
+    """At +3,000 reference notes (benchmarks/prompt_hook.py, "what flag sytem do we use to turn featrues
+    on gradualy") the *Feature flags* memory led at 0.25, under the 0.28 bar but clear of every other
+    memory; a documentation page the second model put at 0.23 (which needs 0.68 itself) took its clear
+    lead away, and nothing was injected. Alone, or among the 77 notes, it passed. Numbers as recorded."""
+    from hive_brain.search.abstain import hook_gate
+
+    def memory() -> dict:
+        return _hit("Memory/feature-flags.md", "memory", 0.2381, 0.0267)
+
+    notes = [_hit("Reference/FlagBoundary.md", "note", 0.2142, 0.0314),
+             _hit("Reference/set_unittest_reportflags.md", "note", 0.1276, 0.0186)]
+    alone, _why = hook_gate([memory()], [], short=False)
+    assert [h["path"] for h in alone] == ["Memory/feature-flags.md"]
+    kept, why = hook_gate([memory(), *notes], [], short=False)
+    assert [h["path"] for h in kept] == ["Memory/feature-flags.md"], why
+    assert kept[0]["scoreDetails"]["hookGate"]["clear"] >= 0.08
+    # Another typed memory that near is a rival: among equals the lead is not clear.
+    rival = _hit("Memory/release-train.md", "memory", 0.2142, 0.0314)
+    kept, _why = hook_gate([memory(), rival, *notes], [], short=False)
+    assert kept == []

@@ -116,6 +116,13 @@ def hook_need(basis: str, kind: str | None, params: Mapping[str, float]) -> floa
     return params[base] + (params[base + "_note"] if kind not in ("memory", "conversation") else 0.0)
 
 
+def _standing(hit: Mapping, params: Mapping[str, float]) -> float:
+    """A hit's evidence for the clear-lead rule of :func:`hook_gate`: its evidence less
+    ``hook_clear_bar`` of the bar its kind must reach (0: the evidence alone)."""
+    ev, basis = hook_evidence(hit, params)
+    return ev - params["hook_clear_bar"] * hook_need(basis, hit.get("kind"), params)
+
+
 def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
               params: Mapping[str, float] = PARAMS) -> tuple[list[dict], str | None]:
     """The notes the prompt hook injects, each on its own evidence (:func:`hook_evidence`): at least
@@ -149,14 +156,19 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
     # A lead that stands clear of every other hit passes on less evidence: one note answers and the
     # rest of the list is noise around it ("which node dependency tool should I use?" over two
     # notes, pnpm's at a second-model gap of 0.26; a generic coding prompt's best is among equals).
-    evs = sorted(((hook_evidence(h, P)[0], i) for i, h in enumerate(hits)
+    # Each hit's standing is its evidence less ``hook_clear_bar`` of its kind's bar: a reference page
+    # the second model rates near a typed memory still needs far more than the memory does, so it is
+    # no rival (at +3,000 reference notes, "FlagBoundary" 0.23 beside *Feature flags* 0.25).
+    evs = sorted(((_standing(h, P), i) for i, h in enumerate(hits)
                   if not (h.get("status") == "superseded" or h.get("historical"))), reverse=True)
     if evs and not any(h is hits[evs[0][1]] for _ev, h in judged):
-        top_ev, i = evs[0]
+        top, i = evs[0]
         h = hits[i]
-        basis = h["scoreDetails"]["hookGate"]["basis"]
-        clear = top_ev - (evs[1][0] if len(evs) > 1 else 0.0)
-        low = hook_need(basis, h.get("kind"), P) - P["hook_clear_less"]
+        top_ev, basis = hook_evidence(h, P)
+        need = hook_need(basis, h.get("kind"), P)
+        # A lone hit is clear by its evidence: its rival is a hit of its own kind with none.
+        clear = top - (evs[1][0] if len(evs) > 1 else -P["hook_clear_bar"] * need)
+        low = need - P["hook_clear_less"]
         if basis != "lexical" and clear >= P["hook_clear"] and top_ev >= low:
             h["scoreDetails"]["hookGate"].update(kept=True, clear=round(clear, 4))
             judged.append((top_ev, h))

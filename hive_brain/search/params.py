@@ -117,6 +117,7 @@ PARAMS: dict[str, float] = {
     "hook_w_gap": 0.5,  # weight of e5's gap beside the second model's
     "hook_clear": 0.08,  # a lead this far above the next hit's evidence ...
     "hook_clear_less": 0.04,  # ... needs this much less than its kind's bar
+    "hook_clear_bar": 0.5,  # "clear" compares evidence less this fraction of each hit's own bar
     "hook_w_words": 0.01,  # weight of coverage x specificity beside e5's gap
     "hook_lex": 0.25,  # lexical only (no vectors): coverage x specificity (flat from 0.25 to 0.35; docs/benchmarks.md)
     "hook_lex_note": 0.3,
