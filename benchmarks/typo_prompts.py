@@ -20,6 +20,10 @@ from the memories alone by a session that had not read the search code) and writ
 (``imperatives.json``: 30 requests that need a memory, 15 that need none) is measured plain, spelling
 on as shipped: hit@1 / hit@3 on the ones that need a memory, the share abstained on the ones that do
 not, and beside them the same hit rates of ``prompts.json``'s ``question`` prompts (the yardstick).
+Also what the prompt hook's own decision (``search.prompt.contextual_answer``, no transcript) injects:
+``first`` (its first note is a needed memory), ``right`` (a needed memory among its notes), ``quiet``
+(nothing, on the ones that need none; beside it, on ``prompts.json``'s no-memory prompts that are not
+follow-ups).
 """
 
 from __future__ import annotations
@@ -92,25 +96,50 @@ def _typo_rows(view: Any, heads: dict[str, str], data: list[dict[str, Any]]) -> 
             "hit1_on": rate("on@1"), "hit1_off": rate("off@1"), "hit1_spelled": rate("spelled@1"), "rows": rows}
 
 
+def _hook(view: Any, heads: dict[str, str], q: str, needs: list[str]) -> tuple[bool, bool, bool]:
+    """What the prompt hook's own decision (``contextual_answer``, no transcript) injects for ``q``:
+    a needed memory first, a needed memory at all, nothing at all."""
+    from hive_brain.search.prompt import contextual_answer
+
+    from .tune_prompt_gate import _search
+
+    def rec(query: str, **o: Any) -> dict:
+        return _search(view, query, o)
+
+    items = [i["path"] for i in contextual_answer(rec, q, "", budget=6000).get("items", [])]
+    need = {heads[k] for k in needs}
+    return bool(items) and items[0] in need, any(i in need for i in items), not items
+
+
 def _plain_rows(view: Any, heads: dict[str, str], data: list[dict[str, Any]],
                 prompts: list[dict[str, Any]]) -> dict[str, Any]:
     rows = []
     for t in data:
         res, at1, at3 = _hits(view, heads, t["prompt"], t["needs"]) if t["needs"] else (
             _recall(view, t["prompt"], True), False, False)
+        first, right, quiet = _hook(view, heads, t["prompt"], t["needs"])
         rows.append({"id": t["id"], "needs": t["needs"], "@1": at1, "@3": at3, "abstained": res["abstained"],
-                     "top3": [h["path"] for h in res["hits"][:3]]})
+                     "top3": [h["path"] for h in res["hits"][:3]], "hook_first": first, "hook_right": right,
+                     "hook_quiet": quiet})
     need = [r for r in rows if r["needs"]]
     none = [r for r in rows if not r["needs"]]
-    asked = [_hits(view, heads, p["prompt"], p["needs"]) for p in prompts if p["style"] == "question" and p["needs"]]
+    questions = [p for p in prompts if p["style"] == "question" and p["needs"]]
+    asked = [_hits(view, heads, p["prompt"], p["needs"]) for p in questions]
+    hooked = [_hook(view, heads, p["prompt"], p["needs"]) for p in questions]
+    # The yardstick for quiet: prompts.json's no-memory prompts that stand alone (no previous reply).
+    alone = [_hook(view, heads, p["prompt"], []) for p in prompts if not p["needs"] and p["style"] != "followup"]
 
     def rate(xs: list[Any]) -> float:
         return round(sum(xs) / len(xs), 3) if xs else 0.0
 
     return {"need": len(need), "hit1": rate([r["@1"] for r in need]), "hit3": rate([r["@3"] for r in need]),
             "none": len(none), "abstained": rate([r["abstained"] for r in none]),
+            "hook_first": rate([r["hook_first"] for r in need]), "hook_right": rate([r["hook_right"] for r in need]),
+            "hook_quiet": rate([r["hook_quiet"] for r in none]),
             "questions": len(asked), "questions_hit1": rate([a[1] for a in asked]),
-            "questions_hit3": rate([a[2] for a in asked]), "rows": rows}
+            "questions_hit3": rate([a[2] for a in asked]), "questions_hook_first": rate([h[0] for h in hooked]),
+            "questions_hook_right": rate([h[1] for h in hooked]), "nomem_alone": len(alone),
+            "nomem_hook_quiet": rate([h[2] for h in alone]), "rows": rows}
 
 
 def run_size(d: Path, data: list[dict[str, Any]]) -> dict[str, Any]:
@@ -163,10 +192,12 @@ def main() -> None:
                      for s, r in out.items()])
     else:
         cols = ["size", "notes", "hit@1", "hit@3", "abstained (need none)", "questions hit@1", "hit@3",
-                "no-memory abstained"]
-        print_table(f"{args.data.name}: recall on prompts needing a memory / abstention on the others", cols,
-                    [[s, r["notes"], r["hit1"], r["hit3"], f"{r['abstained']} of {r['none']}", r["questions_hit1"],
-                      r["questions_hit3"], f"{r['nomem_abstained']}/{r['nomem_prompts']}"] for s, r in out.items()])
+                "hook first", "right", "quiet (need none)", "questions first", "right", "no-memory quiet"]
+        print_table(f"{args.data.name}: recall (and the hook's decision) on prompts needing a memory / on the others",
+                    cols, [[s, r["notes"], r["hit1"], r["hit3"], f"{r['abstained']} of {r['none']}", r["questions_hit1"],
+                            r["questions_hit3"], r["hook_first"], r["hook_right"], r["hook_quiet"],
+                            r["questions_hook_first"], r["questions_hook_right"],
+                            f"{r['nomem_hook_quiet']} of {r['nomem_alone']}"] for s, r in out.items()])
     name = "typo_prompts" if args.data.resolve() == (DATA / "typos.json").resolve() else f"typo_prompts_{args.data.stem}"
     write_result(name, {"data": args.data.name, "sizes": out})
 
