@@ -376,6 +376,24 @@ def test_prompt_data_is_labelled_consistently():
     assert 0.45 <= tune <= 0.55
 
 
+def test_typo_and_imperative_sets_name_real_memories():
+    import json
+
+    from benchmarks.prompt_hook import load_data
+    from benchmarks.typo_prompts import DATA, is_typo_set
+
+    keys = {m["key"] for m in load_data()[0]}
+    for name, typo in (("typos.json", True), ("typos_fresh.json", True), ("imperatives.json", False)):
+        data = json.loads((DATA / name).read_text(encoding="utf-8"))
+        assert is_typo_set(data) is typo, name
+        assert len({t["id"] for t in data}) == len(data), name
+        for t in data:
+            assert set(t["needs"]) <= keys, (name, t["id"])
+            assert t["needs"] or not typo, (name, t["id"])  # every typo'd question is answerable
+    imperatives = json.loads((DATA / "imperatives.json").read_text(encoding="utf-8"))
+    assert sum(1 for t in imperatives if t["needs"]) == 30 and sum(1 for t in imperatives if not t["needs"]) == 15
+
+
 def test_prompt_refs_order_is_a_seeded_prefix():
     from benchmarks.prompt_refs import _cap, choose
 
