@@ -368,6 +368,46 @@ def test_a_write_is_answered_once_durable_and_a_read_after_it_waits_for_its_inde
     assert gens.load(gens.current_id()).label == f"write: {path}"
 
 
+def test_a_read_waits_only_for_the_unindexed_writes_that_could_change_its_hits(in_process, monkeypatch):
+    """A recall whose question shares no word with the notes written but not yet indexed (new or old
+    versions) is answered at once; one that could find them, or whose candidates do not come from
+    their words alone, still waits for their index. Before, every recall after a write waited for its
+    tantivy commit (here held: each of them waited until the index was let go)."""
+    from hive_brain.daemon import sockets
+
+    monkeypatch.setattr(sockets, "READ_SETTLE_S", 30.0)  # no read gives up waiting while the index is held
+    srv, editor = in_process
+    gate = _hold_index(monkeypatch)
+    asked: dict[str, list[dict]] = {}
+    threads = []
+
+    def ask(query: str) -> None:
+        asked[query] = []
+        t = threading.Thread(target=lambda: asked[query].append(_ask(srv, "recall", query=query, scope="full-vault")))
+        t.start()
+        threads.append(t)
+
+    try:
+        new = _write(srv, "remember", inp={"type": "fact", "title": "Hosting", "content": "The web app runs on quokkahost."})
+        _write(srv, "update", memory_id=editor["id"], content="The team edits in narwhal-emacs.")
+        ask("Which database stores billing records?")
+        threads[0].join(10)
+        assert asked["Which database stores billing records?"], "a recall the writes cannot change waited for their index"
+        for q in ("quokkahost", "axolotl-vim", "narwhal-emacs", "What did we write today?", "quokkahots"):
+            ask(q)  # the new note's word, the old version's, the new version's, a time window, a misspelling
+        time.sleep(0.3)
+        assert [q for q, r in asked.items() if r] == ["Which database stores billing records?"], \
+            "answered before the writes it could see were indexed"
+    finally:
+        gate.set()
+        for t in threads:
+            t.join(20)
+    assert [h["path"] for h in asked["quokkahost"][0]["hits"]] == [new["path"]]
+    assert editor["path"] not in [h["path"] for h in asked["axolotl-vim"][0]["hits"]]
+    assert [h["path"] for h in asked["narwhal-emacs"][0]["hits"]] == [editor["path"]]
+    assert asked["quokkahots"][0]
+
+
 def _count_walks(monkeypatch) -> list[int]:
     from hive_brain.store import catalog
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from ..index.textproc import query_terms
@@ -79,19 +80,14 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
         return text, {}
     fixes: dict[str, str] = {}
     looked = 0
-    for m in _WORD.finditer(text):
-        word = m.group(0)
-        low = word.lower()
-        if len(low) < MIN_CHARS or not low.isalpha() or low in fixes or (word != low and not word.istitle()):
+    for low, term in unknown_words(lexical, text):
+        if low in fixes:
             continue
-        terms = query_terms(low)
-        if len(terms) != 1 or english(low) or lexical.known(terms[0]):
-            continue  # a stop word, an English word, or a word the vault has
         if looked >= MAX_LOOKUPS:
             break
         looked += 1
         most = 2 if len(low) >= LONG_CHARS else 1
-        best = _nearest(low, terms[0], most, lexical)
+        best = _nearest(low, term, most, lexical)
         if best:
             fixes[low] = best
     if not fixes:
@@ -102,6 +98,20 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
         return fixes.get(w.lower(), w)
 
     return _WORD.sub(sub, text), fixes
+
+
+def unknown_words(lexical: Any, text: str) -> Iterator[tuple[str, str]]:
+    """The words of ``text`` that :func:`correct` may look up, each with its term, in text order
+    (repeats too): not stop words, not English, not in the index."""
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        low = word.lower()
+        if len(low) < MIN_CHARS or not low.isalpha() or (word != low and not word.istitle()):
+            continue
+        terms = query_terms(low)
+        if len(terms) != 1 or english(low) or lexical.known(terms[0]):
+            continue  # a stop word, an English word, or a word the vault has
+        yield low, terms[0]
 
 
 def _stem(word: str) -> str:
