@@ -250,15 +250,19 @@ class LexicalIndex:
         searcher = self._index.searcher()
         return bool(searcher.doc_freq("text", term) or searcher.doc_freq("title", term))
 
-    def near_texts(self, term: str, distance: int, limit: int, *, prefix: bool = False) -> list[str]:
+    def near_texts(self, term: str, distance: int, limit: int, *, prefix: bool = False,
+                   where: Pred | None = None) -> list[str]:
         """The stored titles and texts of up to ``limit`` passages holding a term within ``distance``
         edits of ``term`` (tantivy's Levenshtein automaton over the term dictionary; ``prefix``: of a
-        term's beginning): where the vault's spelling of a mistyped word is found."""
+        term's beginning): where the vault's spelling of a mistyped word is found. ``where``: only
+        among the passages it selects."""
         searcher = self._index.searcher()
         q = tantivy.Query.boolean_query([
             (tantivy.Occur.Should, tantivy.Query.fuzzy_term_query(self.schema, f, term, distance=distance,
                                                                     prefix=prefix))
             for f in ("title", "text")])
+        if where is not None:
+            q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, self.compile(where))])
         out = []
         for _score, addr in searcher.search(q, limit, count=False).hits:
             d = _doc_dict(searcher.doc(addr))

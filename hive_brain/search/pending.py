@@ -26,17 +26,20 @@ def could_change(lexical: Any, texts: Iterable[str], written: set[str], paths: l
     """``texts``: the question and any alternatives the caller sent; ``written``: the terms of
     ``paths`` as they will be indexed (``index.indexer.written_terms``); ``vectors``: the read
     searches vectors too."""
+    where = In("note_path", tuple(paths))
     terms: set[str] = set()
     for text in texts:
-        if next(spelling.unknown_words(lexical, text), None) is not None:
-            return True  # corrected against the index: a new word may be the nearest spelling
-        q = analyse(text, now=now, as_of=as_of)
-        if q.window is not None or q.cutoff is not None:
-            return True  # notes dated in the window are candidates whatever their words
-        terms |= set(query_terms(text))
+        # A word the vault lacks is read as its nearest spelling in the index: a written note may hold it.
+        if any(spelling.could_respell(lexical, w, t, written, where) for w, t in spelling.unknown_words(lexical, text)):
+            return True
+        for asked in dict.fromkeys((text, spelling.correct(lexical, text)[0])):  # as typed, as searched
+            q = analyse(asked, now=now, as_of=as_of)
+            if q.window is not None or q.cutoff is not None:
+                return True  # notes dated in the window are candidates whatever their words
+            terms |= set(query_terms(asked))
     if not terms or terms & written:
         return True
     # The versions indexed now: one that shares a term is a candidate that must give way to the new one.
     # The vectors of an indexed note go at the catch-up; a new note has none before or after it.
-    old = lexical.search_terms(sorted(terms), where=In("note_path", tuple(paths)), limit=1, max_terms=len(terms))
+    old = lexical.search_terms(sorted(terms), where=where, limit=1, max_terms=len(terms))
     return bool(old) or vectors and any(lexical.note_passages(p) for p in paths)
