@@ -408,6 +408,25 @@ def test_a_read_waits_only_for_the_unindexed_writes_that_could_change_its_hits(i
     assert asked["quokkahots"][0]
 
 
+def test_a_read_that_does_not_wait_still_starts_the_writes_index(in_process, monkeypatch):
+    """The read is answered at once, and the cycle indexing the writes begins then, not after its delay:
+    a write that came during that cycle would wait for all of it (cli_latency at 10k: the `remember` after a
+    recall and an answer 87 -> 48 ms p50). Held off here by a long delay and debounce, the write stayed
+    unindexed after the read."""
+    from hive_brain.daemon import indexing
+
+    srv, _ = in_process
+    monkeypatch.setattr(indexing, "WRITE_INDEX_DELAY_S", 60.0)
+    monkeypatch.setattr(srv.indexing, "debounce", 60.0)
+    _write(srv, "remember", inp={"type": "fact", "title": "Hosting", "content": "The web app runs on quokkahost."})
+    assert _ask(srv, "recall", query="Which database stores billing records?", scope="full-vault") is not None
+    loop = srv.indexing
+    deadline = time.monotonic() + 10
+    while loop._writes_indexed < loop._writes_acked and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert loop._writes_indexed == loop._writes_acked, "the write waited out its delay after the read"
+
+
 def _count_walks(monkeypatch) -> list[int]:
     from hive_brain.store import catalog
 

@@ -415,6 +415,14 @@ class IndexingLoop:
         if unaffected is not None:
             paths = self._only_written()
             if paths and unaffected(paths):
+                with self.cond:
+                    # Not waited for, but begun now rather than after WRITE_INDEX_DELAY_S: a read says the
+                    # writes have stopped for now; a later write that meets the cycle waits for all of it, a
+                    # read only shares the CPU (cli_latency at 10k, the `remember` after recall and answer:
+                    # 87 -> 48 ms p50 with this, same rounds, load ~11).
+                    if self._dirty:
+                        self._forced = True
+                        self.cond.notify_all()
                 return True
         deadline = time.monotonic() + timeout
         with self.cond:
