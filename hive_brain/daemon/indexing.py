@@ -204,6 +204,7 @@ class IndexingLoop:
         # path -> the number (``_writes_acked``) of the last answered write to it, until a cycle indexed it:
         # what a read may check instead of waiting (:meth:`settle`'s ``unaffected``).
         self._unindexed: dict[str, int] = {}
+        self._kick_when_idle = False  # a read went ahead of them: begin their cycle once no request is in flight
         # What may differ from the snapshot's manifest (`hive-brain status` counts it, :meth:`stale_notes`):
         # the notes the watcher named and the server wrote since the event the snapshot's cycle read
         # after (path -> event number), and whether a folder event (notes unnamed) came since.
@@ -292,6 +293,9 @@ class IndexingLoop:
         with self.cond:
             self._inflight -= 1
             if not self._inflight:
+                if self._kick_when_idle:
+                    self._kick_when_idle = False
+                    self._forced = self._forced or self._dirty
                 self.cond.notify_all()
 
     def catch_up_now(self, timeout: float) -> dict:
@@ -416,13 +420,13 @@ class IndexingLoop:
             paths = self._only_written()
             if paths and unaffected(paths):
                 with self.cond:
-                    # Not waited for, but begun now rather than after WRITE_INDEX_DELAY_S: a read says the
-                    # writes have stopped for now; a later write that meets the cycle waits for all of it, a
-                    # read only shares the CPU (cli_latency at 10k, the `remember` after recall and answer:
-                    # 87 -> 48 ms p50 with this, same rounds, load ~11).
-                    if self._dirty:
-                        self._forced = True
-                        self.cond.notify_all()
+                    # Not waited for, but begun once the server has answered its requests rather than after
+                    # WRITE_INDEX_DELAY_S: a read says the writes have stopped for now, and a later write that
+                    # meets the cycle waits for all of it (cli_latency at 10k, the `remember` after recall
+                    # and answer: 87 -> 48 ms p50 with the cycle begun at the read, same rounds, load ~11).
+                    # Not at once: the cycle's Python (the diff, the publish: ~30 ms CPU at 10k) would hold the
+                    # GIL against this very read.
+                    self._kick_when_idle = True
                 return True
         deadline = time.monotonic() + timeout
         with self.cond:
