@@ -64,6 +64,69 @@ def test_kill_at_every_step_then_recover(vault_path, step):
     remember("After crash", "Writes still work.", "fact")
 
 
+UPDATE = """
+import sys
+from hive_brain.engine import Engine
+Engine.open().memory.update(sys.argv[1], content="Use bun.", tags=["tooling"])
+"""
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_kill_a_one_note_update_at_every_step_then_recover(vault_path, step):
+    """A one-note update swaps its staged file in without a journal record: killed anywhere, the
+    note is the old one (before the swap) or the new one (after it), never anything else."""
+    res = remember("Package manager", "Use pnpm.")
+    path = vault_path / res["path"]
+    before = path.read_text(encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-c", UPDATE, res["id"]], env={**os.environ, "HIVE_BRAIN_CRASH_AT": step},
+                          capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert doctor()["problems"] == []
+    assert list((vault_path / ".hive-brain/staging").glob("*")) == [], "staging left behind"
+    text = path.read_text(encoding="utf-8")
+    meta = parse_text(path.name, text).meta
+    if step in ("after-record", "mid-stage", "after-stage"):
+        assert text == before
+    else:
+        assert "Use bun." in text and meta["tags"] == ["tooling"]
+    run("update", "--memory-id", res["id"], "--tags", "after-crash")  # the vault still takes writes
+
+
+def test_a_one_note_update_writes_no_journal_record(vault_path, monkeypatch):
+    """Its swap is its commit point (``Transaction._commit_one_note``): no record, no backup, two fsyncs
+    like a new note's, not eight. Before, the record and the backup were on disk when the note was swapped."""
+    from hive_brain.config import resolve
+    from hive_brain.store import journal
+    from hive_brain.store.vault import open_vault
+
+    res = remember("Package manager", "Use pnpm.")
+    jdir = open_vault(resolve()).state / "journal"
+    seen: list[list[str]] = []
+
+    def look(paths):
+        seen.append(sorted(p.name for p in jdir.rglob("*")) if jdir.is_dir() else [])
+
+    monkeypatch.setattr(journal, "before_rename", look)
+    fsyncs = [0]
+    real = os.fsync
+
+    def counted(fd):
+        fsyncs[0] += 1
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", counted)
+    run("update", "--memory-id", res["id"], "--tags", "tooling")
+    assert seen == [[]], "a record or backup was written for a one-note update"
+    assert "tooling" in (vault_path / res["path"]).read_text(encoding="utf-8")
+    fsyncs[0] = 0
+    from hive_brain.engine import Engine
+
+    eng = Engine.open()
+    eng.memory.publish = None  # the note's own writes only, not the index's
+    eng.memory.update(res["id"], tags=["tooling", "again"])
+    assert fsyncs[0] == 2
+
+
 WRITER = """
 import sys
 from hive_brain.engine import Engine

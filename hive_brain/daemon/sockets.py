@@ -384,11 +384,34 @@ class SocketServer:
                 raise UsageError("args.now must be an ISO 8601 date-time") from None
         return query, agent, bool(args.get("semantic", True)), opts
 
+    def _settle(self, query: str, semantic: bool, opts: dict) -> None:
+        """Before a recall or answer: what changed is indexed, unless the only notes not yet indexed are
+        this server's writes and they cannot change this question's hits (``search.pending``)."""
+
+        def unaffected(paths: list[str]) -> bool:
+            from ..index.indexer import written_terms
+            from ..search.pending import could_change
+
+            snap = self.loop.snap
+            if snap is None:
+                return False
+            alts = opts.get("alternatives")
+            texts = [query, *(a for a in alts if isinstance(a, str))] if isinstance(alts, list) else [query]
+            try:
+                written = written_terms(self.server.vault.root, self._catalog(), paths)
+                return not could_change(snap.lexical, [clean_text(t) for t in texts], written, paths,
+                                        now=opts.get("now"), as_of=opts.get("as_of"),
+                                        vectors=semantic and snap.vectors is not None and snap.embedder is not None)
+            except Exception:  # noqa: BLE001 - not known: wait (a bad option is the search's to report)
+                return False
+
+        self.loop.settle(READ_SETTLE_S, unaffected)
+
     def op_recall(self, args: dict) -> dict:
         from ..search.recall import search
 
         query, agent, semantic, opts = self.read_args(args)
-        self.loop.settle(READ_SETTLE_S)
+        self._settle(query, semantic, opts)
         res = search(self.view(semantic), query, agent=agent, semantic=semantic, **opts)
         res["via"] = "server"
         return res
@@ -397,7 +420,7 @@ class SocketServer:
         from ..search.answer import answer_view
 
         query, agent, semantic, opts = self.read_args(args, frozenset({"budget"}))
-        self.loop.settle(READ_SETTLE_S)
+        self._settle(query, semantic, opts)
         pack = answer_view(self.view(semantic), query, agent=agent, semantic=semantic, budget=args.get("budget"), **opts)
         pack["via"] = "server"
         return pack

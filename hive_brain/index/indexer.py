@@ -163,6 +163,27 @@ def build_docs(path: str, data: bytes | Note, *, kind: str, layer: str, agent: s
     return docs, rows
 
 
+def written_terms(root: Path, catalog: Catalog, paths: list[str]) -> set[str]:
+    """Every term a search could match in ``paths`` as the next catch-up will index them (the notes
+    on disk, the catalog's rows for them): what a read asks of notes written but not yet indexed. A
+    note gone or unreadable adds nothing (the catch-up removes or skips it)."""
+    from .lexical import doc_terms
+
+    out: set[str] = set()
+    for p, e in catalog.by_paths(paths, with_meta=False).items():
+        try:
+            data = (root / p).read_bytes()
+        except OSError:
+            continue
+        try:
+            docs, _rows = build_docs(p, data, kind=e.kind if e.kind != "broken" else "note", layer=e.layer,
+                                     agent=e.agent, task=e.task, mtime_ns=e.mtime_ns, vectors=False)
+        except Exception:  # noqa: BLE001 - the catch-up skips a note it cannot index: so does this
+            continue
+        out |= doc_terms(docs)
+    return out
+
+
 def note_questions(meta: dict) -> list[str]:
     """The note's ``questions`` property: a list, or one string that is one question (commas and all)."""
     v = meta.get("questions")

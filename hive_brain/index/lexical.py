@@ -250,15 +250,19 @@ class LexicalIndex:
         searcher = self._index.searcher()
         return bool(searcher.doc_freq("text", term) or searcher.doc_freq("title", term))
 
-    def near_texts(self, term: str, distance: int, limit: int, *, prefix: bool = False) -> list[str]:
+    def near_texts(self, term: str, distance: int, limit: int, *, prefix: bool = False,
+                   where: Pred | None = None) -> list[str]:
         """The stored titles and texts of up to ``limit`` passages holding a term within ``distance``
         edits of ``term`` (tantivy's Levenshtein automaton over the term dictionary; ``prefix``: of a
-        term's beginning): where the vault's spelling of a mistyped word is found."""
+        term's beginning): where the vault's spelling of a mistyped word is found. ``where``: only
+        among the passages it selects."""
         searcher = self._index.searcher()
         q = tantivy.Query.boolean_query([
             (tantivy.Occur.Should, tantivy.Query.fuzzy_term_query(self.schema, f, term, distance=distance,
                                                                     prefix=prefix))
             for f in ("title", "text")])
+        if where is not None:
+            q = tantivy.Query.boolean_query([(tantivy.Occur.Must, q), (tantivy.Occur.Must, self.compile(where))])
         out = []
         for _score, addr in searcher.search(q, limit, count=False).hits:
             d = _doc_dict(searcher.doc(addr))
@@ -418,6 +422,32 @@ class LexicalIndex:
         return {p for _s, a in hits if (p := searcher.doc(a).get_first("note_path"))}
 
 
+def analyzed_fields(doc: Mapping[str, Any]) -> dict[str, str]:
+    """What a passage document's searched fields (:data:`TEXT_FIELDS`) hold: analyzed terms joined by
+    spaces, as the whitespace tokenizer reads them."""
+    out = {}
+    for name in ("title", "heading", "text"):
+        # A caller that already analyzed the text (a whole-note document built from its
+        # passages) passes the terms, so a note is never analyzed twice.
+        terms = doc.get(f"{name}_terms")
+        analyzed = terms if isinstance(terms, str) else textproc.analyze_joined(str(doc.get(name) or ""))
+        if name == "title":
+            # An alias is another name of the note: searched like its title. Alone in a field that
+            # most notes leave empty, BM25's length normalisation buried it under any body match.
+            # The writer's questions are other ways of naming it too (`questions`), searched the same way.
+            names = [*_as_list(doc.get("aliases")), *_as_list(doc.get("questions"))]
+            analyzed = " ".join([analyzed, *(textproc.analyze_joined(a) for a in names)])
+        out[name] = analyzed
+    for name in ("aliases", "tags"):
+        out[name] = " ".join(textproc.analyze_joined(v) for v in _as_list(doc.get(name)))
+    return out
+
+
+def doc_terms(docs: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Every term a search could match in these documents, whatever the field."""
+    return {t for d in docs for v in analyzed_fields(d).values() for t in v.split()}
+
+
 def _passage_number(pid: str) -> int:
     tail = pid.rpartition("#")[2]
     return int(tail) if tail.isdigit() else 0
@@ -476,24 +506,12 @@ class LexicalWriter:
         for name in KEYWORD_FIELDS:
             v = doc.get(name)
             d.add_text(name, "" if v is None else str(v))
-        for name in ("title", "heading", "text"):
-            v = str(doc.get(name) or "")
-            # A caller that already analyzed the text (a whole-note document built from its
-            # passages) passes the terms, so a note is never analyzed twice.
-            terms = doc.get(f"{name}_terms")
-            analyzed = terms if isinstance(terms, str) else textproc.analyze_joined(v)
-            if name == "title":
-                # An alias is another name of the note: searched like its title. Alone in a field that
-                # most notes leave empty, BM25's length normalisation buried it under any body match.
-                # The writer's questions are other ways of naming it too (`questions`), searched the same way.
-                names = [*_as_list(doc.get("aliases")), *_as_list(doc.get("questions"))]
-                analyzed = " ".join([analyzed, *(textproc.analyze_joined(a) for a in names)])
+        for name, analyzed in analyzed_fields(doc).items():
             d.add_text(name, analyzed)
-            d.add_bytes(_SOURCE_FIELDS[name], v.encode("utf-8"))
+        for name in ("title", "heading", "text"):
+            d.add_bytes(_SOURCE_FIELDS[name], str(doc.get(name) or "").encode("utf-8"))
         for name in ("aliases", "tags"):
-            vals = _as_list(doc.get(name))
-            d.add_text(name, " ".join(textproc.analyze_joined(v) for v in vals))
-            for v in vals:
+            for v in _as_list(doc.get(name)):
                 d.add_text(f"{name}_src", v)
         d.add_integer("date", int(doc.get("date") or 0))
         w.add_document(d)

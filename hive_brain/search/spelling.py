@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from ..index.textproc import query_terms
@@ -79,19 +80,13 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
         return text, {}
     fixes: dict[str, str] = {}
     looked = 0
-    for m in _WORD.finditer(text):
-        word = m.group(0)
-        low = word.lower()
-        if len(low) < MIN_CHARS or not low.isalpha() or low in fixes or (word != low and not word.istitle()):
+    for low, term in unknown_words(lexical, text):
+        if low in fixes:
             continue
-        terms = query_terms(low)
-        if len(terms) != 1 or english(low) or lexical.known(terms[0]):
-            continue  # a stop word, an English word, or a word the vault has
         if looked >= MAX_LOOKUPS:
             break
         looked += 1
-        most = 2 if len(low) >= LONG_CHARS else 1
-        best = _nearest(low, terms[0], most, lexical)
+        best = _nearest(low, term, _most(low), lexical)
         if best:
             fixes[low] = best
     if not fixes:
@@ -102,6 +97,43 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
         return fixes.get(w.lower(), w)
 
     return _WORD.sub(sub, text), fixes
+
+
+def unknown_words(lexical: Any, text: str) -> Iterator[tuple[str, str]]:
+    """The words of ``text`` that :func:`correct` may look up, each with its term, in text order
+    (repeats too): not stop words, not English, not in the index."""
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        low = word.lower()
+        if len(low) < MIN_CHARS or not low.isalpha() or (word != low and not word.istitle()):
+            continue
+        terms = query_terms(low)
+        if len(terms) != 1 or english(low) or lexical.known(terms[0]):
+            continue  # a stop word, an English word, or a word the vault has
+        yield low, terms[0]
+
+
+def _most(word: str) -> int:
+    """The edits a lookup allows: two from ``LONG_CHARS`` letters, one below."""
+    return 2 if len(word) >= LONG_CHARS else 1
+
+
+def could_respell(lexical: Any, word: str, term: str, terms: set[str], where: Any) -> bool:
+    """Whether the lookup of ``word`` (:func:`_nearest`, both its searches) could meet one of ``terms``
+    (of notes not indexed yet) or a passage that ``where`` selects in the index (their versions indexed
+    now): if so, indexing those notes may change how the word is read. Distances with one edit to spare
+    over the index's automaton."""
+    most = _most(word)
+    cut = word[: len(word) - 3]
+    long = len(word) > MIN_CHARS + 2
+    if lexical.near_texts(term, most, 1, where=where) or long and lexical.near_texts(cut, 1, 1, prefix=True, where=where):
+        return True
+    for t in terms:
+        if abs(len(t) - len(term)) <= most + 1 and edits(term, t, most + 1) <= most + 1:
+            return True
+        if long and any(edits(cut, t[:k], 2) <= 2 for k in (len(cut) - 1, len(cut), len(cut) + 1)):
+            return True
+    return False
 
 
 def _stem(word: str) -> str:
