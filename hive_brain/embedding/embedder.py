@@ -290,11 +290,10 @@ def _load_session(pack_dir: Path, threads: int) -> Any:
     options.enable_cpu_mem_arena = False
     options.enable_mem_pattern = False
     try:
-        # The word-embedding table read from the file in place, not copied into the session (onnxmap).
+        # The word-embedding table read from the file in place, not copied into the session; the model
+        # loaded is the file, or its graph with a quantized table's dequantization after the gather (onnxmap).
         tables = onnxmap.MappedTables(pack_dir / modelpack.MODEL_FILE, options, ort)
-        session = ort.InferenceSession(
-            str(pack_dir / modelpack.MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        session = ort.InferenceSession(tables.model, sess_options=options, providers=["CPUExecutionProvider"])
         session.mapped_tables = tables  # the session reads them: they live (and are unmapped) with it
         return session
     except Exception as exc:  # onnxruntime raises its own, unexported exception types
