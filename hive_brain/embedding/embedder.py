@@ -293,7 +293,11 @@ def _load_session(pack_dir: Path, threads: int) -> Any:
         # The word-embedding table read from the file in place, not copied into the session; the model
         # loaded is the file, or its graph with a quantized table's dequantization after the gather (onnxmap).
         tables = onnxmap.MappedTables(pack_dir / modelpack.MODEL_FILE, options, ort)
-        session = ort.InferenceSession(tables.model, sess_options=options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(tables.take_model(), sess_options=options, providers=["CPUExecutionProvider"])
+        # onnxruntime's Python session keeps a model given as bytes for its whole life (its own TODO
+        # says so) only to rebuild itself when a GPU provider fails over: 23 MB per reranker session.
+        if getattr(session, "_model_bytes", None) is not None:
+            session._model_bytes = None
         session.mapped_tables = tables  # the session reads them: they live (and are unmapped) with it
         return session
     except Exception as exc:  # onnxruntime raises its own, unexported exception types

@@ -326,16 +326,15 @@ def _rewritten(buf: Any, graph: _Graph, chains: list[_Dequantized]) -> bytes:
 
 class MappedTables:
     """A session's lookup tables mapped from its model file; must live as long as the session (ONNX
-    Runtime reads the buffers in place and does not own them). ``model``: what the session loads,
-    the file's path, or the rewritten model's bytes when a quantized table's dequantization was moved
-    after its gathers."""
+    Runtime reads the buffers in place and does not own them)."""
 
     def __init__(self, model: Path, options: Any, ort: Any) -> None:
         """Add ``model``'s lookup tables to session ``options`` as initializers read from the file."""
         self._maps: list[mmap.mmap] = []
         self._keep: list[Any] = []
         tables, moved = _read(model, MIN_BYTES, rewrite=True)
-        self.model: str | bytes = moved if moved is not None else str(model)
+        self.rewritten = moved is not None
+        self._model: str | bytes | None = moved if moved is not None else str(model)
         if not tables:
             return
         with open(model, "rb") as f:
@@ -348,6 +347,15 @@ class MappedTables:
                 options.add_initializer(t.name, value)
                 self._maps.append(m)
                 self._keep.append((table, value))
+
+    def take_model(self) -> str | bytes:
+        """What the session loads, once: the file's path, or the rewritten model (when a quantized
+        table's dequantization moved after its gathers), whose bytes (the whole model, 23 MB for
+        MiniLM) are then no longer held here for the session's life."""
+        model, self._model = self._model, None
+        if model is None:
+            raise RuntimeError("the model was taken already")
+        return model
 
     def __len__(self) -> int:
         return len(self._maps)
