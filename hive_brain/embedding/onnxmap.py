@@ -315,13 +315,15 @@ def _rewritten(buf: Any, graph: _Graph, chains: list[_Dequantized]) -> bytes:
                 nodes.append(_node_bytes(buf, g, "Gather", [c.scale.name, ids], [s]))
             nodes += [_node_bytes(buf, c.cast, "Cast", [q], [f]), _node_bytes(buf, c.mul, "Mul", mul_in, [out])]
             replace[g.span] = b"".join(nodes)
-    parts = []
-    for _number, span in graph.fields:
-        if span in dropped or graph.value_info.get(span) in gone:
-            continue  # the float table and its shape are no longer in the graph
-        parts.append(replace.get(span) or bytes(buf[span[0]:span[1]]))
-    start, end = graph.span
-    return bytes(buf[:start]) + _len_field(_MODEL_GRAPH, b"".join(parts)) + bytes(buf[end:])
+    with memoryview(buf) as view:  # slices of the file, copied once by the join
+        parts: list[Any] = []
+        for _number, span in graph.fields:
+            if span in dropped or graph.value_info.get(span) in gone:
+                continue  # the float table and its shape are no longer in the graph
+            parts.append(replace.get(span) or view[span[0]:span[1]])
+        start, end = graph.span
+        size = sum(len(p) for p in parts)
+        return b"".join([view[:start], _key(_MODEL_GRAPH, _LEN), _encode_varint(size), *parts, view[end:]])
 
 
 class MappedTables:
