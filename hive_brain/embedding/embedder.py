@@ -1,5 +1,5 @@
 """The embedder: an embedding pack run by onnxruntime on CPU, tokenised by ``tokenizers`` (or, for
-a SentencePiece-Unigram pack like the default one, by :mod:`.spmtok` with the same ids).
+a SentencePiece-Unigram pack like the default one, by :mod:`.spmtok`'s mapped piece table with the same ids).
 
 Only imported when semantic search is used, so numpy / onnxruntime / tokenizers stay out of the
 light paths (CLI start-up, the prompt hook).  Every vector is float32, unit length, and tagged by

@@ -2,11 +2,12 @@
 
 ``tokenizers`` holds e5's 250k-piece Unigram vocabulary in ~280 MB of RSS.  Here the pieces and
 scores are a table in one file (:class:`PieceTable`: a hash table of the pieces' UTF-8 bytes, their
-offsets, the float64 scores; ~9 MB) mapped read-only, so they cost clean file pages, not the
-process's own memory (a sentencepiece processor of the same pieces, used until issue 26's stop 38,
-held ~34 MB).  The search is ``tokenizers``' ``encode_optimized`` step for step, per word, with its
-float64 sums (sentencepiece's own search sums in float32 and breaks ties and near-ties differently:
-``′′′`` = ``′``+``′′`` or ``′′``+``′``; long base64 words).  The rest of the pipeline is ``tokenizers``' own where it is cheap (its
+offsets, the float64 scores; 7.7 MB for e5) mapped read-only, so they cost clean file pages, not
+the process's own memory (a sentencepiece processor of the same pieces, used until issue 26's stop
+38, held ~34 MB).  The search is ``tokenizers``' ``encode_optimized`` step for step, per word, with
+its float64 sums (sentencepiece's own search sums in float32 and breaks ties and near-ties
+differently: ``′′′`` = ``′``+``′′`` or ``′′``+``′``; long base64 words).  The rest of the pipeline is
+``tokenizers``' own where it is cheap (its
 Precompiled normalizer, a few hundred KB, which works per grapheme unlike sentencepiece's
 normaliser) and redone here where it is plain (special tokens split off the raw text, Metaspace,
 truncation, ``<s> ... </s>``).  The ids are those of ``tokenizer.json`` (checked on ~300k texts,
@@ -15,7 +16,7 @@ tests/test_spmtok.py), so vectors and ``pack_key`` do not change.
 The table is derived once per tokenizer (keyed by its sha256) into the pack folder when writable,
 else the user cache, by a child process, so a server never holds the full ``tokenizers`` model even
 for a moment.  The child compares both tokenizers on fixed probe strings and stores the expected
-ids; every load repeats the probes and refuses the model on any difference.  A ``tokenizer.json``
+ids; every load repeats the probes and refuses the table on any difference.  A ``tokenizer.json``
 of another shape (a WordPiece pack, another pipeline) gets a marker file and stays on
 ``tokenizers``; so does everything when HIVE_BRAIN_TOKENIZER=tokenizers.
 """
