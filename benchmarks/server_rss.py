@@ -54,6 +54,8 @@ VARIANTS: dict[str, dict[str, str]] = {
     "arena_env": {"MALLOC_ARENA_MAX": "2"},
     # The e5 tokenizer on tokenizers' own Unigram (~280 MB) instead of spmtok (issue 26).
     "tokenizers": {"HIVE_BRAIN_TOKENIZER": "tokenizers"},
+    # glibc's mmap threshold fixed at 128 KB (issue 26, stop 38: lower peak, same idle, slower start).
+    "mmap128k": {"MALLOC_MMAP_THRESHOLD_": "131072"},
 }
 
 

@@ -130,7 +130,7 @@ def test_without_the_mapping_the_vectors_are_the_same(pack_dir: Path, monkeypatc
 
     texts = ["how do we deploy the web app?", "Wie wird die Datenbank gesichert?"]
     mapped = Embedder.load(pack_dir).embed_passages(texts)
-    monkeypatch.setattr(onnxmap, "lookup_tables", lambda model, min_bytes=0: [])
+    monkeypatch.setattr(onnxmap, "MIN_BYTES", 1 << 62)  # no table is worth a mapping
     plain = Embedder.load(pack_dir)
     assert len(plain._session.mapped_tables) == 0
     assert np.array_equal(plain.embed_passages(texts), mapped)
@@ -142,3 +142,105 @@ def test_a_model_file_the_walker_cannot_read_maps_nothing(tmp_path: Path) -> Non
     bad = tmp_path / "model.onnx"
     bad.write_bytes(b"\x3a\xff\xff\xff\xff\x0f" + b"\x00" * 64)  # a graph field longer than the file
     assert onnxmap.lookup_tables(bad) == []
+
+
+def _reranker(pack_dir: Path) -> Path:
+    from hive_brain.embedding.pack import RERANK_DIR, RERANK_PACK_ID
+
+    return pack_dir.parent / RERANK_DIR / RERANK_PACK_ID
+
+
+def test_the_rerankers_int8_word_table_is_read_from_the_file_and_only_its_rows_dequantized(
+        pack_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # MiniLM's int8 table is dequantized in the graph (Cast, Mul by per-row scales, Gather): ONNX Runtime
+    # folded that into a float32 table of 47 MB in each of its two sessions (issue 26, stop 38). The
+    # session now loads the graph with the gather first and maps the int8 table from model.onnx.
+    import onnx
+
+    from hive_brain.embedding import onnxmap
+    from hive_brain.embedding.embedder import Embedder
+
+    model = _reranker(pack_dir) / "model.onnx"
+    word = "inner.embeddings.word_embeddings.weight"
+    (table,) = onnxmap.lookup_tables(model)
+    proto = {i.name: i for i in onnx.load(str(model)).graph.initializer}
+    assert table.name == f"{word}_q" and list(table.dims) == [30522, 384]
+    assert model.read_bytes()[table.offset:table.offset + table.size] == proto[table.name].raw_data
+
+    session = _load_session(model.parent, 1)
+    assert len(session.mapped_tables) == 1 and session.mapped_tables.rewritten
+    # nor are the rewritten model's 23 MB kept with the session (onnxruntime kept them)
+    assert session.mapped_tables._model is None and getattr(session, "_model_bytes", None) is None
+    _tables, loaded = onnxmap._read(model, onnxmap.MIN_BYTES, rewrite=True)
+    assert loaded is not None
+    graph = onnx.load_from_string(loaded).graph
+    onnx.checker.check_graph(graph)
+    assert not [n for n in graph.node if word in n.output]  # the float table is no longer made
+    assert not [v for v in graph.value_info if v.name in (word, f"{word}_f")]
+
+    texts = ["which cloud runs our website?", "The web app is deployed on Fly.io", "deploy " * 200,
+             "Wie wird die Datenbank gesichert?", ""]
+    mapped = Embedder.load(model.parent)
+    mapped.enable_single_session()
+    got = (mapped.embed_passages(texts, batch_size=32), mapped.embed_queries(texts[:1]),
+           mapped.token_vectors(texts[:2], query=False))
+    monkeypatch.setattr(onnxmap, "MIN_BYTES", 1 << 62)
+    plain = Embedder.load(model.parent)
+    plain.enable_single_session()
+    assert not plain._session.mapped_tables.rewritten and len(plain._single.mapped_tables) == 0
+    want = (plain.embed_passages(texts, batch_size=32), plain.embed_queries(texts[:1]),
+            plain.token_vectors(texts[:2], query=False))
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])  # bit for bit
+    assert all(np.array_equal(a, b) for a, b in zip(got[2], want[2], strict=True))
+
+
+def _dequantized_model(path: Path, scale_shape: tuple[int, ...], *, other_reader: bool = False) -> None:
+    """A table of int8 rows dequantized in the graph, then read by two Gathers (and by a ReduceSum
+    too when ``other_reader``)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    q = rng.integers(-127, 128, size=(4096, 300), dtype=np.int8)  # 1.2 MB: worth a mapping
+    scale = rng.uniform(1e-3, 1e-2, size=scale_shape).astype(np.float32)
+    nodes = [helper.make_node("Cast", ["t_q"], ["t_f"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["t_scale", "t_f"], ["t"]),
+             helper.make_node("Gather", ["t", "ids"], ["a"], axis=0),
+             helper.make_node("Gather", ["t", "ids2"], ["b"]),
+             helper.make_node("Add", ["a", "b"], ["out"])]
+    outputs = [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)]
+    if other_reader:
+        nodes.append(helper.make_node("ReduceSum", ["t"], ["total"], keepdims=0))
+        outputs.append(helper.make_tensor_value_info("total", TensorProto.FLOAT, None))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, TensorProto.INT64, [None, None]) for n in ("ids", "ids2")],
+        outputs, initializer=[numpy_helper.from_array(q, "t_q"), numpy_helper.from_array(scale, "t_scale")],
+        value_info=[helper.make_tensor_value_info("t", TensorProto.FLOAT, [4096, 300])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+@pytest.mark.parametrize("scale_shape", [(4096, 1), (1,), (300,), (1, 300), ()])
+def test_a_dequantized_table_read_by_two_gathers_gives_the_same_values_gathered_first(
+        tmp_path: Path, scale_shape: tuple[int, ...]) -> None:
+    import onnxruntime as ort
+
+    from hive_brain.embedding import onnxmap
+
+    path = tmp_path / "model.onnx"
+    _dequantized_model(path, scale_shape)
+    feed = {"ids": np.array([[0, 5, 4095, 5]]), "ids2": np.array([[17, 3, 2, 1]])}
+    options = ort.SessionOptions()
+    tables = onnxmap.MappedTables(path, options, ort)
+    assert len(tables) == 1 and tables.rewritten
+    got = ort.InferenceSession(tables.take_model(), options, providers=["CPUExecutionProvider"]).run(None, feed)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feed)
+    assert np.array_equal(got[0], want[0])
+
+
+def test_a_dequantized_table_something_else_reads_is_left_in_the_graph(tmp_path: Path) -> None:
+    from hive_brain.embedding import onnxmap
+
+    path = tmp_path / "model.onnx"
+    _dequantized_model(path, (4096, 1), other_reader=True)
+    assert onnxmap.lookup_tables(path) == []
+    assert onnxmap._read(path, onnxmap.MIN_BYTES, rewrite=True) == ([], None)

@@ -123,16 +123,31 @@ def test_truncation_keeps_the_closing_token(reference, fast) -> None:
         assert bare.ids == reference.encode(text, add_special_tokens=False).ids and len(bare.ids) == 512
 
 
-def test_sentencepieces_own_search_differs_which_is_why_it_is_not_used(pack_dir, spm_folder, fast, reference) -> None:
-    """sentencepiece sums piece scores in float32: on a run of '=' it picks another of the equally
-    scored splits than tokenizers (float64). The search in spmtok is tokenizers', so it agrees."""
-    import sentencepiece
+def test_the_tokenizer_keeps_its_pieces_in_a_mapped_file_not_in_the_processes_memory(pack_dir, tmp_path) -> None:
+    # A sentencepiece processor held e5's 250k pieces in ~34 MB of the server's own memory (issue 26,
+    # stop 38); the piece table is read from a file mapped read-only: a few MB, the rest on disk.
+    import subprocess
 
-    model = spmtok.cache_paths(spm_folder, _sha(pack_dir), 512)[0]
-    native = sentencepiece.SentencePieceProcessor(model_file=str(model)).encode("▁" + "=" * 40)
-    want = reference.encode("=" * 40, add_special_tokens=False).ids
-    assert native != want
-    assert fast.encode("=" * 40).ids[1:-1] == want
+    code = """if True:
+        import ctypes, gc, json, sys
+        from pathlib import Path
+        from hive_brain.embedding import pack as modelpack, spmtok
+        def anon():
+            gc.collect(); ctypes.CDLL("libc.so.6").malloc_trim(0)
+            return next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("RssAnon")) / 1024
+        pack, folder = Path(sys.argv[1]), Path(sys.argv[2])
+        sha = modelpack.read_manifest(pack)["files"][modelpack.TOKENIZER_FILE]["sha256"]
+        before = anon()
+        tok = spmtok.load(pack / modelpack.TOKENIZER_FILE, sha, [folder], max_tokens=512)
+        ids = tok.encode("which cloud runs our website? 日本語のテキスト").ids
+        print(json.dumps({"anon_mb": anon() - before, "spm": "sentencepiece" in sys.modules, "ids": ids}))
+    """
+    assert spmtok.load(pack_dir / modelpack.TOKENIZER_FILE, _sha(pack_dir), [tmp_path], max_tokens=512) is not None
+    out = subprocess.run([sys.executable, "-c", code, str(pack_dir), str(tmp_path)], capture_output=True,
+                         text=True, check=True, timeout=120)
+    got = json.loads(out.stdout)
+    assert not got["spm"] and got["anon_mb"] < 12, got  # the processor alone was ~34 MB
+    assert len(got["ids"]) > 5
 
 
 def test_the_embedder_uses_it_on_the_default_pack_with_the_same_vectors(pack_dir, monkeypatch) -> None:
@@ -170,6 +185,19 @@ def test_another_tokenizer_shape_is_marked_and_left_to_tokenizers(pack_dir, tmp_
     assert spmtok.cache_paths(tmp_path, sha, 128)[2].exists()  # not derived again at every load
 
 
-def test_without_sentencepiece_the_embedder_loads_with_tokenizers(pack_dir, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "sentencepiece", None)
-    assert isinstance(Embedder.load(pack_dir)._tokenizer, Tokenizer)
+def test_a_damaged_piece_table_falls_back_to_tokenizers(pack_dir, tmp_path) -> None:
+    sha = _sha(pack_dir)
+    path = pack_dir / modelpack.TOKENIZER_FILE
+    assert spmtok.load(path, sha, [tmp_path], max_tokens=512) is not None
+    table = spmtok.cache_paths(tmp_path, sha, 512)[0]
+    table.write_bytes(table.read_bytes()[: 1 << 20])  # cut short
+    assert spmtok.load(path, sha, [tmp_path], max_tokens=512) is None
+
+
+def test_the_piece_table_gives_every_piece_its_id_and_anything_else_the_unknown_one(tmp_path) -> None:
+    vocab = [("<unk>", 0.0), ("▁a", -1.5), ("a", -2.0), ("中文", -3.25), ("", -9.0), ("▁", -0.5)]
+    spmtok.PieceTable.write(tmp_path / "t.pieces", vocab, 0)
+    table = spmtok.PieceTable(tmp_path / "t.pieces")
+    assert [table.piece_id(p) for p, _s in vocab] == list(range(len(vocab)))
+    assert list(table.scores) == [s for _p, s in vocab]
+    assert [table.piece_id(x) for x in ("b", "▁a▁", "中", "\ud800", "A")] == [0] * 5

@@ -1,5 +1,5 @@
 """The embedder: an embedding pack run by onnxruntime on CPU, tokenised by ``tokenizers`` (or, for
-a SentencePiece-Unigram pack like the default one, by :mod:`.spmtok` with the same ids).
+a SentencePiece-Unigram pack like the default one, by :mod:`.spmtok`'s mapped piece table with the same ids).
 
 Only imported when semantic search is used, so numpy / onnxruntime / tokenizers stay out of the
 light paths (CLI start-up, the prompt hook).  Every vector is float32, unit length, and tagged by
@@ -198,7 +198,7 @@ class Embedder:
     # ------------------------------------------------------------------ internals
 
     def _encode_with_offsets(self, texts: list[str]) -> list[Any]:
-        # The sentencepiece path fills offsets only when asked (they cost a second pass).
+        # spmtok fills offsets only when asked (they cost a second pass).
         if isinstance(self._tokenizer, spmtok.SpmTokenizer):
             return [self._tokenizer.encode(t, offsets=True) for t in texts]
         return self._tokenizer.encode_batch(texts)
@@ -290,11 +290,14 @@ def _load_session(pack_dir: Path, threads: int) -> Any:
     options.enable_cpu_mem_arena = False
     options.enable_mem_pattern = False
     try:
-        # The word-embedding table read from the file in place, not copied into the session (onnxmap).
+        # The word-embedding table read from the file in place, not copied into the session; the model
+        # loaded is the file, or its graph with a quantized table's dequantization after the gather (onnxmap).
         tables = onnxmap.MappedTables(pack_dir / modelpack.MODEL_FILE, options, ort)
-        session = ort.InferenceSession(
-            str(pack_dir / modelpack.MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        session = ort.InferenceSession(tables.take_model(), sess_options=options, providers=["CPUExecutionProvider"])
+        # onnxruntime's Python session keeps a model given as bytes for its whole life (its own TODO
+        # says so) only to rebuild itself when a GPU provider fails over: 23 MB per reranker session.
+        if getattr(session, "_model_bytes", None) is not None:
+            session._model_bytes = None
         session.mapped_tables = tables  # the session reads them: they live (and are unmapped) with it
         return session
     except Exception as exc:  # onnxruntime raises its own, unexported exception types
@@ -304,9 +307,9 @@ def _load_session(pack_dir: Path, threads: int) -> Any:
 
 
 def _load_tokenizer(pack_dir: Path, manifest: dict[str, Any]) -> tuple[Any, int]:
-    """The pack's tokenizer and its padding id: sentencepiece-backed when it can reproduce the
-    pack's ``tokenizer.json`` id for id (spmtok: ~55 MB instead of ~280 MB for e5's 250k-piece
-    Unigram), else ``tokenizers`` itself."""
+    """The pack's tokenizer and its padding id: spmtok's (a piece table mapped from a file) when it
+    can reproduce the pack's ``tokenizer.json`` id for id (~9 MB, mostly clean file pages, instead
+    of ~280 MB for e5's 250k-piece Unigram), else ``tokenizers`` itself."""
     from ..config import user_cache_dir
 
     path = pack_dir / modelpack.TOKENIZER_FILE

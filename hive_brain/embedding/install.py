@@ -111,7 +111,7 @@ def install_default(model_dir: Path, *, force: bool = False) -> Path:
             "files": {name: file_entry(build_dir / name) for name in PACK_FILES},
         }
         write_manifest(build_dir, manifest)
-        # The light tokenizer's model (spmtok), so the first load does not derive it; a pack
+        # The light tokenizer's piece table (spmtok), so the first load does not derive it; a pack
         # without it still works (derived on first load, or tokenizers).
         tokenizer_sha = sha256_file(build_dir / TOKENIZER_FILE)
         spmtok.derive(build_dir / TOKENIZER_FILE, tokenizer_sha, build_dir, max_tokens=max_tokens)

@@ -1,40 +1,43 @@
 """The e5 pack's tokenizer without ``tokenizers``' Unigram model (issue 26: light when idle).
 
-``tokenizers`` holds e5's 250k-piece Unigram vocabulary in ~280 MB of RSS; a sentencepiece model of
-the same pieces and scores holds them in ~55 MB.  sentencepiece is used as the piece table only
-(piece -> id, score): its own Viterbi search sums scores in float32 and so breaks ties and
-near-ties (``′′′`` = ``′``+``′′`` or ``′′``+``′``; long base64 words) differently from
-``tokenizers``, which sums in float64.  The search here is ``tokenizers``' ``encode_optimized`` step
-for step, per word.  The rest of the pipeline is ``tokenizers``' own where it is cheap (its
+``tokenizers`` holds e5's 250k-piece Unigram vocabulary in ~280 MB of RSS.  Here the pieces and
+scores are a table in one file (:class:`PieceTable`: a hash table of the pieces' UTF-8 bytes, their
+offsets, the float64 scores; 7.7 MB for e5) mapped read-only, so they cost clean file pages, not
+the process's own memory (a sentencepiece processor of the same pieces, used until issue 26's stop
+38, held ~34 MB).  The search is ``tokenizers``' ``encode_optimized`` step for step, per word, with
+its float64 sums (sentencepiece's own search sums in float32 and breaks ties and near-ties
+differently: ``′′′`` = ``′``+``′′`` or ``′′``+``′``; long base64 words).  The rest of the pipeline is
+``tokenizers``' own where it is cheap (its
 Precompiled normalizer, a few hundred KB, which works per grapheme unlike sentencepiece's
 normaliser) and redone here where it is plain (special tokens split off the raw text, Metaspace,
 truncation, ``<s> ... </s>``).  The ids are those of ``tokenizer.json`` (checked on ~300k texts,
 tests/test_spmtok.py), so vectors and ``pack_key`` do not change.
 
-The model is derived once per tokenizer (keyed by its sha256) into the pack folder when writable,
+The table is derived once per tokenizer (keyed by its sha256) into the pack folder when writable,
 else the user cache, by a child process, so a server never holds the full ``tokenizers`` model even
 for a moment.  The child compares both tokenizers on fixed probe strings and stores the expected
-ids; every load repeats the probes and refuses the model on any difference.  A ``tokenizer.json``
+ids; every load repeats the probes and refuses the table on any difference.  A ``tokenizer.json``
 of another shape (a WordPiece pack, another pipeline) gets a marker file and stays on
-``tokenizers``; so does everything when sentencepiece is missing or HIVE_BRAIN_TOKENIZER=tokenizers.
+``tokenizers``; so does everything when HIVE_BRAIN_TOKENIZER=tokenizers.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import mmap
 import os
 import re
 import struct
 import subprocess
 import sys
-from array import array
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1  # bump when the derived model or the probes change: old cache files are ignored
+FORMAT = 2  # bump when the derived table or the probes change: old cache files are ignored
 _SPECIALS = ("<s>", "<pad>", "</s>", "<unk>", "<mask>")
 _METASPACE = "▁"
 _BUILD_TIMEOUT = 600
@@ -63,9 +66,74 @@ PROBES = (
 
 
 def cache_paths(folder: Path, sha256: str, max_tokens: int) -> tuple[Path, Path, Path]:
-    """(model, probe ids, unsupported marker) for the tokenizer with this sha256 in ``folder``."""
+    """(piece table, probe ids, unsupported marker) for the tokenizer with this sha256 in ``folder``."""
     base = f"tokenizer.{sha256[:16]}-{max_tokens}-v{FORMAT}"
-    return folder / f"{base}.spm", folder / f"{base}.probes.json", folder / f"{base}.none"
+    return folder / f"{base}.pieces", folder / f"{base}.probes.json", folder / f"{base}.none"
+
+
+# --------------------------------------------------------------------------- the piece table
+
+
+class PieceTable:
+    """piece -> id and id -> score, read from a file mapped read-only (:meth:`write` makes it).
+
+    Layout, little-endian: the header (magic, pieces ``n``, ``bits``, the unknown piece's id), the
+    scores (float64 x n), the pieces' end offsets in the text (uint32 x n+1, from 0), the hash table
+    (uint32 x 2**bits: id + 1 at crc32(piece) and the slots after it, 0 = empty) and the pieces' UTF-8
+    text.  A lookup touches a slot or two and the piece's bytes: the pages of pieces never looked at
+    stay on disk."""
+
+    _MAGIC = b"hbpieces"
+    _HEADER = struct.Struct("<8sIIi4x")
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as f:
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        magic, n, bits, self.unk = self._HEADER.unpack_from(self._map, 0)
+        sizes = (8 * n, 4 * (n + 1), 4 << bits)
+        start = self._HEADER.size
+        if magic != self._MAGIC or len(self._map) < start + sum(sizes):
+            raise ValueError(f"{path} is not a piece table")
+        view = memoryview(self._map)
+        self.scores = view[start:start + sizes[0]].cast("d")
+        self._ends = view[start + sizes[0]:start + sizes[0] + sizes[1]].cast("I")
+        self._slots = view[start + sizes[0] + sizes[1]:start + sum(sizes)].cast("I")
+        self._text = view[start + sum(sizes):]
+        self._mask = (1 << bits) - 1
+        if self._ends[n] != len(self._text):
+            raise ValueError(f"{path} is not a piece table")
+
+    def piece_id(self, piece: str) -> int:
+        """The piece's id, or the unknown piece's when it is none (sentencepiece's ``piece_to_id``)."""
+        key = piece.encode("utf-8", "surrogatepass")
+        slot = zlib.crc32(key) & self._mask
+        slots, ends, text = self._slots, self._ends, self._text
+        while found := slots[slot]:
+            if text[ends[found - 1]:ends[found]] == key:  # id found - 1 runs from ends[id] to ends[id + 1]
+                return found - 1
+            slot = (slot + 1) & self._mask
+        return self.unk
+
+    @classmethod
+    def write(cls, path: Path, vocab: Sequence[tuple[str, float]], unk: int) -> None:
+        pieces = [p.encode("utf-8") for p, _s in vocab]
+        bits = max(4, (2 * len(pieces) - 1).bit_length())  # at most half full: a miss ends in a slot or two
+        mask = (1 << bits) - 1
+        slots = [0] * (1 << bits)
+        for i, key in enumerate(pieces):
+            slot = zlib.crc32(key) & mask
+            while slots[slot]:
+                slot = (slot + 1) & mask
+            slots[slot] = i + 1
+        ends = [0]
+        for key in pieces:
+            ends.append(ends[-1] + len(key))
+        with open(path, "wb") as f:
+            f.write(cls._HEADER.pack(cls._MAGIC, len(pieces), bits, unk))
+            f.write(struct.pack(f"<{len(vocab)}d", *(s for _p, s in vocab)))
+            f.write(struct.pack(f"<{len(ends)}I", *ends))
+            f.write(struct.pack(f"<{len(slots)}I", *slots))
+            f.write(b"".join(pieces))
 
 
 # --------------------------------------------------------------------------- the tokenizer
@@ -87,10 +155,9 @@ class SpmTokenizer:
     texts at a time); the batch path leaves them empty.
     """
 
-    def __init__(self, processor: Any, normalizer: Any, config: dict[str, Any], *, max_tokens: int) -> None:
-        self._piece_id = processor.piece_to_id
-        # The scores as tokenizers holds them (float64); sentencepiece's are the same float32 values.
-        self._scores = array("d", (processor.get_score(i) for i in range(processor.get_piece_size())))
+    def __init__(self, table: PieceTable, normalizer: Any, config: dict[str, Any], *, max_tokens: int) -> None:
+        self._piece_id = table.piece_id
+        self._scores = table.scores  # float64, as tokenizers holds them
         self._normalizer = normalizer
         self._bos = int(config["bos"])
         self._eos = int(config["eos"])
@@ -248,17 +315,13 @@ class SpmTokenizer:
 
 
 def load(tokenizer_json: Path, sha256: str, folders: Sequence[Path], *, max_tokens: int) -> SpmTokenizer | None:
-    """The sentencepiece-backed tokenizer for this ``tokenizer.json``, or None (use ``tokenizers``).
+    """The piece-table tokenizer for this ``tokenizer.json``, or None (use ``tokenizers``).
 
-    Looks in each folder in turn (the pack itself, then the user cache) and derives the model into
-    the first writable one when none has it (a child process, see the module doc).  None when
-    sentencepiece is missing, the tokenizer is of another shape, or the probes disagree.
+    Looks in each folder in turn (the pack itself, then the user cache) and derives the table into
+    the first writable one when none has it (a child process, see the module doc).  None when the
+    tokenizer is of another shape, or the probes disagree.
     """
     if os.environ.get("HIVE_BRAIN_TOKENIZER") == "tokenizers":
-        return None
-    try:
-        import sentencepiece  # noqa: F401
-    except ImportError:
         return None
     found = None
     for folder in folders:
@@ -277,7 +340,7 @@ def load(tokenizer_json: Path, sha256: str, folders: Sequence[Path], *, max_toke
     try:
         expected = json.loads(probes_path.read_text(encoding="utf-8"))
         tok = _open(expected["config"], model_path, max_tokens=max_tokens)
-    except Exception:  # a damaged cache file, a sentencepiece that refuses the model: tokenizers
+    except Exception:  # a damaged or truncated cache file: tokenizers
         return None
     if expected.get("max_tokens") != max_tokens or expected.get("probes") != list(PROBES):
         return None
@@ -311,10 +374,7 @@ def _writable(folder: Path) -> bool:
 
 
 def _open(config: dict[str, Any], model_path: Path, *, max_tokens: int) -> SpmTokenizer:
-    import sentencepiece as spm
-
-    processor = spm.SentencePieceProcessor(model_file=str(model_path))
-    return SpmTokenizer(processor, _normalizer_from(config["normalizer"]), config, max_tokens=max_tokens)
+    return SpmTokenizer(PieceTable(model_path), _normalizer_from(config["normalizer"]), config, max_tokens=max_tokens)
 
 
 def _normalizer_from(spec: dict[str, Any]) -> Any:
@@ -386,56 +446,11 @@ def _check(s: dict[str, Any]) -> dict[str, Any]:
     return {"normalizer": norm, "specials": specials, "bos": bos[0], "eos": eos[0]}
 
 
-# --------------------------------------------------------------------------- writing the model
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    n &= (1 << 64) - 1  # negative int32/int64 fields are ten-byte two's complement
-    while True:
-        low = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _int_field(number: int, value: int) -> bytes:
-    return _varint(number << 3) + _varint(value)
-
-
-# sentencepiece_model.proto: SentencePiece.Type and TrainerSpec.ModelType
-_NORMAL, _UNKNOWN, _CONTROL = 1, 2, 3
-_UNIGRAM = 1
-
-
-def model_proto(vocab: list[tuple[str, float]], specials: dict[str, int], unk_id: int) -> bytes:
-    """A serialized sentencepiece ModelProto: UNIGRAM, these pieces and scores at their ids, an
-    identity normaliser that adds, removes and escapes nothing, the special tokens as CONTROL pieces
-    and the unknown piece as UNKNOWN.  Only its piece table (piece -> id, score) is used: the search
-    is :meth:`SpmTokenizer._tokens`."""
-    out = bytearray()
-    special_ids = set(specials.values())
-    for i, (piece, score) in enumerate(vocab):
-        kind = _UNKNOWN if i == unk_id else _CONTROL if i in special_ids else _NORMAL
-        body = _field(1, piece.encode("utf-8")) + _varint(2 << 3 | 5) + struct.pack("<f", score)
-        out += _field(1, body + _int_field(3, kind))
-    trainer = (_int_field(3, _UNIGRAM) + _int_field(4, len(vocab)) + _int_field(40, unk_id)
-               + _int_field(41, specials["<s>"]) + _int_field(42, specials["</s>"])
-               + _int_field(43, specials["<pad>"]))
-    out += _field(2, trainer)
-    out += _field(3, _field(1, b"identity") + _int_field(3, 0) + _int_field(4, 0) + _int_field(5, 0))
-    return bytes(out)
+# --------------------------------------------------------------------------- deriving the table
 
 
 def build(tokenizer_json: Path, sha256: str, folder: Path, max_tokens: int) -> bool:
-    """Derive the model and the probe ids (the child process); False, with a marker, if the
+    """Derive the piece table and the probe ids (the child process); False, with a marker, if the
     tokenizer is of another shape or the two tokenizers disagree on a probe."""
     from tokenizers import Tokenizer
 
@@ -451,18 +466,18 @@ def build(tokenizer_json: Path, sha256: str, folder: Path, max_tokens: int) -> b
         for content, token_id in config["specials"].items():
             if token_id >= len(vocab) or vocab[token_id][0] != content:
                 raise Unsupported(f"special {content!r} is not piece {token_id}")
-        if any(struct.unpack("<f", struct.pack("<f", score))[0] != score for _p, score in vocab):
-            raise Unsupported("scores that float32 does not hold exactly")  # sentencepiece keeps float32
         config["unk"] = int(model["unk_id"])
         config["min_score"] = min(score for _p, score in vocab)  # as tokenizers computes it
         config["max_piece_chars"] = max(len(piece) for piece, _s in vocab)
-        proto = model_proto(vocab, config["specials"], config["unk"])
-        del data, model, vocab
+        if len(set(piece for piece, _s in vocab)) != len(vocab):
+            raise Unsupported("a piece listed twice")  # the table would keep one id of the two
+        del data, model
     except (Unsupported, KeyError, TypeError, ValueError) as exc:
         _write(none_path, f"{exc}\n".encode())
         return False
     tmp = model_path.with_name(f"{model_path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(proto)
+    PieceTable.write(tmp, vocab, config["unk"])
+    del vocab
     try:
         tok = _open(config, tmp, max_tokens=max_tokens)
         reference = Tokenizer.from_file(str(tokenizer_json))
