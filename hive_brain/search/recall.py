@@ -367,7 +367,7 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
            include_operational: bool = False, detail: str = "full", mode: str | None = None,
            semantic: bool = True, abstain: bool = True, drop_ratio: float = DROP_BELOW, now: Any = None,
            pool: int = CANDIDATES, rerank_cold: int | None = None, alternatives: list[str] | None = None,
-           deep: bool = False, _answers: bool = False) -> dict:
+           deep: bool = False, _answers: bool = False, _qcache: dict[str, Any] | None = None) -> dict:
     """``alternatives``: other phrasings of the question the asking agent wrote (a rewording, a
     hypothetical answer, key terms): each is ranked as the question is and the rankings are fused
     (:func:`_fuse_alternatives`). ``deep`` (``recall --rerank``, MCP ``deep``): a wider candidate pool and
@@ -395,6 +395,9 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
     if not isinstance(deep, bool):
         raise UsageError(f"deep must be true or false, not {deep!r}")
     P = deep_params() if deep else PARAMS
+    # The question's model runs (e5's vector and token vectors, the second model's vector, the background
+    # floors), shared by both tiers and by deep mode's fast verdict: they depend on the text alone.
+    qcache: dict[str, Any] = {} if _qcache is None else _qcache
     if deep and abstain and not _answers:
         # Whether the vault answers is the fast path's verdict: re-ordering a hundred candidates by the
         # second model's cosine lifts the best cosine over the background for off-topic prompts too
@@ -402,14 +405,13 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
         fast = search(view, query, agent=agent, scope=scope, types=types, tags=tags, project=project, limit=limit,
                       as_of=as_of, include_operational=include_operational, detail=detail, mode=mode,
                       semantic=semantic, abstain=True, drop_ratio=drop_ratio, now=now, pool=pool,
-                      rerank_cold=rerank_cold)
+                      rerank_cold=rerank_cold, _qcache=qcache)
         if fast["abstained"]:
             return {**fast, "deep": True}
         _answers = True
     if deep:
         pool = max(pool, int(P["deep_pool"]))
     kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
-    qcache: dict[str, Any] = {}  # the question's embedding, shared by both tiers
     if semantic:
         _vectors_ahead(view, q.text, qcache)
 
@@ -493,8 +495,8 @@ MAX_ALTERNATIVES = 5
 
 def deep_params() -> dict[str, float]:
     """PARAMS as deep mode ranks: its ``deep_*`` values in place of the fast path's."""
-    return {**PARAMS, "rr_top": PARAMS["deep_top"], "li_top": PARAMS["deep_top"], "w_li": PARAMS["deep_w_li"],
-            "w_late_fuse": PARAMS["deep_w_late"]}
+    return {**PARAMS, "rr_top": PARAMS["deep_top"], "li_top": PARAMS["deep_li_top"],
+            "li_passages": PARAMS["deep_li_passages"], "w_li": PARAMS["deep_w_li"], "w_late_fuse": PARAMS["deep_w_late"]}
 
 
 def _check_alternatives(alternatives: Any, query: str) -> list[str]:
