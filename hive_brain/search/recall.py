@@ -398,14 +398,17 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
     # The question's model runs (e5's vector and token vectors, the second model's vector, the background
     # floors), shared by both tiers and by deep mode's fast verdict: they depend on the text alone.
     qcache: dict[str, Any] = {} if _qcache is None else _qcache
+    verdict_ms = None
     if deep and abstain and not _answers:
         # Whether the vault answers is the fast path's verdict: re-ordering a hundred candidates by the
         # second model's cosine lifts the best cosine over the background for off-topic prompts too
         # (smallvault, 511 notes: held off-topic abstention 0.90 -> 0.85 when deep mode decided).
-        fast = search(view, query, agent=agent, scope=scope, types=types, tags=tags, project=project, limit=limit,
-                      as_of=as_of, include_operational=include_operational, detail=detail, mode=mode,
+        # Only its verdict is read (hits are not made when it abstains): one short hit, not ten whole notes.
+        fast = search(view, query, agent=agent, scope=scope, types=types, tags=tags, project=project, limit=1,
+                      as_of=as_of, include_operational=include_operational, detail="abstract", mode=mode,
                       semantic=semantic, abstain=True, drop_ratio=drop_ratio, now=now, pool=pool,
                       rerank_cold=rerank_cold, _qcache=qcache)
+        verdict_ms = fast["timing"]["totalMs"]
         if fast["abstained"]:
             return {**fast, "deep": True}
         _answers = True
@@ -486,6 +489,7 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
         "deep": deep,
         "warnings": list(view.warnings),
         "timing": {**{k: v for k, v in r.info.items() if k.endswith("Ms")},
+                   **({"fastVerdictMs": verdict_ms} if verdict_ms is not None else {}),
                    "totalMs": round((time.perf_counter() - t_start) * 1000, 2)},
     }
 
