@@ -103,10 +103,11 @@ PARAMS: dict[str, float] = {
     "deep_top": 100,
     "deep_w_li": 0.5,
     # ... over the first pass's top `deep_li_top` only, each note by its best `deep_li_passages` passages:
-    # e5's token vectors are computed per question (no cache holds them for a vault), 4.3 s CPU per
-    # recall at 511 notes over 100 x 2 passages; measured in docs/benchmarks.md (issue 29, stop 38).
-    "deep_li_top": 100,
-    "deep_li_passages": 2,
+    # e5's token vectors are computed per question (nothing holds them for a whole vault): 100 x 2 cost
+    # 4.3 s CPU per recall at 511 notes; 30 x 1 gave every smallvault question the same top 3 at 81 notes
+    # and the same hit@1/hit@3 at 511 (docs/benchmarks.md, issue 29, stop 38).
+    "deep_li_top": 30,
+    "deep_li_passages": 1,
     # ... and its MaxSim added to the second model's final fusion (search/rerank.py, fuse). Off: at 81 notes
     # (smallvault, tune/held hit@1) 1.0 gave .881/.732 and 3.0 .881/.683 against .881/.707 without.
     "deep_w_late": 0.0,
