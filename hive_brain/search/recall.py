@@ -371,7 +371,8 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
     """``alternatives``: other phrasings of the question the asking agent wrote (a rewording, a
     hypothetical answer, key terms): each is ranked as the question is and the rankings are fused
     (:func:`_fuse_alternatives`). ``deep`` (``recall --rerank``, MCP ``deep``): a wider candidate pool and
-the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), about a second more.
+the second model over the top ``deep_top`` (:func:`deep_params`; late interaction only when ``deep_w_li``
+weighs it), after the fast path's verdict on whether the vault answers.
 ``pool``: passages each ranking contributes before fusion. The prompt hook asks for a smaller
     pool: it shows 6 notes, and half the pool costs nothing at the top (10k: R@5 0.95 either way)
     while saving a quarter of the recall. ``rerank_cold``: the most passages the second model may
