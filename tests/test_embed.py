@@ -86,7 +86,7 @@ def test_paraphrase_beats_unrelated_passages(embedder: Embedder, memory_vectors:
 def test_token_vectors_are_the_words_of_the_text(embedder: Embedder) -> None:
     """Late interaction's input: one unit vector per token of the text itself (no <s>, </s> or the
     query/passage prefix), and MaxSim ranks the paraphrase above unrelated memories."""
-    from hive_brain.search.late import maxsim
+    from hive_brain.search.late import maxsim, maxsims
 
     text = "Always use pnpm instead of npm"
     (tokens,) = embedder.token_vectors([text], query=False)
@@ -95,8 +95,15 @@ def test_token_vectors_are_the_words_of_the_text(embedder: Embedder) -> None:
     np.testing.assert_allclose(np.linalg.norm(tokens, axis=1), 1.0, atol=1e-4)
     assert embedder.token_vectors([], query=True) == []
     (q,) = embedder.token_vectors(["which package manager should I use for node projects"], query=True)
-    sims = [maxsim(q, p) for p in embedder.token_vectors(MEMORIES, query=False)]
+    passages = embedder.token_vectors(MEMORIES, query=False)
+    sims = [maxsim(q, p) for p in passages]
     assert sims.index(max(sims)) == PNPM
+    # Deep mode's one matrix product over every passage's tokens gives each passage's MaxSim (an empty
+    # passage scores 0, as alone).
+    empty = np.zeros((0, 384), dtype=np.float16)
+    both = maxsims(q, [empty, *[p.astype(np.float16) for p in passages], empty])
+    np.testing.assert_allclose(both[1:-1], [maxsim(q, p.astype(np.float16)) for p in passages], atol=1e-6)
+    assert both[0] == both[-1] == 0.0 and maxsims(q, []) == [] and maxsims(q[:0], passages[:2]) == [0.0, 0.0]
     assert all(-1.0 <= s <= 1.0 for s in sims)
     # The prompt path's single run gives the same two things.
     qtext = "which package manager should I use for node projects"

@@ -129,7 +129,9 @@ def test_alternatives_do_not_answer_an_off_topic_question(vault_path, monkeypatc
                                        "capital city production snapshot"])["abstained"]
 
 
-def test_deep_mode_reads_the_top_again_and_says_so(vault_path, with_model):
+def test_deep_mode_reads_the_top_again_and_says_so(vault_path, with_model, monkeypatch):
+    from hive_brain.search.params import PARAMS
+
     eng = Engine.open(vault_path)
     _vault(eng, QUESTIONS)
     fast = eng.recall("which test runner does the frontend use?", limit=3)
@@ -137,6 +139,12 @@ def test_deep_mode_reads_the_top_again_and_says_so(vault_path, with_model):
     assert fast["deep"] is False and deep["deep"] is True
     top = deep["hits"][0]
     assert top["title"] == "Test framework" and top["scoreDetails"]["deep"] is True
-    assert top["scoreDetails"]["lateRank"] is not None and fast["hits"][0]["scoreDetails"]["lateRank"] is None
+    assert top["scoreDetails"]["rerankRank"] is not None and deep["timing"]["fastVerdictMs"] > 0
+    # Late interaction only when weighed (deep_w_li; off: its token vectors cost seconds per question).
+    assert top["scoreDetails"]["lateRank"] is None and "lateMs" not in deep["timing"]
+    monkeypatch.setitem(PARAMS, "deep_w_li", 0.5)
+    weighed = eng.recall("which test runner does the frontend use?", limit=3, deep=True)
+    assert weighed["hits"][0]["scoreDetails"]["lateRank"] is not None and "lateMs" in weighed["timing"]
+    assert fast["hits"][0]["scoreDetails"]["lateRank"] is None
     cli = run("recall", "which test runner does the frontend use?", "--rerank")
     assert cli["deep"] is True and cli["hits"][0]["title"] == "Test framework"

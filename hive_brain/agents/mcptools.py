@@ -82,7 +82,7 @@ Alternatives = Annotated[list[str] | None, Field(max_length=5, description=(
     "Up to 5 other phrasings you write when the question is short, vague or in the user's shorthand: a "
     "rewording, a one-sentence hypothetical answer, key terms. Fused with the query."))]
 Deep = Annotated[bool, Field(description=(
-    "Deep mode: a wider search and a second model re-reading the top 100 (about a second longer). For an "
+    "Deep mode: a wider search and a second model re-reading the top 100 (about a tenth of a second longer on a warm server). For an "
     "explicit question whose first answer looked wrong or weak."))]
 Budget = Annotated[int, Field(ge=500, le=60_000, description="Characters of context at most (500-60000).")]
 Generation = Annotated[int, Field(ge=1, description="A generation id (see generations).")]

@@ -50,7 +50,7 @@ def recall_options(fn: Callable | None = None, *, detail: str = "full") -> Any:
         click.option("--lexical", is_flag=True, help="Skip semantic search (BM25 and features only)."),
         click.option("--rerank", is_flag=True,
                      help="Deep mode: read the top results again against the question and put the best first "
-                          "(about a second longer)."),
+                          "(about a tenth of a second longer with a warm server)."),
         click.option("--exit-status", is_flag=True,
                      help=f"Exit with {NOTHING_FOUND_EXIT} when nothing relevant was found (for scripts)."),
     ]

@@ -97,11 +97,17 @@ PARAMS: dict[str, float] = {
     "alt_rrf_k": 5.0,
     "alt_top": 30,
     # Deep mode (recall --rerank, MCP deep): each ranking's pool of passages (e5 and BM25), and the second
-    # model and late interaction over the first pass's top `deep_top` (instead of `rr_top`; late interaction
-    # weighs `deep_w_li` there, where the fast path leaves it off). benchmarks/smallvault.py --deep.
+    # model over the first pass's top `deep_top` (instead of `rr_top`). benchmarks/smallvault.py --deep.
     "deep_pool": 200,
     "deep_top": 100,
-    "deep_w_li": 0.5,
+    # Late interaction's weight in deep mode, over the first pass's top `deep_li_top` notes' best
+    # `deep_li_passages` passages. Off: e5's token vectors are computed per question (nothing holds them
+    # for a whole vault), 1.2-1.6 ms CPU per token here: 100 x 2 passages cost 4.3 s CPU per recall at 511 notes,
+    # 30 x 1 3-6 s; and at 0.5 over 100 x 2, 30 x 1 or 10 x 1 it moved no smallvault hit@1 or hit@3 at
+    # 81 and 511 notes (docs/benchmarks.md, issue 29, stop 38).
+    "deep_w_li": 0.0,
+    "deep_li_top": 30,
+    "deep_li_passages": 1,
     # ... and its MaxSim added to the second model's final fusion (search/rerank.py, fuse). Off: at 81 notes
     # (smallvault, tune/held hit@1) 1.0 gave .881/.732 and 3.0 .881/.683 against .881/.707 without.
     "deep_w_late": 0.0,

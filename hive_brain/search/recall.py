@@ -367,11 +367,12 @@ def search(view: View, query: str, *, agent: str | None, scope: str = "tiered", 
            include_operational: bool = False, detail: str = "full", mode: str | None = None,
            semantic: bool = True, abstain: bool = True, drop_ratio: float = DROP_BELOW, now: Any = None,
            pool: int = CANDIDATES, rerank_cold: int | None = None, alternatives: list[str] | None = None,
-           deep: bool = False, _answers: bool = False) -> dict:
+           deep: bool = False, _answers: bool = False, _qcache: dict[str, Any] | None = None) -> dict:
     """``alternatives``: other phrasings of the question the asking agent wrote (a rewording, a
     hypothetical answer, key terms): each is ranked as the question is and the rankings are fused
     (:func:`_fuse_alternatives`). ``deep`` (``recall --rerank``, MCP ``deep``): a wider candidate pool and
-the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), about a second more.
+the second model over the top ``deep_top`` (:func:`deep_params`; late interaction only when ``deep_w_li``
+weighs it), after the fast path's verdict on whether the vault answers.
 ``pool``: passages each ranking contributes before fusion. The prompt hook asks for a smaller
     pool: it shows 6 notes, and half the pool costs nothing at the top (10k: R@5 0.95 either way)
     while saving a quarter of the recall. ``rerank_cold``: the most passages the second model may
@@ -395,21 +396,26 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
     if not isinstance(deep, bool):
         raise UsageError(f"deep must be true or false, not {deep!r}")
     P = deep_params() if deep else PARAMS
+    # The question's model runs (e5's vector and token vectors, the second model's vector, the background
+    # floors), shared by both tiers and by deep mode's fast verdict: they depend on the text alone.
+    qcache: dict[str, Any] = {} if _qcache is None else _qcache
+    verdict_ms = None
     if deep and abstain and not _answers:
         # Whether the vault answers is the fast path's verdict: re-ordering a hundred candidates by the
         # second model's cosine lifts the best cosine over the background for off-topic prompts too
         # (smallvault, 511 notes: held off-topic abstention 0.90 -> 0.85 when deep mode decided).
-        fast = search(view, query, agent=agent, scope=scope, types=types, tags=tags, project=project, limit=limit,
-                      as_of=as_of, include_operational=include_operational, detail=detail, mode=mode,
+        # Only its verdict is read (hits are not made when it abstains): one short hit, not ten whole notes.
+        fast = search(view, query, agent=agent, scope=scope, types=types, tags=tags, project=project, limit=1,
+                      as_of=as_of, include_operational=include_operational, detail="abstract", mode=mode,
                       semantic=semantic, abstain=True, drop_ratio=drop_ratio, now=now, pool=pool,
-                      rerank_cold=rerank_cold)
+                      rerank_cold=rerank_cold, _qcache=qcache)
+        verdict_ms = fast["timing"]["totalMs"]
         if fast["abstained"]:
             return {**fast, "deep": True}
         _answers = True
     if deep:
         pool = max(pool, int(P["deep_pool"]))
     kinds_full = KINDS_ALL + (("operational",) if include_operational else ())
-    qcache: dict[str, Any] = {}  # the question's embedding, shared by both tiers
     if semantic:
         _vectors_ahead(view, q.text, qcache)
 
@@ -484,6 +490,7 @@ the second model and late interaction over the top ``deep_top`` (:data:`DEEP`), 
         "deep": deep,
         "warnings": list(view.warnings),
         "timing": {**{k: v for k, v in r.info.items() if k.endswith("Ms")},
+                   **({"fastVerdictMs": verdict_ms} if verdict_ms is not None else {}),
                    "totalMs": round((time.perf_counter() - t_start) * 1000, 2)},
     }
 
@@ -493,8 +500,8 @@ MAX_ALTERNATIVES = 5
 
 def deep_params() -> dict[str, float]:
     """PARAMS as deep mode ranks: its ``deep_*`` values in place of the fast path's."""
-    return {**PARAMS, "rr_top": PARAMS["deep_top"], "li_top": PARAMS["deep_top"], "w_li": PARAMS["deep_w_li"],
-            "w_late_fuse": PARAMS["deep_w_late"]}
+    return {**PARAMS, "rr_top": PARAMS["deep_top"], "li_top": PARAMS["deep_li_top"],
+            "li_passages": PARAMS["deep_li_passages"], "w_li": PARAMS["deep_w_li"], "w_late_fuse": PARAMS["deep_w_late"]}
 
 
 def _check_alternatives(alternatives: Any, query: str) -> list[str]:

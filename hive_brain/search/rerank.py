@@ -193,8 +193,11 @@ def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping
         bg = sorted((background(model) @ qv).tolist(), reverse=True)
         n = max(1, int(params["background_top"]))
         qcache["rr_floor"] = sum(bg[:n]) / n
+    import numpy as np
+
     vecs = vectors(model, [texts[c.path] for c in readable])  # type: ignore[misc]
-    sims = {c.path: float(v.astype("float32") @ qv) for c, v in zip(readable, vecs, strict=True)}
+    # One product for every candidate (deep mode reads a hundred).
+    sims = dict(zip([c.path for c in readable], (np.stack(vecs).astype("float32") @ qv).tolist(), strict=True))
     # Abstention's gap reads the passage alone: a question is nearer any other question than a passage is
     # (with the writer's questions in the gap, aliasvault's held off-topic abstention fell 0.95 -> 0.65).
     passage_sims = dict(sims)
