@@ -555,9 +555,7 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
                 publish=False,
                 non_interactive=True,  # `claude -p`, `codex exec`, `gemini -p`: the user's session all the same
             )
-            unflushed = res["status"] == "skipped" and (res.get("reason") == "no assistant reply yet"
-                                                         or str(res.get("reason", "")).startswith("no transcript at"))
-            if not unflushed or time.monotonic() >= flushed_by:
+            if not res.get("unwritten") or time.monotonic() >= flushed_by:
                 break
             time.sleep(STOP_FLUSH_STEP_S)
     except LockTimeout:
@@ -575,8 +573,6 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
         rec["mode"] = "queued"
         return
     rec["mode"] = res["status"]
-    if res.get("reason"):
-        rec["reason"] = res["reason"]
     if res.get("path"):
         rec["path"] = res["path"]
     if res.get("reason"):

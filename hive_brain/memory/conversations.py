@@ -470,7 +470,7 @@ def capture(
     do (the user installed them for that session, however it was started); a folder import does not,
     where such runs are mostly scripts'. A sub-agent's transcript is never a conversation of its own.
 
-    Returns ``{"status": "captured"|"updated"|"already"|"skipped", "path"?, "reason"?, ...}``.
+    Returns ``{"status": "captured"|"updated"|"already"|"skipped", "path"?, "reason"?, "unwritten"?, ...}``.
     Raises ``LockTimeout`` when the vault stays locked for ``lock_timeout`` seconds.
     """
     from ..config import validate_agent_id
@@ -482,7 +482,8 @@ def capture(
     agent = validate_agent_id(agent)
     path = Path(transcript_path)
     if not path.is_file():
-        return {"status": "skipped", "reason": f"no transcript at {path}", "transcript": str(path)}
+        # ``unwritten``: the agent may not have written it yet (a Stop hook looks again: hooks._stop).
+        return {"status": "skipped", "reason": f"no transcript at {path}", "transcript": str(path), "unwritten": True}
     t = parse_transcript(path)
     if not t.started:
         # No timestamps (older formats): the file's time keeps a re-capture byte-identical.
@@ -494,7 +495,7 @@ def capture(
     if not any(r == "user" for r, _ in t.turns):
         return {**base, "status": "skipped", "reason": "no user prompt (automation or empty session)"}
     if not any(r == "assistant" for r, _ in t.turns):
-        return {**base, "status": "skipped", "reason": "no assistant reply yet"}
+        return {**base, "status": "skipped", "reason": "no assistant reply yet", "unwritten": True}
     t.turns = [(role, clean_text(text)) for role, text in t.turns]
     cwd = clean_text(cwd or t.cwd)
     project = os.path.basename(os.path.normpath(cwd)) if cwd else ""

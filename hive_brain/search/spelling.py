@@ -86,7 +86,7 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
         if looked >= MAX_LOOKUPS:
             break
         looked += 1
-        best = _nearest(low, term, _most(low), lexical)
+        best = _nearest(low, term, lexical)
         if best:
             fixes[low] = best
     if not fixes:
@@ -119,21 +119,31 @@ def _most(word: str) -> int:
 
 
 def could_respell(lexical: Any, word: str, term: str, terms: set[str], where: Any) -> bool:
-    """Whether the lookup of ``word`` (:func:`_nearest`, both its searches) could meet one of ``terms``
-    (of notes not indexed yet) or a passage that ``where`` selects in the index (their versions indexed
-    now): if so, indexing those notes may change how the word is read. Distances with one edit to spare
-    over the index's automaton."""
-    most = _most(word)
-    cut = word[: len(word) - 3]
-    long = len(word) > MIN_CHARS + 2
-    if lexical.near_texts(term, most, 1, where=where) or long and lexical.near_texts(cut, 1, 1, prefix=True, where=where):
+    """Whether the lookup of ``word`` (:func:`_nearest`, each of its :func:`_probes`) could meet one of
+    ``terms`` (of notes not indexed yet) or a passage that ``where`` selects in the index (their versions
+    indexed now): if so, indexing those notes may change how the word is read. Distances with one edit
+    to spare over the index's automaton."""
+    probes = _probes(word, term)
+    if any(lexical.near_texts(probe, d, 1, prefix=prefix, where=where) for probe, d, prefix in probes):
         return True
     for t in terms:
-        if abs(len(t) - len(term)) <= most + 1 and edits(term, t, most + 1) <= most + 1:
-            return True
-        if long and any(edits(cut, t[:k], 2) <= 2 for k in (len(cut) - 1, len(cut), len(cut) + 1)):
-            return True
+        for probe, d, prefix in probes:
+            if prefix and any(edits(probe, t[:k], d + 1) <= d + 1 for k in range(len(probe) - 1, len(probe) + 2)):
+                return True
+            if not prefix and abs(len(t) - len(probe)) <= d + 1 and edits(probe, t, d + 1) <= d + 1:
+                return True
     return False
+
+
+def _probes(word: str, term: str) -> list[tuple[str, int, bool]]:
+    """The index searches a lookup of ``word`` makes, in order, as (text, edits, prefix): its term
+    within :func:`_most` edits; for a long word, when that finds nothing, its beginning as a prefix
+    within one edit (the index holds stems: "migratoin" is three edits from "migrat" but one from
+    "migration", and a term beginning near the word's beginning finds the passages that spell it)."""
+    probes = [(term, _most(word), False)]
+    if len(word) > MIN_CHARS + 2:
+        probes.append((word[: len(word) - 3], 1, True))
+    return probes
 
 
 def _stem(word: str) -> str:
@@ -141,16 +151,15 @@ def _stem(word: str) -> str:
     return terms[0] if len(terms) == 1 else word
 
 
-def _nearest(word: str, term: str, most: int, lexical: Any) -> str | None:
+def _nearest(word: str, term: str, lexical: Any) -> str | None:
     """The vault's word nearest ``word``: fewest edits, then most passages using it; None when no
-    word is within ``most`` edits (the automaton matched a stem, the surface forms are compared)."""
+    word is within :func:`_most` edits (the automaton matched a stem, the surface forms are compared)."""
+    most = _most(word)
     seen: Counter[str] = Counter()
-    for t in lexical.near_texts(term, most, NEAR_PASSAGES):
-        seen.update(set(_SURFACE.findall(t.lower())))
-    if not seen and len(word) > MIN_CHARS + 2:
-        # The index holds stems: "migratoin" is three edits from "migrat" but one from "migration".
-        # A term beginning near the word's beginning finds the passages that spell it.
-        for t in lexical.near_texts(word[: len(word) - 3], 1, NEAR_PASSAGES, prefix=True):
+    for probe, d, prefix in _probes(word, term):
+        if seen:
+            break
+        for t in lexical.near_texts(probe, d, NEAR_PASSAGES, prefix=prefix):
             seen.update(set(_SURFACE.findall(t.lower())))
     # On the stems too: "mesage" is two edits from the vault's "messages", one from its stem "messag".
     # The surface forms stay within one edit more than that: stems alone made "beginner" (stem
