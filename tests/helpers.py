@@ -102,3 +102,16 @@ def hung_server(state: Path) -> Iterator[list[object]]:
         yield accepted
     finally:
         listener.close()
+
+
+def count_calls(monkeypatch: Any, owner: Any, name: str) -> list[int]:
+    """Count the calls of ``owner.name`` (still made) for this test: ``[n]``, read after the fact."""
+    calls = [0]
+    real = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls

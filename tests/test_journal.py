@@ -14,7 +14,7 @@ import pytest
 from hive_brain.store.journal import STEPS
 from hive_brain.store.notes import parse_text
 
-from .helpers import doctor, remember, run
+from .helpers import count_calls, doctor, remember, run
 
 SCRIPT = """
 import sys
@@ -107,16 +107,13 @@ def test_a_one_note_update_writes_no_journal_record(vault_path, monkeypatch):
         seen.append(sorted(p.name for p in jdir.rglob("*")) if jdir.is_dir() else [])
 
     monkeypatch.setattr(journal, "before_rename", look)
-    fsyncs = [0]
-    real = os.fsync
-
-    def counted(fd):
-        fsyncs[0] += 1
-        return real(fd)
-
-    monkeypatch.setattr(os, "fsync", counted)
+    fsyncs = count_calls(monkeypatch, os, "fsync")
+    remember("Commit style", "Imperative mood.")
+    new_note = fsyncs[0]
+    seen.clear()
     run("update", "--memory-id", res["id"], "--tags", "tooling")
     assert seen == [[]], "a record or backup was written for a one-note update"
+    assert fsyncs[0] - new_note == new_note, "a one-note update fsyncs more than a new note"
     assert "tooling" in (vault_path / res["path"]).read_text(encoding="utf-8")
     fsyncs[0] = 0
     from hive_brain.engine import Engine

@@ -22,7 +22,7 @@ from hive_brain.rpc import client
 from hive_brain.store.vault import open_vault
 from hive_brain.writer import write
 
-from .helpers import cli_as, run
+from .helpers import cli_as, count_calls, run
 from .test_server import START_TIMEOUT, _paths, _serve, _stop
 
 
@@ -430,15 +430,7 @@ def test_a_read_that_does_not_wait_still_starts_the_writes_index(in_process, mon
 def _count_walks(monkeypatch) -> list[int]:
     from hive_brain.store import catalog
 
-    walks = [0]
-    walk = catalog.walk_markdown
-
-    def counted(root):
-        walks[0] += 1
-        return walk(root)
-
-    monkeypatch.setattr(catalog, "walk_markdown", counted)
-    return walks
+    return count_calls(monkeypatch, catalog, "walk_markdown")
 
 
 def test_reads_and_catch_ups_through_the_server_read_only_what_changed(in_process, monkeypatch, vault_path):
