@@ -36,6 +36,9 @@ POLL_RESYNC_S = 2.0  # the scan interval when no file watcher could be started
 # for it: IndexingLoop.settle): a write that follows within this time (the next CLI command, a script's
 # next remember) is not queued behind the previous one's tantivy commit, and one commit indexes both.
 WRITE_INDEX_DELAY_S = 0.2
+# How long a cycle nobody waits for (a write's, an edit's once debounced) may wait for the requests in
+# flight to be answered before it begins beside them.
+CYCLE_YIELD_MAX_S = 0.25
 PROMOTION_MARKER = "promotion-pass"  # <state>/promotion-pass: when a server last ran the promotion pass
 PROMOTION_LOCK_S = 0.5  # a busy vault only postpones the pass to the next cycle
 # Reading ahead for the reranker goes a few notes at a time, for about RERANK_SLICE_S, and stops as
@@ -762,7 +765,14 @@ class IndexingLoop:
                     quiet = now - self._last_event
                     due = self._write_due if self._write_due is not None else now + self.debounce
                     if self._forced or quiet >= self.debounce or now >= due:
-                        return "catch-up", self._begin_cycle()
+                        late = now - min(due, self._last_event + self.debounce)
+                        if self._forced or not self._inflight or late >= CYCLE_YIELD_MAX_S:
+                            return "catch-up", self._begin_cycle()
+                        # Nobody waits for this cycle, and a request is being answered: its Python would
+                        # share the GIL with the request (a recall right after a write, cli_latency). The
+                        # request's end wakes us; a steady stream of them delays indexing only so long.
+                        self.cond.wait(CYCLE_YIELD_MAX_S - late)
+                        continue
                     self.cond.wait(min(self.debounce - quiet, due - now))
                     continue
                 if now >= next_resync:

@@ -54,6 +54,7 @@ from .sockets import SocketServer
 LOG_MAX_BYTES = 4 * 1024 * 1024
 LOG_KEEP_BYTES = 512 * 1024
 LIFE_CHECK_S = 2.0
+SWITCH_INTERVAL_S = 0.0005  # the GIL's hand-over time in a server process (run_foreground says why)
 # How often a running server looks whether the embedding pack it would load now is the one it loaded.
 PACK_CHECK_S = 6.0
 # Idle this long (no request, nothing to embed or read ahead) and the models' batch sessions are
@@ -405,6 +406,10 @@ def run_foreground(settings: Settings, *, on_started: Callable[[Server], None] |
     from . import memory
 
     memory.limit_arenas()  # before any thread starts: each would get an arena of its own
+    # A request thread that gives up the GIL (every tantivy, SQLite and socket call does) waited up to
+    # the switch interval (5 ms) to get it back while the indexing thread ran Python: a recall right
+    # after a write paid that a dozen times. The server's requests are its latency; its indexing is not.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     srv = Server(settings)
     srv.start()
     previous: dict[signal.Signals, Any] = {}

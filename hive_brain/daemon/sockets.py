@@ -155,11 +155,16 @@ class SocketServer:
                         return
                     if not line:
                         return
-                    op, resp = self.handle(line)
+                    # In flight until the answer is sent: a cycle begun at the request's end (it waits for
+                    # that) shared the GIL with encoding the answer.
+                    self.loop.begin_request()
                     try:
+                        op, resp = self.handle(line)
                         conn.sendall(encode_line(resp))
                     except OSError:
                         return
+                    finally:
+                        self.loop.end_request()
                     if op == "stop" and resp.get("ok"):
                         self.server.request_stop()
                         return
