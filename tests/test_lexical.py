@@ -228,6 +228,22 @@ def test_stored_fields_and_fetch(index):
     assert hit.doc is not None and hit.doc["note_path"] == "Ideas/cafe.md"
 
 
+def test_a_notes_passages_come_whole_in_passage_order(tmp_path):
+    ix = LexicalIndex(tmp_path / "lex")
+    with ix.writer() as w:
+        for n in (10, 2, 0, 1):  # passage 10 sorts after 2 by number, not by text
+            w.add(_doc("Long/note.md", "Long note", f"Part {n} of the long note.", [], "shared", "", n=n))
+        w.add({**_doc("Long/note.md", "Long note", "the whole note", [], "shared", ""), "passage_id": "Long/note.md",
+               "unit": "note"})
+        w.add(_doc("Other/note.md", "Other", "Another note.", [], "shared", ""))
+    pids = ix.note_passages("Long/note.md")
+    assert pids == ["Long/note.md#0", "Long/note.md#1", "Long/note.md#2", "Long/note.md#10"]
+    docs = ix.note_docs("Long/note.md")
+    assert docs == [ix.get_docs(pids)[p] for p in pids]
+    assert [d["text"] for d in docs][-1] == "Part 10 of the long note."
+    assert ix.note_docs("Missing/note.md") == []
+
+
 def test_reopen_and_version_mismatch(tmp_path, index):
     again = LexicalIndex(tmp_path / "lex")
     assert again.doc_count() == 20

@@ -400,16 +400,26 @@ class LexicalIndex:
 
     def note_passages(self, note_path: str) -> list[str]:
         """The passage ids currently indexed for a note (sorted by passage number)."""
+        searcher, addrs = self._note_addresses(note_path)
+        ids = [searcher.doc(a).get_first("passage_id") for a in addrs]
+        return sorted((i for i in ids if i), key=_passage_number)
+
+    def note_docs(self, note_path: str) -> list[dict[str, Any]]:
+        """The stored passages of a note (:meth:`get_docs`' fields), sorted by passage number: one search
+        where ``get_docs(note_passages(path))`` made three (a term-set lookup of its ids among them, 1.8 ms
+        of a 10k recall for the hits' whole texts)."""
+        searcher, addrs = self._note_addresses(note_path)
+        docs = {d["passage_id"]: d for d in map(_doc_dict, map(searcher.doc, addrs)) if d["passage_id"]}
+        return [docs[p] for p in sorted(docs, key=_passage_number)]
+
+    def _note_addresses(self, note_path: str) -> tuple[tantivy.Searcher, list[Any]]:
         searcher = self._index.searcher()
         q = tantivy.Query.boolean_query([
             (tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "note_path", note_path, index_option="basic")),
             (tantivy.Occur.MustNot, tantivy.Query.term_query(self.schema, "unit", "note", index_option="basic")),
         ])
         n = searcher.search(q, 1, count=True).count  # type: ignore[attr-defined]  # count=True sets it; the stub omits it
-        if not n:
-            return []
-        ids = [searcher.doc(a).get_first("passage_id") for _s, a in searcher.search(q, n, count=False).hits]
-        return sorted((i for i in ids if i), key=_passage_number)
+        return searcher, [a for _s, a in searcher.search(q, n, count=False).hits] if n else []
 
 
     def note_paths(self) -> set[str]:

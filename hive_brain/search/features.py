@@ -170,8 +170,7 @@ def warm_terms(lexical: Any, entries: Iterable[Entry]) -> int:
     server's idle read-ahead, beside the second model's); returns how many passages were read."""
     n = 0
     for e in entries:
-        pids = lexical.note_passages(e.path)
-        for d in lexical.get_docs(pids).values():
+        for d in lexical.note_docs(e.path):
             _terms_of(d["text"])
             n += 1
         _head_terms_of(e.title or "")

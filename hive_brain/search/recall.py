@@ -105,8 +105,10 @@ def _rank(view: View, q: Query, kinds: tuple[str, ...], *, agent: str | None, ty
     cands, info = candidates.gather(view, q, where, semantic=semantic, qcache=qcache, pool=pool)
     if q.window is not None:
         candidates.add_window(view, cands, where, q.window)
-    pids = [p for c in cands.values() for p in c.pids]
-    docs = view.lexical.get_docs(pids) if pids else {}
+    docs: dict[str, dict] = info.pop("docs")
+    missing = [p for c in cands.values() for p in c.pids if p not in docs]
+    if missing:  # the vectors' and a time window's passages
+        docs.update(view.lexical.get_docs(missing))
     entries = view.catalog.by_paths(list(cands))
     if tags:
         want = {t.lower().lstrip("#") for t in tags}
@@ -246,9 +248,7 @@ def _hit(view: View, c: Cand, e: Entry | None, r: _Ranking, q: Query, chain: lis
     docs = r.docs
     best_pid = max(c.pids, key=lambda p: c.pids[p]) if c.pids else None
     if c.details.get("resolvedFrom"):
-        head_pids = view.lexical.note_passages(path)[:1]
-        hd = view.lexical.get_docs(head_pids)
-        best_doc = hd.get(head_pids[0]) if head_pids else None
+        best_doc = next(iter(view.lexical.note_docs(path)), None)
     else:
         best_doc = docs.get(best_pid) if best_pid else None
     if best_doc is None and best_pid:
@@ -579,6 +579,4 @@ def _vectors_ahead(view: View, text: str, qcache: dict[str, Any]) -> None:
 def _full_text(view: View, path: str, agent: str | None = None) -> str:
     if view.scan is not None:
         return str(view.scan.full_text(path, agent))
-    pids = view.lexical.note_passages(path)
-    docs = view.lexical.get_docs(pids)
-    return "\n\n".join(docs[p]["text"] for p in pids if p in docs)
+    return "\n\n".join(d["text"] for d in view.lexical.note_docs(path))

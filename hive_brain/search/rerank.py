@@ -137,9 +137,7 @@ def warm(model: Any, lexical: Any, entries: Sequence[Any], store: Any = None) ->
     background(model)
     texts: list[str] = []
     for e in entries:
-        pids = lexical.note_passages(e.path)
-        docs = lexical.get_docs(pids)
-        texts.extend(t for p in pids if p in docs and latin(t := compose(e, docs[p])) and not cached(model, t))
+        texts.extend(t for d in lexical.note_docs(e.path) if latin(t := compose(e, d)) and not cached(model, t))
         texts.extend(q for q in writer_questions(e) if not cached(model, q))
     if texts:
         vectors(model, texts, store)
