@@ -21,19 +21,21 @@ NOTES = [
 ]
 
 
+def _vault(vault_path: Path, notes: list[tuple[str, str, str]]) -> Engine:
+    e = Engine.open(vault_path)
+    e.memory.batch([{"type": t, "title": title, "content": body} for t, title, body in notes])
+    return e
+
+
 @pytest.fixture
 def eng(vault_path: Path) -> Engine:
     """Lexical (no model): in a five-note vault e5 reads past the typos by itself."""
-    e = Engine.open(vault_path)
-    e.memory.batch([{"type": t, "title": title, "content": body} for t, title, body in NOTES])
-    return e
+    return _vault(vault_path, NOTES)
 
 
 @pytest.fixture
 def hybrid(vault_path: Path, with_model: Path) -> Engine:
-    e = Engine.open(vault_path)
-    e.memory.batch([{"type": t, "title": title, "content": body} for t, title, body in NOTES])
-    return e
+    return _vault(vault_path, NOTES)
 
 
 def _top(eng: Engine, q: str) -> str | None:
@@ -106,9 +108,7 @@ SLIPS = [
 
 @pytest.fixture
 def slips(vault_path: Path) -> Engine:
-    e = Engine.open(vault_path)
-    e.memory.batch([{"type": t, "title": title, "content": body} for t, title, body in SLIPS])
-    return e
+    return _vault(vault_path, SLIPS)
 
 
 @pytest.mark.parametrize(("typed", "meant"), [
