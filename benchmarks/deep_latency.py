@@ -14,7 +14,11 @@ embed or read ahead; then the questions in turn, each asked on the fast path and
 over each (all its threads, ``/proc/<pid>/stat``), and the phase timings the server reports. The
 server is stopped after. ``--phases``: the same questions in this process (after the read-ahead a
 server does), each phase's time per recall (the functions timed are wrapped, not changed).
-Run alone, not by ``run``.
+``--cold N``: deep mode right after a start (issue 29, stop 39): N times, a fresh server, and as soon
+as it says ready (before its read-ahead of the second model's vectors is done) one deep recall, then a
+second deep recall of another question: wall, the server's CPU, how many candidates the second model
+left unread (``rerankCold`` in ``scoreDetails``). The vault's state is copied first, each time, so the
+run leaves the work dir's embedding cache as it was. Run alone, not by ``run``.
 """
 
 from __future__ import annotations
@@ -92,6 +96,37 @@ def server_run(work: Path, qs: Sequence[str], recalls: int) -> dict[str, Any]:
                                            "abstained": res.get("abstained")})
     out["load_end"] = load_average()
     out["modes"] = {m: summarise(r) for m, r in rows.items()}
+    return out
+
+
+def cold_run(work: Path, qs: Sequence[str], starts: int) -> dict[str, Any]:
+    import shutil
+
+    from hive_brain.engine import Engine
+    from hive_brain.rpc import client
+
+    out: dict[str, Any] = {"load_start": load_average()}
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="hb-deep-cold-") as tmp:
+        for i in range(starts):
+            copy = Path(tmp) / str(i)
+            shutil.copytree(work, copy, symlinks=True)
+            with state_dir_at(copy / "state"), _own_runtime_dir():
+                vault = copy / "vault"
+                state = Engine.open(vault).vault.state
+                with running_server(vault, state, timeout=600.0) as srv:
+                    pid = int(srv["pid"])
+                    for k, q in enumerate((qs[(2 * i) % len(qs)], qs[(2 * i + 1) % len(qs)])):
+                        c0, t1 = process_cpu_s(pid), time.perf_counter()
+                        res = client.call(state, "recall", {"query": q, "semantic": True, "limit": 10, "deep": True},
+                                          timeout=300.0)
+                        rows.append({"start": i, "recall": k + 1, "start_s": srv["start_s"],
+                                     "wall_s": time.perf_counter() - t1, "cpu_s": process_cpu_s(pid) - c0,
+                                     "cold": sum(1 for h in res.get("hits") or [] if (h.get("scoreDetails") or {}).get("rerankCold")),
+                                     "warnings": [w for w in res.get("warnings") or [] if "deep" in w]})
+            shutil.rmtree(copy, ignore_errors=True)
+    out["rows"] = rows
+    out["load_end"] = load_average()
     return out
 
 
@@ -174,10 +209,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--phases", action="store_true", help="in-process phase table instead of the server")
     ap.add_argument("--warm-pass", action="store_true",
                     help="with --phases: each question once before the clock instead of the vault's read-ahead")
+    ap.add_argument("--cold", type=int, default=0, metavar="N",
+                    help="N fresh servers, each asked in deep mode as soon as it is ready (no read-ahead)")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args(argv)
     qs = questions(a.questions)
-    if a.phases:
+    if a.cold:
+        res = cold_run(a.work, qs, a.cold)
+        print_table(f"deep_latency, deep recall right after a start, {a.work} (load {res['load_start']} -> {res['load_end']})",
+                    ["start", "recall", "server start s", "wall ms", "server CPU ms", "hits left unread", "warning"],
+                    [[r["start"], r["recall"], r["start_s"], round(1000 * r["wall_s"]), round(1000 * r["cpu_s"]), r["cold"],
+                      "; ".join(r["warnings"])[:60]] for r in res["rows"]])
+    elif a.phases:
         res = phases_run(a.work, qs, a.recalls, a.warm_pass)
         labels = list(dict.fromkeys([*res["fast"]["phases_ms"], *res["deep"]["phases_ms"]]))
         print_table(f"deep_latency phases, {a.work} ({a.recalls} recalls, load {res['load_start']} -> {res['load_end']})",
@@ -193,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     ["mode", "wall p50 ms", "wall p95 ms", "server CPU p50 ms", "p95 ms", "abstained", "server timing p50 (ms)"],
                     [[m, r["wall"]["median_ms"], r["wall"]["p95_ms"], r["cpu_ms_p50"], r["cpu_ms_p95"], r["abstained"],
                       ", ".join(f"{k} {v}" for k, v in r["timing_p50_ms"].items())] for m, r in res["modes"].items()])
-    path = a.json or Path(__file__).parent / "results" / f"{NAME}{'-phases' if a.phases else ''}.json"
+    path = a.json or Path(__file__).parent / "results" / f"{NAME}{'-cold' if a.cold else '-phases' if a.phases else ''}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"work": str(a.work), **res}, indent=1))
     print(f"wrote {path}")

@@ -182,6 +182,7 @@ def test_a_bounded_question_computes_only_its_best_placed_cold_passages(small, m
     view = eng.view()
     model = rerank.model_for(view.embedder)
     rerank._CACHE.clear()
+    rerank.background(model)  # computed once per process: counted here only when this test runs alone
     calls = _count_model_runs(model, monkeypatch)
     res = search(view, "how should I word my git log entries?", agent=None, limit=3, abstain=False, rerank_cold=2)
     assert sum(calls) == 2  # two passages, not the top 30's
@@ -190,3 +191,41 @@ def test_a_bounded_question_computes_only_its_best_placed_cold_passages(small, m
     calls.clear()
     full = search(view, "how should I word my git log entries?", agent=None, limit=3)
     assert sum(calls) > 2 and full["hits"][0]["id"] == ids["Commit messages"]
+
+
+def test_a_deep_recall_before_the_read_ahead_computes_its_bound_and_says_so(small, monkeypatch):
+    """Right after a server start (nothing read ahead) deep mode ran the second model over its whole top
+    100 itself: 5.7-7.1 s at 3,077 notes (benchmarks/deep_latency.py --cold). With a bound, the whole
+    request (the fast verdict and the deep pass) computes at most that many passages; the cold rest keep
+    their first-pass places, marked, with a warning. Before: 2 per pass (4 here), no mark, no warning."""
+    from hive_brain.search.recall import search
+
+    eng, ids = small
+    view = eng.view()
+    model = rerank.model_for(view.embedder)
+    rerank.background(model)
+    q = "how should I word my git log entries?"
+    calls = _count_model_runs(model, monkeypatch)
+    for abstain in (True, False):  # with and without the fast verdict before the deep pass
+        rerank._CACHE.clear()
+        calls.clear()
+        res = search(view, q, agent=None, limit=20, deep=True, rerank_cold=2, abstain=abstain, drop_ratio=0.0)
+        assert sum(calls) == 2, abstain
+        assert [w for w in res["warnings"] if w.startswith("deep mode:")], res["warnings"]
+    cold = [h for h in res["hits"] if h["scoreDetails"].get("rerankCold")]
+    assert cold and all(h["scoreDetails"].get("rerankRank") is None for h in cold)
+    assert [w for w in res["warnings"] if f" {len(cold)} of the top" in w], res["warnings"]
+    full = search(view, q, agent=None, limit=20, deep=True, abstain=False, drop_ratio=0.0)
+    assert not any(h["scoreDetails"].get("rerankCold") for h in full["hits"]) and not full["warnings"]
+    assert full["hits"][0]["id"] == ids["Commit messages"]
+
+
+def test_a_server_bounds_the_model_time_of_a_deep_recall():
+    """The server's deep recalls and answers carry the bound (the prompt hook's is its own); others none."""
+    from types import SimpleNamespace
+
+    from hive_brain.daemon import sockets
+
+    stub = SimpleNamespace(_caller=lambda args: None)
+    assert sockets.SocketServer.read_args(stub, {"query": "q", "deep": True})[3]["rerank_cold"] == sockets.DEEP_RERANK_COLD
+    assert "rerank_cold" not in sockets.SocketServer.read_args(stub, {"query": "q"})[3]

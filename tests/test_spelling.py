@@ -21,19 +21,21 @@ NOTES = [
 ]
 
 
+def _vault(vault_path: Path, notes: list[tuple[str, str, str]]) -> Engine:
+    e = Engine.open(vault_path)
+    e.memory.batch([{"type": t, "title": title, "content": body} for t, title, body in notes])
+    return e
+
+
 @pytest.fixture
 def eng(vault_path: Path) -> Engine:
     """Lexical (no model): in a five-note vault e5 reads past the typos by itself."""
-    e = Engine.open(vault_path)
-    e.memory.batch([{"type": t, "title": title, "content": body} for t, title, body in NOTES])
-    return e
+    return _vault(vault_path, NOTES)
 
 
 @pytest.fixture
 def hybrid(vault_path: Path, with_model: Path) -> Engine:
-    e = Engine.open(vault_path)
-    e.memory.batch([{"type": t, "title": title, "content": body} for t, title, body in NOTES])
-    return e
+    return _vault(vault_path, NOTES)
 
 
 def _top(eng: Engine, q: str) -> str | None:
@@ -87,3 +89,64 @@ def test_edits_counts_a_swap_as_one():
     assert spelling.edits("testrs", "testers", 2) == 1
     assert spelling.edits("migratoin", "migration", 2) == 1
     assert spelling.edits("kotiln", "docker", 2) == 3  # "above most" is most + 1
+
+
+# A vault where the wrong reading of each slip is the commoner word: "wait" and "attr" beside the
+# stop words "what" and "after"; "locale" (stem "local") beside "local"; "set" beside "test"; "super"
+# beside "summer"; and "staging" (stem "stage") behind ten notes whose words begin like it.
+SLIPS = [
+    ("fact", "Locale files", "Each locale file holds a locale's strings; the locale follows the phone's settings."),
+    ("fact", "Local database", "The local database listens on port 6543."),
+    ("fact", "Settings", "Set the flag, set the timeout, set the region: every set call is logged with its locale. Wait a bit."),
+    ("fact", "Test runs", "Run the test suite before merging; wait for it, wait for the attr checks."),
+    ("fact", "Super users", "Super users see the super console; a super user can load the attr table."),
+    ("fact", "Summer timetables", "Summer timetables start in May."),
+    *[("fact", f"Stack note {i}", f"The stack starts with stats and a star tag {i}; stab the stat.") for i in range(10)],
+    ("procedure", "Deploys", "Deploy to staging first, then to production."),
+]
+
+
+@pytest.fixture
+def slips(vault_path: Path) -> Engine:
+    return _vault(vault_path, SLIPS)
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("waht", "what"),      # was "wait": a stop word is in no index, so it was never offered
+    ("aftr", "after"),     # was "attr", one substitution against one dropped letter
+    ("lcoal", "local"),    # was "locale": its stem "local" is one edit away, and more passages use it
+    ("tset", "test"),      # was "set": a dropped letter counted as much as two letters swapped
+    ("stagign", "staging"),  # was nothing: "stage" is three edits away, the prefix "stag" meets "stack", "stat"...
+    ("sumer", "summer"),   # was left as typed ("sum" + "er"); "super" is one substitution away too
+    ("laod", "load"),      # was left as typed ("lao" + "d")
+])
+def test_the_likelier_slip_wins(slips, typed, meant):
+    """Each failed before: the reading in the comment (or none)."""
+    view = slips.view()
+    assert spelling.correct(view.lexical, f"{typed} now")[1] == {typed: meant}
+
+
+def test_an_ending_counts_only_where_english_writes_it_so():
+    for word in ("laod", "sumer", "stoped"):  # "lao" + "d", "sum" + "er", "stop" + "ed": failed before
+        assert not spelling.english(word), word
+    for word in ("testers", "used", "opened", "boxes", "gases", "visited"):
+        assert spelling.english(word), word
+
+
+def test_typing_cost_prices_swaps_and_doubled_letters_below_other_edits():
+    assert spelling.typing_cost("tset", "test") < spelling.typing_cost("tset", "set")
+    assert spelling.typing_cost("sumer", "summer") < spelling.typing_cost("sumer", "super")
+    assert spelling.typing_cost("word", "word") == 0
+    assert spelling.typing_cost("wrd", "word") == spelling.typing_cost("wxrd", "word") == 2
+
+
+def test_a_stop_word_slip_is_not_respelled_by_new_notes(slips):
+    """A note being written with "wait" cannot change how "waht" reads (the stop word "what" comes
+    first), so a recall need not wait for it; before, any term one edit away counted."""
+    from hive_brain.index.predicates import In
+
+    lex = slips.view().lexical
+    where = In("note_path", ("new.md",))
+    assert not spelling.could_respell(lex, "waht", "waht", {"wait"}, where)
+    assert spelling.could_respell(lex, "stagign", "stagign", {"stage"}, where)
+    assert spelling.could_respell(lex, "lcaol", "lcaol", {"local"}, where)

@@ -32,6 +32,10 @@ IDLE_CONNECTION_S = 60.0
 # ahead (search/rerank.py), so only notes written since then are cold, each ~10 ms of model time on a
 # quiet core and 100 ms on a loaded one; the rest keep their first-pass places in that answer.
 PROMPT_RERANK_COLD = 6
+# The same bound for a deep recall or answer (``recall --rerank``, MCP ``deep``), which reads the top 100:
+# right after a start, before the read-ahead, it ran the model over all of them itself (3,077 notes,
+# load 5: 5.7-7.1 s). The cold rest keep their first-pass places, marked ``rerankCold``, with a warning.
+DEEP_RERANK_COLD = 20
 # How long a recall or answer waits for the watcher's latest changes to be indexed (IndexingLoop.settle):
 # a catch-up of a few hand-edited notes takes tens of ms; a writer holding the lock must not stall reads.
 READ_SETTLE_S = 2.0
@@ -381,6 +385,8 @@ class SocketServer:
                              hint="one of: " + ", ".join(sorted(RECALL_OPTIONS | {'agent', 'semantic'})))
         agent = self._caller(args)
         opts = {k: v for k, v in args.items() if k in RECALL_OPTIONS and v is not None}
+        if opts.get("deep") is True:
+            opts["rerank_cold"] = DEEP_RERANK_COLD
         if "now" in opts:
             # The caller's clock for relative dates ("last Saturday"), sent as ISO 8601.
             try:

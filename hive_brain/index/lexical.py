@@ -247,8 +247,12 @@ class LexicalIndex:
 
     def known(self, term: str) -> bool:
         """Whether any passage has ``term`` (an analyzed term) in its text or title."""
+        return self.frequency(term) > 0
+
+    def frequency(self, term: str) -> int:
+        """How many passages have ``term`` (an analyzed term) in their text, plus in their title."""
         searcher = self._index.searcher()
-        return bool(searcher.doc_freq("text", term) or searcher.doc_freq("title", term))
+        return int(searcher.doc_freq("text", term) + searcher.doc_freq("title", term))
 
     def near_texts(self, term: str, distance: int, limit: int, *, prefix: bool = False,
                    where: Pred | None = None) -> list[str]:

@@ -451,9 +451,12 @@ weighs it), after the fast path's verdict on whether the vault answers.
         r.info["lateJudgeMs"] = round((time.perf_counter() - t0) * 1000, 2)
         for c in r.ranked[: int(PARAMS["abstain_top"])]:
             c.details["lateGap"] = round(c.features.late_gap, 4) if c.features.late_gap is not None else None
+    warnings = list(view.warnings)
     if deep:
         for c in r.ranked[: int(P["deep_top"])]:
             c.details["deep"] = True
+        if cold := sum(1 for c in r.ranked if c.details.get("rerankCold")):
+            warnings.append(rerank.COLD_WARNING.format(n=cold))
     reason = abstain_reason([c.features for c in r.ranked], q) if abstain and not _answers else None
     if reason is not None:
         reason = _unread_may_answer(r.ranked, q, reason)
@@ -488,7 +491,7 @@ weighs it), after the fast path's verdict on whether the vault answers.
         "semantic": bool(r.info.get("semantic")),
         "semanticOff": view.semantic_off_reason,
         "deep": deep,
-        "warnings": list(view.warnings),
+        "warnings": warnings,
         "timing": {**{k: v for k, v in r.info.items() if k.endswith("Ms")},
                    **({"fastVerdictMs": verdict_ms} if verdict_ms is not None else {}),
                    "totalMs": round((time.perf_counter() - t_start) * 1000, 2)},

@@ -162,6 +162,11 @@ def _pack_key(model: Any) -> str:
     return getattr(model, "pack_key", str(id(model)))
 
 
+COLD_WARNING = ("deep mode: the second model has not read {n} of the top candidates yet (the server is still "
+                "reading the vault ahead after its start); they keep their first-pass places (scoreDetails.rerankCold). "
+                "Ask again once the read-ahead is done (status: rerankAhead 0) for the full deep ranking.")
+
+
 def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping[str, Any],
            docs: Mapping[str, dict], qcache: dict[str, Any], params: Mapping[str, float] = PARAMS,
            cold_limit: int | None = None) -> None:
@@ -171,16 +176,25 @@ def rerank(ranked: Sequence[Cand], query_text: str, model: Any, entries: Mapping
     Only the candidates it reads (:func:`reads`, in a Latin script) are re-ordered, among the places
     they hold; any other keeps its own place (the model cannot judge it, so it neither gains nor
     loses). ``cold_limit``: at most this many passages not yet cached are computed, the best-placed
-    first; the other uncached candidates keep their places as if the model could not read them (the
-    prompt hook's bound: its deadline, not the ranking, decides how much model time a question gets)."""
+    first, over the whole request (``qcache`` carries what is left); the other uncached candidates keep
+    their places as if the model could not read them, marked ``rerankCold`` (the prompt hook's and a
+    server's deep mode's bound: the deadline, not the ranking, decides how much model time a question
+    gets)."""
     if not english(query_text):
         return
     top = [c for c in ranked[: int(params["rr_top"])] if c.features is not None]
     texts = {c.path: passage_text(c, entries.get(c.path), docs) for c in top}
     readable = [c for c in top if (t := texts[c.path]) is not None and latin(t) and reads(entries.get(c.path))]
     if cold_limit is not None:
-        cold = {c.path for c in [c for c in readable if not cached(model, texts[c.path] or "")][cold_limit:]}
+        # A budget of the whole request: deep mode's fast verdict and its own pass (and both tiers) share it.
+        left = qcache.setdefault("rr_cold_left", cold_limit)
+        unread = [c for c in readable if not cached(model, texts[c.path] or "")]
+        cold = {c.path for c in unread[left:]}
+        qcache["rr_cold_left"] = max(0, left - len(unread))
         readable = [c for c in readable if c.path not in cold]
+        for c in top:
+            if c.path in cold:
+                c.details["rerankCold"] = True  # readable, but not read in this answer: see COLD_WARNING
     if not readable:
         return
     if "rr_qv" not in qcache:
