@@ -173,3 +173,39 @@ def test_a_reference_page_near_a_typed_memory_is_no_rival_for_its_clear_lead():
     rival = _hit("Memory/release-train.md", "memory", 0.2142, 0.0314)
     kept, _why = hook_gate([memory(), rival, *notes], [], short=False)
     assert kept == []
+
+
+def test_a_pasted_error_brings_no_note_that_holds_none_of_its_words(vault_path: Path, with_model: Path):
+    """What a new user meets first: the demo vault (``hive-brain demo``, six memories), a pasted git
+    error. The second model reads no prompt without English function words, so e5's gap decided alone,
+    and *Flaky sync test* (0.036 over the 0.02 bar, not one of the prompt's words in it) was injected.
+    The notes that do hold the prompt's words, and prompts in another script, still answer."""
+    from hive_brain.cli.demo import run_demo
+    from hive_brain.config import resolve
+
+    run_demo(vault_path, resolve(), semantic=True)
+    eng = Engine.open(vault_path)
+    pack = _pack(eng, "git push rejected: non-fast-forward")
+    assert not pack["items"], ([it["path"] for it in pack["items"]], pack.get("gate"))
+    for prompt, title in (("test_sync race", "Flaky sync test"), ("why does the sync test keep failing?", "Flaky sync test"),
+                          ("什么时候发布新版本？", "部署时间")):
+        pack = _pack(eng, prompt)
+        assert [it["path"] for it in pack["items"]][:1] and title in pack["context"], (prompt, pack.get("gate"))
+
+
+def test_e5_alone_needs_more_for_a_note_with_none_of_a_latin_prompts_words():
+    """The recorded numbers: the demo's pasted git error (above), and a Chinese prompt of the prompt-hook
+    set whose memory is English (mixed-07, e5 gap 0.054, no shared word: its script shares none)."""
+    from hive_brain.search.abstain import hook_gate
+
+    def e5(path: str, gap: float, coverage: float, specificity: float) -> dict:
+        return {"path": path, "kind": "memory", "status": "active",
+                "scoreDetails": {"rerankGap": None, "semanticGap": gap, "coverage": coverage,
+                                 "specificity": specificity, "floorAllowance": 0.0}}
+
+    demo = [e5("Memory/release-steps.md", 0.0137, 0.167, 1.0), e5("Memory/flaky-sync-test.md", 0.0357, 0.0, 0.0)]
+    kept, why = hook_gate(demo, [], short=True, latin=True)
+    assert kept == [] and why, [h["path"] for h in kept]
+    assert demo[1]["scoreDetails"]["hookGate"]["need"] == 0.06
+    kept, _why = hook_gate([e5("Memory/car-deck-capacity.md", 0.0544, 0.0, 0.0)], [], short=False, latin=False)
+    assert [h["path"] for h in kept] == ["Memory/car-deck-capacity.md"]

@@ -116,21 +116,35 @@ def hook_need(basis: str, kind: str | None, params: Mapping[str, float]) -> floa
     return params[base] + (params[base + "_note"] if kind not in ("memory", "conversation") else 0.0)
 
 
-def _standing(hit: Mapping, params: Mapping[str, float]) -> float:
+def _need(hit: Mapping, basis: str, params: Mapping[str, float], latin: bool) -> float:
+    """:func:`hook_need` for this hit. On e5's gap alone (the second model did not read the prompt: a
+    path, an error line, bare keywords), a note holding none of the words of a prompt in Latin script
+    needs ``hook_gap_wordless`` more: such a prompt is its words, and a note with none of them is only
+    near it the way small vaults' notes are near anything ("git push rejected: non-fast-forward" and
+    the demo's *Flaky sync test*, e5 gap 0.036). A prompt in another script shares no word with most
+    notes whatever it asks, so its gap alone keeps counting."""
+    need = hook_need(basis, hit.get("kind"), params)
+    if latin and basis == "e5" and not float((hit.get("scoreDetails") or {}).get("coverage") or 0.0):
+        need += params["hook_gap_wordless"]
+    return need
+
+
+def _standing(hit: Mapping, params: Mapping[str, float], latin: bool) -> float:
     """A hit's evidence for the clear-lead rule of :func:`hook_gate`: its evidence less
-    ``hook_clear_bar`` of the bar its kind must reach (0: the evidence alone)."""
+    ``hook_clear_bar`` of the bar it must reach (0: the evidence alone)."""
     ev, basis = hook_evidence(hit, params)
-    return ev - params["hook_clear_bar"] * hook_need(basis, hit.get("kind"), params)
+    return ev - params["hook_clear_bar"] * _need(hit, basis, params, latin)
 
 
-def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
+def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool, latin: bool = False,
               params: Mapping[str, float] = PARAMS) -> tuple[list[dict], str | None]:
     """The notes the prompt hook injects, each on its own evidence (:func:`hook_evidence`): at least
     what its kind needs, and within ``hook_rel`` of the strongest hit's evidence, at most
     ``hook_max_items``. ``referents``: hits of the prompt + previous reply search whose topic is in
     that text (``search.prompt``); a short prompt is about them, so the first of them leads (it has
     only lexical evidence, and its topic words in the conversation are that evidence). A replaced
-    version is never injected: the hook speaks about now. Returns (hits, why none when empty);
+    version is never injected: the hook speaks about now. ``latin``: the prompt is in Latin script
+    (:func:`_need`). Returns (hits, why none when empty);
     each judged hit's ``scoreDetails.hookGate`` says what it was judged on."""
     P = params
     judged: list[tuple[float, dict]] = []
@@ -141,7 +155,7 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
             d["hookGate"] = {"kept": False, "why": "a replaced version"}
             continue
         ev, basis = hook_evidence(h, P)
-        need = hook_need(basis, h.get("kind"), P)
+        need = _need(h, basis, P, latin)
         # The vault's own rare words, most of them in the note, answer whatever the models say: neither
         # knows "zorbulator", and the second model reads an unknown word as noise.
         words = _words(d)
@@ -159,13 +173,13 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
     # Each hit's standing is its evidence less ``hook_clear_bar`` of its kind's bar: a reference page
     # the second model rates near a typed memory still needs far more than the memory does, so it is
     # no rival (at +3,000 reference notes, "FlagBoundary" 0.23 beside *Feature flags* 0.25).
-    evs = sorted(((_standing(h, P), i) for i, h in enumerate(hits)
+    evs = sorted(((_standing(h, P, latin), i) for i, h in enumerate(hits)
                   if not (h.get("status") == "superseded" or h.get("historical"))), reverse=True)
     if evs and not any(h is hits[evs[0][1]] for _ev, h in judged):
         top, i = evs[0]
         h = hits[i]
         top_ev, basis = hook_evidence(h, P)
-        need = hook_need(basis, h.get("kind"), P)
+        need = _need(h, basis, P, latin)
         # A lone hit is clear by its evidence: its rival is a hit of its own kind with none.
         clear = top - (evs[1][0] if len(evs) > 1 else -P["hook_clear_bar"] * need)
         low = need - P["hook_clear_less"]
