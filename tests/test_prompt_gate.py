@@ -209,3 +209,27 @@ def test_e5_alone_needs_more_for_a_note_with_none_of_a_latin_prompts_words():
     assert demo[1]["scoreDetails"]["hookGate"]["need"] == 0.06
     kept, _why = hook_gate([e5("Memory/car-deck-capacity.md", 0.0544, 0.0, 0.0)], [], short=False, latin=False)
     assert [h["path"] for h in kept] == ["Memory/car-deck-capacity.md"]
+
+
+def test_a_note_well_under_the_best_is_not_injected_beside_it():
+    """Recorded at 77 notes (benchmarks/prompt_hook.py, mixed-05 "iOS app 最低支持哪个系统版本?"): the
+    right memory at 3.7 times its bar, then notes at 2.1, 1.6 and 1.2 times theirs, all over the bar and
+    three injected. Under ``hook_rel`` 0.7 of the best's strength a note stays out; notes as strong as
+    the best (filepath-01, a migration's path: 2.4, 2.2, 2.5 times) all stay, in recall's order."""
+    from hive_brain.search.abstain import hook_gate
+
+    def e5(path: str, gap: float, words: float) -> dict:
+        return {"path": path, "kind": "memory", "status": "active",
+                "scoreDetails": {"rerankGap": None, "semanticGap": gap, "coverage": words, "specificity": 1.0,
+                                 "floorAllowance": 0.0}}
+
+    ios = [e5("minimum-ios-version.md", 0.0743, 0.0844), e5("ios-app-architecture.md", 0.0428, 0.0844),
+           e5("push-on-the-ios-simulator.md", 0.0237, 0.0454), e5("forced-app-update.md", 0.031, 0.0332)]
+    kept, _why = hook_gate(ios, [], short=False)
+    assert [h["path"] for h in kept] == ["minimum-ios-version.md"]
+    gate = [h["scoreDetails"]["hookGate"] for h in ios]
+    assert gate[1]["strength"] < 0.7 * gate[0]["strength"] and not gate[1]["kept"], gate
+    path = [e5("database-migrations.md", 0.0489, 0.346), e5("harbor-api-stack.md", 0.0433, 0.2837),
+            e5("local-database-port.md", 0.0502, 0.1479)]
+    kept, _why = hook_gate(path, [], short=False)
+    assert [h["path"] for h in kept] == ["database-migrations.md", "harbor-api-stack.md", "local-database-port.md"]

@@ -129,6 +129,11 @@ def _need(hit: Mapping, basis: str, params: Mapping[str, float], latin: bool) ->
     return need
 
 
+def _strength(ev: float, need: float, words: float, words_need: float) -> float:
+    """How many times its bar a hit reaches, on its evidence or on its words, whichever is more."""
+    return round(max(ev / need if need > 0 else 0.0, words / words_need if words_need > 0 else 0.0), 3)
+
+
 def _standing(hit: Mapping, params: Mapping[str, float], latin: bool) -> float:
     """A hit's evidence for the clear-lead rule of :func:`hook_gate`: its evidence less
     ``hook_clear_bar`` of the bar it must reach (0: the evidence alone)."""
@@ -162,7 +167,8 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool, l
         words_need = P["hook_words"] + (P["hook_words_note"] if h.get("kind") not in ("memory", "conversation") else 0.0)
         ok = ev >= need or words >= words_need
         d["hookGate"] = {"evidence": round(ev, 4), "basis": basis, "need": round(need, 4), "words": round(words, 4),
-                         "wordsNeed": round(words_need, 4), "kept": ok}
+                         "wordsNeed": round(words_need, 4), "strength": _strength(ev, need, words, words_need),
+                         "kept": ok}
         if ok:
             judged.append((ev, h))
         elif why is None:
@@ -188,11 +194,13 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool, l
             judged.append((top_ev, h))
             judged.sort(key=lambda x: next(j for j, y in enumerate(hits) if y is x[1]))  # recall's order
             why = None
-    lead = max((ev for ev, _h in judged), default=0.0)
+    # A note after the best must be nearly as strong (times its own bar, so a second model's gap and e5's
+    # compare): one answer and what sits well under it are the answer and noise.
+    lead = max((h["scoreDetails"]["hookGate"]["strength"] for _ev, h in judged), default=0.0)
     out: list[dict] = []
-    for ev, h in judged:
-        if ev < P["hook_rel"] * lead:
-            h["scoreDetails"]["hookGate"].update(kept=False, why=f"under {P['hook_rel']:.2f} of the best's evidence")
+    for _ev, h in judged:
+        if h["scoreDetails"]["hookGate"]["strength"] < P["hook_rel"] * lead:
+            h["scoreDetails"]["hookGate"].update(kept=False, why=f"under {P['hook_rel']:.2f} of the best's strength")
             continue
         out.append(h)
     if P["hook_by_evidence"]:

@@ -130,7 +130,7 @@ PARAMS: dict[str, float] = {
     "hook_lex_note": 0.3,
     "hook_words": 1.1,  # coverage x specificity that answers on any basis (the vault's own rare words)
     "hook_words_note": 0.3,
-    "hook_rel": 0.0,  # a hit needs at least this fraction of the strongest hit's evidence
+    "hook_rel": 0.7,  # a hit needs at least this fraction of the strongest hit's strength (times its bar)
     "hook_by_evidence": 0.0,  # 1 = order the kept hits by their evidence instead of recall's order
     "hook_referents": 1,  # how many notes the previous reply points to are injected
     "hook_referent_first": 1.0,  # 1 = for a short prompt, what the reply points to comes first
