@@ -233,3 +233,19 @@ def test_a_note_well_under_the_best_is_not_injected_beside_it():
             e5("local-database-port.md", 0.0502, 0.1479)]
     kept, _why = hook_gate(path, [], short=False)
     assert [h["path"] for h in kept] == ["database-migrations.md", "harbor-api-stack.md", "local-database-port.md"]
+
+
+def test_the_lexical_answer_keeps_notes_under_the_best_by_words():
+    """Words alone (no server yet) are no strength to rank answers by: at 577 notes "do the same for the
+    android code" found five notes naming Android at 0.45 and *Feature flags* at 0.68 (its words hold
+    "same"); cutting under 0.7 of the best left only that one (recorded numbers)."""
+    from hive_brain.search.abstain import hook_gate
+
+    def lexical(path: str, coverage: float) -> dict:
+        return {"path": path, "kind": "memory", "status": "active",
+                "scoreDetails": {"coverage": coverage, "specificity": 1.0}}
+
+    hits = [lexical(p, 0.4521) for p in ("android-ui-architecture.md", "android-ci-out-of-memory.md",
+                                         "kotlin-formatting.md", "kwame-mensah.md", "gate-scanner-app.md")]
+    kept, _why = hook_gate([*hits, lexical("feature-flags.md", 0.684)], [], short=True)
+    assert [h["path"] for h in kept] == ["android-ui-architecture.md", "android-ci-out-of-memory.md", "kotlin-formatting.md"]

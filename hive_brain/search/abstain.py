@@ -195,11 +195,14 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool, l
             judged.sort(key=lambda x: next(j for j, y in enumerate(hits) if y is x[1]))  # recall's order
             why = None
     # A note after the best must be nearly as strong (times its own bar, so a second model's gap and e5's
-    # compare): one answer and what sits well under it are the answer and noise.
-    lead = max((h["scoreDetails"]["hookGate"]["strength"] for _ev, h in judged), default=0.0)
+    # compare): one answer and what sits well under it are the answer and noise. Not on words alone (the
+    # lexical answer before the server is up): there one more shared word is no stronger answer, and a
+    # note ahead by a common word ("same") pushed out three that named the prompt's topic.
+    gates = [h["scoreDetails"]["hookGate"] for _ev, h in judged]
+    lead = max((g["strength"] for g in gates if g["basis"] != "lexical"), default=0.0)
     out: list[dict] = []
-    for _ev, h in judged:
-        if h["scoreDetails"]["hookGate"]["strength"] < P["hook_rel"] * lead:
+    for g, (_ev, h) in zip(gates, judged, strict=True):
+        if g["basis"] != "lexical" and g["strength"] < P["hook_rel"] * lead:
             h["scoreDetails"]["hookGate"].update(kept=False, why=f"under {P['hook_rel']:.2f} of the best's strength")
             continue
         out.append(h)
