@@ -173,3 +173,79 @@ def test_a_reference_page_near_a_typed_memory_is_no_rival_for_its_clear_lead():
     rival = _hit("Memory/release-train.md", "memory", 0.2142, 0.0314)
     kept, _why = hook_gate([memory(), rival, *notes], [], short=False)
     assert kept == []
+
+
+def test_a_pasted_error_brings_no_note_that_holds_none_of_its_words(vault_path: Path, with_model: Path):
+    """What a new user meets first: the demo vault (``hive-brain demo``, six memories), a pasted git
+    error. The second model reads no prompt without English function words, so e5's gap decided alone,
+    and *Flaky sync test* (0.036 over the 0.02 bar, not one of the prompt's words in it) was injected.
+    The notes that do hold the prompt's words, and prompts in another script, still answer."""
+    from hive_brain.cli.demo import run_demo
+    from hive_brain.config import resolve
+
+    run_demo(vault_path, resolve(), semantic=True)
+    eng = Engine.open(vault_path)
+    pack = _pack(eng, "git push rejected: non-fast-forward")
+    assert not pack["items"], ([it["path"] for it in pack["items"]], pack.get("gate"))
+    for prompt, title in (("test_sync race", "Flaky sync test"), ("why does the sync test keep failing?", "Flaky sync test"),
+                          ("什么时候发布新版本？", "部署时间")):
+        pack = _pack(eng, prompt)
+        assert [it["path"] for it in pack["items"]][:1] and title in pack["context"], (prompt, pack.get("gate"))
+
+
+def test_e5_alone_needs_more_for_a_note_with_none_of_a_latin_prompts_words():
+    """The recorded numbers: the demo's pasted git error (above), and a Chinese prompt of the prompt-hook
+    set whose memory is English (mixed-07, e5 gap 0.054, no shared word: its script shares none)."""
+    from hive_brain.search.abstain import hook_gate
+
+    def e5(path: str, gap: float, coverage: float, specificity: float) -> dict:
+        return {"path": path, "kind": "memory", "status": "active",
+                "scoreDetails": {"rerankGap": None, "semanticGap": gap, "coverage": coverage,
+                                 "specificity": specificity, "floorAllowance": 0.0}}
+
+    demo = [e5("Memory/release-steps.md", 0.0137, 0.167, 1.0), e5("Memory/flaky-sync-test.md", 0.0357, 0.0, 0.0)]
+    kept, why = hook_gate(demo, [], short=True, latin=True)
+    assert kept == [] and why, [h["path"] for h in kept]
+    assert demo[1]["scoreDetails"]["hookGate"]["need"] == 0.06
+    kept, _why = hook_gate([e5("Memory/car-deck-capacity.md", 0.0544, 0.0, 0.0)], [], short=False, latin=False)
+    assert [h["path"] for h in kept] == ["Memory/car-deck-capacity.md"]
+
+
+def test_a_note_well_under_the_best_is_not_injected_beside_it():
+    """Recorded at 77 notes (benchmarks/prompt_hook.py, mixed-05 "iOS app 最低支持哪个系统版本?"): the
+    right memory at 3.7 times its bar, then notes at 2.1, 1.6 and 1.2 times theirs, all over the bar and
+    three injected. Under ``hook_rel`` 0.7 of the best's strength a note stays out; notes as strong as
+    the best (filepath-01, a migration's path: 2.4, 2.2, 2.5 times) all stay, in recall's order."""
+    from hive_brain.search.abstain import hook_gate
+
+    def e5(path: str, gap: float, words: float) -> dict:
+        return {"path": path, "kind": "memory", "status": "active",
+                "scoreDetails": {"rerankGap": None, "semanticGap": gap, "coverage": words, "specificity": 1.0,
+                                 "floorAllowance": 0.0}}
+
+    ios = [e5("minimum-ios-version.md", 0.0743, 0.0844), e5("ios-app-architecture.md", 0.0428, 0.0844),
+           e5("push-on-the-ios-simulator.md", 0.0237, 0.0454), e5("forced-app-update.md", 0.031, 0.0332)]
+    kept, _why = hook_gate(ios, [], short=False)
+    assert [h["path"] for h in kept] == ["minimum-ios-version.md"]
+    gate = [h["scoreDetails"]["hookGate"] for h in ios]
+    assert gate[1]["strength"] < 0.7 * gate[0]["strength"] and not gate[1]["kept"], gate
+    path = [e5("database-migrations.md", 0.0489, 0.346), e5("harbor-api-stack.md", 0.0433, 0.2837),
+            e5("local-database-port.md", 0.0502, 0.1479)]
+    kept, _why = hook_gate(path, [], short=False)
+    assert [h["path"] for h in kept] == ["database-migrations.md", "harbor-api-stack.md", "local-database-port.md"]
+
+
+def test_the_lexical_answer_keeps_notes_under_the_best_by_words():
+    """Words alone (no server yet) are no strength to rank answers by: at 577 notes "do the same for the
+    android code" found five notes naming Android at 0.45 and *Feature flags* at 0.68 (its words hold
+    "same"); cutting under 0.7 of the best left only that one (recorded numbers)."""
+    from hive_brain.search.abstain import hook_gate
+
+    def lexical(path: str, coverage: float) -> dict:
+        return {"path": path, "kind": "memory", "status": "active",
+                "scoreDetails": {"coverage": coverage, "specificity": 1.0}}
+
+    hits = [lexical(p, 0.4521) for p in ("android-ui-architecture.md", "android-ci-out-of-memory.md",
+                                         "kotlin-formatting.md", "kwame-mensah.md", "gate-scanner-app.md")]
+    kept, _why = hook_gate([*hits, lexical("feature-flags.md", 0.684)], [], short=True)
+    assert [h["path"] for h in kept] == ["android-ui-architecture.md", "android-ci-out-of-memory.md", "kotlin-formatting.md"]

@@ -116,21 +116,40 @@ def hook_need(basis: str, kind: str | None, params: Mapping[str, float]) -> floa
     return params[base] + (params[base + "_note"] if kind not in ("memory", "conversation") else 0.0)
 
 
-def _standing(hit: Mapping, params: Mapping[str, float]) -> float:
+def _need(hit: Mapping, basis: str, params: Mapping[str, float], latin: bool) -> float:
+    """:func:`hook_need` for this hit. On e5's gap alone (the second model did not read the prompt: a
+    path, an error line, bare keywords), a note holding none of the words of a prompt in Latin script
+    needs ``hook_gap_wordless`` more: such a prompt is its words, and a note with none of them is only
+    near it the way small vaults' notes are near anything ("git push rejected: non-fast-forward" and
+    the demo's *Flaky sync test*, e5 gap 0.036). A prompt in another script shares no word with most
+    notes whatever it asks, so its gap alone keeps counting."""
+    need = hook_need(basis, hit.get("kind"), params)
+    if latin and basis == "e5" and not float((hit.get("scoreDetails") or {}).get("coverage") or 0.0):
+        need += params["hook_gap_wordless"]
+    return need
+
+
+def _strength(ev: float, need: float, words: float, words_need: float) -> float:
+    """How many times its bar a hit reaches, on its evidence or on its words, whichever is more."""
+    return round(max(ev / need if need > 0 else 0.0, words / words_need if words_need > 0 else 0.0), 3)
+
+
+def _standing(hit: Mapping, params: Mapping[str, float], latin: bool) -> float:
     """A hit's evidence for the clear-lead rule of :func:`hook_gate`: its evidence less
-    ``hook_clear_bar`` of the bar its kind must reach (0: the evidence alone)."""
+    ``hook_clear_bar`` of the bar it must reach (0: the evidence alone)."""
     ev, basis = hook_evidence(hit, params)
-    return ev - params["hook_clear_bar"] * hook_need(basis, hit.get("kind"), params)
+    return ev - params["hook_clear_bar"] * _need(hit, basis, params, latin)
 
 
-def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
+def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool, latin: bool = False,
               params: Mapping[str, float] = PARAMS) -> tuple[list[dict], str | None]:
     """The notes the prompt hook injects, each on its own evidence (:func:`hook_evidence`): at least
     what its kind needs, and within ``hook_rel`` of the strongest hit's evidence, at most
     ``hook_max_items``. ``referents``: hits of the prompt + previous reply search whose topic is in
     that text (``search.prompt``); a short prompt is about them, so the first of them leads (it has
     only lexical evidence, and its topic words in the conversation are that evidence). A replaced
-    version is never injected: the hook speaks about now. Returns (hits, why none when empty);
+    version is never injected: the hook speaks about now. ``latin``: the prompt is in Latin script
+    (:func:`_need`). Returns (hits, why none when empty);
     each judged hit's ``scoreDetails.hookGate`` says what it was judged on."""
     P = params
     judged: list[tuple[float, dict]] = []
@@ -141,14 +160,15 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
             d["hookGate"] = {"kept": False, "why": "a replaced version"}
             continue
         ev, basis = hook_evidence(h, P)
-        need = hook_need(basis, h.get("kind"), P)
+        need = _need(h, basis, P, latin)
         # The vault's own rare words, most of them in the note, answer whatever the models say: neither
         # knows "zorbulator", and the second model reads an unknown word as noise.
         words = _words(d)
         words_need = P["hook_words"] + (P["hook_words_note"] if h.get("kind") not in ("memory", "conversation") else 0.0)
         ok = ev >= need or words >= words_need
         d["hookGate"] = {"evidence": round(ev, 4), "basis": basis, "need": round(need, 4), "words": round(words, 4),
-                         "wordsNeed": round(words_need, 4), "kept": ok}
+                         "wordsNeed": round(words_need, 4), "strength": _strength(ev, need, words, words_need),
+                         "kept": ok}
         if ok:
             judged.append((ev, h))
         elif why is None:
@@ -159,13 +179,13 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
     # Each hit's standing is its evidence less ``hook_clear_bar`` of its kind's bar: a reference page
     # the second model rates near a typed memory still needs far more than the memory does, so it is
     # no rival (at +3,000 reference notes, "FlagBoundary" 0.23 beside *Feature flags* 0.25).
-    evs = sorted(((_standing(h, P), i) for i, h in enumerate(hits)
+    evs = sorted(((_standing(h, P, latin), i) for i, h in enumerate(hits)
                   if not (h.get("status") == "superseded" or h.get("historical"))), reverse=True)
     if evs and not any(h is hits[evs[0][1]] for _ev, h in judged):
         top, i = evs[0]
         h = hits[i]
         top_ev, basis = hook_evidence(h, P)
-        need = hook_need(basis, h.get("kind"), P)
+        need = _need(h, basis, P, latin)
         # A lone hit is clear by its evidence: its rival is a hit of its own kind with none.
         clear = top - (evs[1][0] if len(evs) > 1 else -P["hook_clear_bar"] * need)
         low = need - P["hook_clear_less"]
@@ -174,11 +194,16 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool,
             judged.append((top_ev, h))
             judged.sort(key=lambda x: next(j for j, y in enumerate(hits) if y is x[1]))  # recall's order
             why = None
-    lead = max((ev for ev, _h in judged), default=0.0)
+    # A note after the best must be nearly as strong (times its own bar, so a second model's gap and e5's
+    # compare): one answer and what sits well under it are the answer and noise. Not on words alone (the
+    # lexical answer before the server is up): there one more shared word is no stronger answer, and a
+    # note ahead by a common word ("same") pushed out three that named the prompt's topic.
+    gates = [h["scoreDetails"]["hookGate"] for _ev, h in judged]
+    lead = max((g["strength"] for g in gates if g["basis"] != "lexical"), default=0.0)
     out: list[dict] = []
-    for ev, h in judged:
-        if ev < P["hook_rel"] * lead:
-            h["scoreDetails"]["hookGate"].update(kept=False, why=f"under {P['hook_rel']:.2f} of the best's evidence")
+    for g, (_ev, h) in zip(gates, judged, strict=True):
+        if g["basis"] != "lexical" and g["strength"] < P["hook_rel"] * lead:
+            h["scoreDetails"]["hookGate"].update(kept=False, why=f"under {P['hook_rel']:.2f} of the best's strength")
             continue
         out.append(h)
     if P["hook_by_evidence"]:

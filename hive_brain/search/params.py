@@ -120,6 +120,7 @@ PARAMS: dict[str, float] = {
     "hook_rr_note": 0.4,  # ... and this much more for reference material (a note that is not typed memory)
     "hook_gap": 0.02,  # where it did not read the prompt: e5's gap plus hook_w_words x specific coverage
     "hook_gap_note": 0.06,
+    "hook_gap_wordless": 0.04,  # ... more for a note holding none of a Latin-script prompt's words (abstain._need)
     "hook_w_gap": 0.5,  # weight of e5's gap beside the second model's
     "hook_clear": 0.08,  # a lead this far above the next hit's evidence ...
     "hook_clear_less": 0.04,  # ... needs this much less than its kind's bar
@@ -129,7 +130,7 @@ PARAMS: dict[str, float] = {
     "hook_lex_note": 0.3,
     "hook_words": 1.1,  # coverage x specificity that answers on any basis (the vault's own rare words)
     "hook_words_note": 0.3,
-    "hook_rel": 0.0,  # a hit needs at least this fraction of the strongest hit's evidence
+    "hook_rel": 0.7,  # a hit needs at least this fraction of the strongest hit's strength (times its bar)
     "hook_by_evidence": 0.0,  # 1 = order the kept hits by their evidence instead of recall's order
     "hook_referents": 1,  # how many notes the previous reply points to are injected
     "hook_referent_first": 1.0,  # 1 = for a short prompt, what the reply points to comes first

@@ -216,6 +216,7 @@ def contextual_answer(
     on its own evidence (``abstain.hook_gate``): the hook may inject one note, or none.
     """
     from ..index.textproc import content_words
+    from . import rerank
     from .abstain import hook_gate
     from .answer import build
     from .params import PARAMS
@@ -247,13 +248,14 @@ def contextual_answer(
         referents = _referents(r2["hits"], q_terms, hits, P)
         base = base or r2
     short = len(words) < LONG_PROMPT_WORDS
-    kept, gated = hook_gate(hits, referents, short=short, params=P)
+    latin = rerank.latin(prompt)
+    kept, gated = hook_gate(hits, referents, short=short, latin=latin, params=P)
     if context.strip() and (short or not hits) and not kept:
         # Only when nothing else passed: the models over prompt + reply tripled the hook's time with a
         # transcript (benchmarks/hook_latency.py), and a prompt that found its note needs no more.
         extra = _with_reply(recall, prompt, context, hits, limit, P)
         if extra:
-            kept, gated = hook_gate(hits + extra, referents, short=short, params=P)
+            kept, gated = hook_gate(hits + extra, referents, short=short, latin=latin, params=P)
     hits = kept
     if base is None:
         base = {"abstained": True, "reason": "the prompt has no searchable words", "hits": []}
