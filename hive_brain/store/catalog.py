@@ -7,6 +7,7 @@ the indexer find what changed, without parsing 10k YAML headers on every command
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import os
@@ -171,8 +172,14 @@ class Entry:
         return str(t) if t else self.path.rsplit("/", 1)[-1].removesuffix(".md")
 
 
+# A recall reads ~100 candidates' rows, and a note's frontmatter changes far less often than it is read:
+# parsed once per distinct text (~1 ms of a 10k recall). Shared, so an entry's meta is never changed in
+# place (writers copy it: ``memory.store.with_id``).
+_meta_of = functools.lru_cache(maxsize=16384)(json.loads)
+
+
 def _entry(row: tuple, with_meta: bool) -> Entry:
-    meta = json.loads(row[12] or "{}") if with_meta else {}
+    meta = _meta_of(row[12] or "{}") if with_meta else {}
     path, mtime_ns, size, sha, kind, mid, key, status, layer, agent, task, chash = row[:12]
     return Entry(path, mtime_ns, size, sha, kind, mid, key, status, layer, agent, task, chash, meta, row[13],
                  row[14] or "", row[16] or "", row[17] or "", row[18] or 1, row[19] or "")
