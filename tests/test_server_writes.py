@@ -420,53 +420,49 @@ def test_a_read_that_does_not_wait_still_starts_the_writes_index(in_process, mon
     monkeypatch.setattr(srv.indexing, "debounce", 60.0)
     _write(srv, "remember", inp={"type": "fact", "title": "Hosting", "content": "The web app runs on quokkahost."})
     assert _ask(srv, "recall", query="Which database stores billing records?", scope="full-vault") is not None
-    loop = srv.indexing
-    deadline = time.monotonic() + 10
+    assert _all_indexed(srv.indexing), "the write waited out its delay after the read"
+
+
+def _all_indexed(loop, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
     while loop._writes_indexed < loop._writes_acked and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert loop._writes_indexed == loop._writes_acked, "the write waited out its delay after the read"
+        time.sleep(0.02)
+    return loop._writes_indexed == loop._writes_acked
+
+
+def _write_beside_a_request(srv, monkeypatch, yield_max: float) -> None:
+    """A write whose cycle is due in 0.05 s, made while a request is in flight (ended by the caller)."""
+    from hive_brain.daemon import indexing
+
+    monkeypatch.setattr(indexing, "WRITE_INDEX_DELAY_S", 0.05)
+    monkeypatch.setattr(indexing, "CYCLE_YIELD_MAX_S", yield_max)
+    srv.indexing.begin_request()
+    _write(srv, "remember", inp={"type": "fact", "title": "Hosting", "content": "The web app runs on quokkahost."})
 
 
 def test_a_writes_index_waits_for_the_request_being_answered(in_process, monkeypatch):
     """A cycle nobody waits for does not begin beside a request: its Python shared the GIL with the
     request (cli_latency: a recall right after a write). Before, the write was indexed after its
     0.05 s delay here, the request still in flight."""
-    from hive_brain.daemon import indexing
-
     srv, _ = in_process
-    monkeypatch.setattr(indexing, "WRITE_INDEX_DELAY_S", 0.05)
-    monkeypatch.setattr(indexing, "CYCLE_YIELD_MAX_S", 30.0)
     loop = srv.indexing
-    loop.begin_request()
     try:
-        _write(srv, "remember", inp={"type": "fact", "title": "Hosting", "content": "The web app runs on quokkahost."})
+        _write_beside_a_request(srv, monkeypatch, yield_max=30.0)
         time.sleep(1.0)
         assert loop._writes_indexed < loop._writes_acked, "the write's index began beside the request in flight"
     finally:
         loop.end_request()
-    deadline = time.monotonic() + 10
-    while loop._writes_indexed < loop._writes_acked and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert loop._writes_indexed == loop._writes_acked, "the write was not indexed once the request was answered"
+    assert _all_indexed(loop), "the write was not indexed once the request was answered"
 
 
 def test_a_writes_index_waits_for_requests_only_so_long(in_process, monkeypatch):
     """A steady stream of requests cannot hold indexing off: past CYCLE_YIELD_MAX_S the cycle begins."""
-    from hive_brain.daemon import indexing
-
     srv, _ = in_process
-    monkeypatch.setattr(indexing, "WRITE_INDEX_DELAY_S", 0.05)
-    monkeypatch.setattr(indexing, "CYCLE_YIELD_MAX_S", 0.3)
-    loop = srv.indexing
-    loop.begin_request()
     try:
-        _write(srv, "remember", inp={"type": "fact", "title": "Hosting", "content": "The web app runs on quokkahost."})
-        deadline = time.monotonic() + 10
-        while loop._writes_indexed < loop._writes_acked and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert loop._writes_indexed == loop._writes_acked, "a request in flight held the write's index off for good"
+        _write_beside_a_request(srv, monkeypatch, yield_max=0.3)
+        assert _all_indexed(srv.indexing), "a request in flight held the write's index off for good"
     finally:
-        loop.end_request()
+        srv.indexing.end_request()
 
 
 @pytest.fixture
