@@ -14,7 +14,8 @@ the rows differ only by what the writer supplied. Split by position like smallva
 odd = held); off-topic prompts are smallvault's.
 
 Metrics, with recall as the warm server answers (hybrid, tiered, abstention on): hit@1 / hit@3 (an
-abstention is a miss), the abstain rate on these answerable questions, off-topic abstention.
+abstention is a miss), the abstain rate on these answerable questions, off-topic abstention. ``--deep``
+asks every stage again in deep mode (``recall --rerank``): the writer's names and deep mode together.
 """
 
 from __future__ import annotations
@@ -80,17 +81,18 @@ def add_names(root: Path, paths: Mapping[str, str], memories: list[dict[str, Any
         p.write_text(render(meta, note.body, like=note), encoding="utf-8")
 
 
-def evaluate(eng: Any, view: Any, qs: list[dict[str, Any]], offtopic: list[str]) -> dict[str, Any]:
+def evaluate(eng: Any, view: Any, qs: list[dict[str, Any]], offtopic: list[str], **recall_opts: Any) -> dict[str, Any]:
+    """``recall_opts``: more recall options (``deep``)."""
     recs = []
     for q in qs:
-        res = eng.recall(q["q"], view=view, limit=10)
+        res = eng.recall(q["q"], view=view, limit=10, **recall_opts)
         paths = [h["path"] for h in res["hits"]]
         rank = next((i for i, p in enumerate(paths) if p == q["gold"]), None)
         top = res["hits"][0]["scoreDetails"] if res["hits"] else {}
         recs.append({**q, "rank": rank, "abstained": res["abstained"], "top": [h["title"] for h in res["hits"][:3]],
                      "topQuestionMatch": top.get("questionMatch"), "topQuestionSim": top.get("questionSim")})
     off = [{"q": q, "split": "tune" if i % 2 == 0 else "held",
-            "abstained": eng.recall(q, view=view, limit=10)["abstained"]} for i, q in enumerate(offtopic)]
+            "abstained": eng.recall(q, view=view, limit=10, **recall_opts)["abstained"]} for i, q in enumerate(offtopic)]
     return {"answerable": recs, "offtopic": off}
 
 
@@ -107,7 +109,8 @@ def metrics(ev: Mapping[str, Any], split: str) -> dict[str, Any]:
             "offtopic_abstain": rate([r["abstained"] for r in off]), "n_offtopic": len(off)}
 
 
-def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, questions: Path | None = None) -> dict[str, Any]:
+def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, questions: Path | None = None,
+        deep: bool = False) -> dict[str, Any]:
     from hive_brain.search.params import PARAMS
 
     from .smallvault import read_ahead
@@ -137,8 +140,12 @@ def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, questions: Path 
                 stages.append({"stage": stage, "catch_up_s": catch_up_s, "semantic": view.embedder is not None,
                                "tune": metrics(ev, "tune"), "held": metrics(ev, "held"), "cases": ev})
                 log(f"aliasvault: {info['notes']} notes, {stage}: held {stages[-1]['held']}")
+                if deep:  # the same notes and questions in deep mode (recall --rerank): the two levers together
+                    dv = evaluate(eng, view, qs, offtopic, deep=True)
+                    stages[-1]["deep"] = {"tune": metrics(dv, "tune"), "held": metrics(dv, "held"), "cases": dv}
+                    log(f"aliasvault: {info['notes']} notes, {stage} +deep: held {metrics(dv, 'held')}")
             out.append({"size": size, **info, "stages": stages})
-    return {"sizes": list(sizes), "targets": TARGETS, "params": dict(PARAMS), "vaults": out}
+    return {"sizes": list(sizes), "targets": TARGETS, "params": dict(PARAMS), "deep": deep, "vaults": out}
 
 
 COLUMNS = ["vault", "writer supplied", "half", "n", "hit@1", "hit@3", "abstain ans.", "off-topic abstain"]
@@ -148,10 +155,11 @@ def rows(result: Mapping[str, Any]) -> list[list[Any]]:
     out = []
     for v in result["vaults"]:
         for s in v["stages"]:
-            for half in ("tune", "held"):
-                m = s[half]
-                out.append([f"{v['notes']} notes", s["stage"], half, m["n"], m["hit@1"], m["hit@3"],
-                            m["abstain_answerable"], m["offtopic_abstain"]])
+            for mode, res in [("", s)] + ([(" +deep", s["deep"])] if "deep" in s else []):
+                for half in ("tune", "held"):
+                    m = res[half]
+                    out.append([f"{v['notes']} notes", s["stage"] + mode, half, m["n"], m["hit@1"], m["hit@3"],
+                                m["abstain_answerable"], m["offtopic_abstain"]])
     return out
 
 
@@ -174,10 +182,12 @@ def summary_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _args(ap: Any) -> None:
     ap.add_argument("--sizes", default=None, help="comma-separated vault sizes (default: by mode)")
     ap.add_argument("--questions", type=Path, default=None, help="the question file (default: aliasvault/questions.json)")
+    ap.add_argument("--deep", action="store_true", help="also ask every stage in deep mode (recall --rerank)")
 
 
 def _kwargs(args: Any) -> dict[str, Any]:
-    return {"sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else None, "questions": args.questions}
+    return {"sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else None, "questions": args.questions,
+            "deep": args.deep}
 
 
 if __name__ == "__main__":
