@@ -182,7 +182,7 @@ class SocketServer:
         """One request line -> (op, response). Never raises: a bad request is an error response."""
         with self._conns_lock:
             self.stats["requests"] += 1
-        self.loop.begin_request()
+        self.loop.begin_request()  # also here for in-process callers (Server.handle); nested counts add up
         try:
             return self._handle(line)
         finally:
