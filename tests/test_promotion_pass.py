@@ -100,8 +100,10 @@ def test_a_real_server_runs_the_pass_after_it_starts(vault_path, tmp_path):
                                 stdout=subprocess.DEVNULL, stderr=err, env=env)
     try:
         client.wait_ready(state, 60, proc=proc)
-        # Well before the first resync (30 s): the pass ran only after the loop's first catch-up, which in a
-        # vault nobody edits was that resync (and past this test's old 30 s wait on a loaded machine).
+        # The pass follows the loop's catch-ups: a note saved by hand brings one now, where waiting for the
+        # first resync (30 s, this test's old wait) failed on a loaded machine. Not run at start instead:
+        # at 10k notes the pass takes ~4.5 s CPU, which the first writes and prompts after a start would share.
+        (vault_path / "hand-saved.md").write_text("# Saved by hand\n\nA note the watcher sees.\n", encoding="utf-8")
         deadline = time.monotonic() + 10
         while not _proposals() and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -394,12 +394,6 @@ class IndexingLoop:
                 self._scan_transcripts(eng)  # at start too, not 30 s later: sessions may have ended meanwhile
             except Exception:  # noqa: BLE001 - the loop's cycles try again
                 self.log.exception("quiet transcripts failed")
-            try:
-                # At start too: it ran after the loop's first catch-up, which in a vault nobody edits was the
-                # first resync, 30 s on (the pass is once a day; a server restarted daily ran it that late).
-                promotion_pass(eng, self.settings.promotion_every_s, self.log)
-            except Exception:  # noqa: BLE001 - the loop's cycles try again
-                self.log.exception("promotion pass failed")
             self._loop(eng)
         finally:
             eng.indexer.lexical.finish_merges()
