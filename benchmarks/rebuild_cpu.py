@@ -4,6 +4,7 @@
     python -m benchmarks.rebuild_cpu --work /tmp/rebuildwork --against /tmp/base-src   # interleaved with another tree
     python -m benchmarks.rebuild_cpu --work /tmp/rebuildwork --profile                 # cProfile of one rebuild
     python -m benchmarks.rebuild_cpu --vault V --dump out.json [--tree DIR]            # what the rebuild derived
+    python -m benchmarks.rebuild_cpu --work /tmp/rebuildwork --notes 10000 --pass promotion --against /tmp/base-src
 
 Each run is a fresh process with a fresh state dir: imports first, then only the rebuild is timed
 (``time.process_time`` for CPU, ``perf_counter`` for wall). The machine is shared, so CPU seconds
@@ -11,8 +12,10 @@ are the figure; wall is shown beside them. ``--against DIR`` runs the same child
 ``PYTHONPATH=DIR`` (another checkout's source, e.g. ``git archive`` of the base commit) alternately
 with this tree's, so load drift hits both alike. ``--dump`` writes every catalog row, every secret
 finding, every stored object's hash and every tantivy document the rebuild added (as tantivy got it,
-analyzed terms included), sorted: two dumps of the same vault from two trees must be equal. Writes
-``benchmarks/results/rebuild_cpu.json``.
+analyzed terms included), sorted: two dumps of the same vault from two trees must be equal.
+``--pass promotion`` times the server's daily promotion pass instead (``BrainReview.promote``, dry run, on
+a catalog the child has already walked, as a warm server's is): the fixture's private memories of three
+agents, compared all pairs. Writes ``benchmarks/results/rebuild_cpu.json`` (``rebuild_cpu-promotion.json``).
 """
 
 from __future__ import annotations
@@ -62,12 +65,20 @@ prof = None
 if mode == "profile":
     import cProfile
     prof = cProfile.Profile()
+if mode == "promotion":
+    from hive_brain.memory.review import BrainReview
+    review = BrainReview(eng.memory.for_agent(None, owner_verified=True))
+    review.promote(dry_run=True)  # the catalog walk and first reads, which a warm server has behind it
 c0, t0 = time.process_time(), time.perf_counter()
 if prof: prof.enable()
-res = eng.rebuild(embed=False)
+if mode == "promotion":
+    rep = review.promote(dry_run=True)
+    res = {"indexed": rep["groups"], "passages": len(rep["skipped"]) + len(rep["proposed"]) + len(rep["extended"])}
+else:
+    res = eng.rebuild(embed=False)
 if prof: prof.disable()
 cpu, wall = time.process_time() - c0, time.perf_counter() - t0
-notes = eng.indexer.catalog.db.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
+notes = (eng.catalog if mode == "promotion" else eng.indexer.catalog).db.execute("SELECT COUNT(*) FROM notes").fetchone()[0]
 import hive_brain
 result = {"tree": os.path.dirname(os.path.dirname(hive_brain.__file__)), "cpu_s": cpu, "wall_s": wall, "notes": notes, "indexed": res.get("indexed"), "passages": res.get("passages")}
 if prof:
@@ -111,6 +122,7 @@ def fixture_vault(work: Path, notes: int) -> Path:
 
 
 def child(tree: Path, vault: Path, mode: str = "time", out: Path | None = None) -> dict[str, Any]:
+    """One run in a fresh process and state dir; ``mode``: time (a rebuild), promotion, profile, dump."""
     with tempfile.TemporaryDirectory(prefix="hb-rebuild-state-") as state:
         env = {**os.environ, "PYTHONPATH": str(tree)}
         # cwd elsewhere: ``python -c`` puts the working directory first on sys.path, before PYTHONPATH.
@@ -143,6 +155,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--profile", action="store_true", help="print a cProfile (tottime) of one rebuild")
     ap.add_argument("--dump", type=Path, default=None, help="write what one rebuild derived, then stop")
     ap.add_argument("--tree", type=Path, default=HERE, help="the source tree --dump and --profile run (default: this one)")
+    ap.add_argument("--pass", dest="what", choices=["rebuild", "promotion"], default="rebuild",
+                    help="what is timed: the lexical rebuild, or the daily promotion pass (groups in 'indexed')")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     enable_bytecode_cache()  # as an installed package: modules imported during the rebuild are not compiled each run
@@ -155,23 +169,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(child(args.tree, vault, "profile")["profile"])
         return 0
     trees = {args.label: HERE, **({f"against {args.against}": args.against} if args.against else {})}
-    child(HERE, vault)  # warm the page cache and the bytecode
+    mode = "promotion" if args.what == "promotion" else "time"
+    child(HERE, vault, mode)  # warm the page cache and the bytecode
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in trees}
     load0 = load_average()
     for i in range(args.runs):
         for label, tree in trees.items():
-            runs[label].append(r := child(tree, vault))
+            runs[label].append(r := child(tree, vault, mode))
             log(f"run {i + 1} {label} ({r['tree']}): {r['cpu_s']:.3f} CPU s, {r['wall_s']:.3f} s wall")
     results = {k: summarize(v) for k, v in runs.items()}
     res: dict[str, Any] = {"commit": git_commit(), "vault": str(vault), "load": [load0, load_average()],
                            "trees": {k: str(v) for k, v in trees.items()}, "results": results}
-    print_table(f"Lexical rebuild, {next(iter(results.values()))['notes']:,} notes (fresh state each run)",
+    what = "Promotion pass (dry run, warm catalog)" if mode == "promotion" else "Lexical rebuild"
+    print_table(f"{what}, {next(iter(results.values()))['notes']:,} notes (fresh state each run)",
                 ["tree", "CPU s", "notes per CPU-s", "wall s", "notes/s wall"],
                 [[k, " / ".join(f"{c:.2f}" for c in s["cpu_s"]), " / ".join(f"{x:,}" for x in s["notes_per_cpu_s"]),
                   " / ".join(f"{w:.2f}" for w in s["wall_s"]), " / ".join(f"{x:,}" for x in s["notes_per_wall_s"])]
                  for k, s in results.items()])
     print(f"load average {res['load']}")
-    log(f"wrote {write_result(NAME, res)}")
+    log(f"wrote {write_result(NAME if mode == 'time' else f'{NAME}-promotion', res)}")
     return 0
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hive_brain.cli.app import main
 from hive_brain.store.journal import STEPS
@@ -484,3 +486,26 @@ def test_evidence_that_is_not_in_the_conversation_is_refused(vault_path, tmp_pat
     assert _teach("--from-conversation", "no-such-session", ok=False)["error"] == "UsageError"
     assert _teach("--excerpt", "the migrations", ok=False)["error"] == "UsageError"
     assert not list((vault_path / REVIEW).glob("*.md"))  # nothing was proposed
+
+
+_WORDS = st.frozensets(st.sampled_from([f"w{i}" for i in range(12)]), max_size=9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), _WORDS), max_size=14), st.sampled_from([0.5, 0.6, 0.75, 1.0]))
+def test_the_promotion_pass_pair_search_finds_every_pair_all_pairs_would(sets, threshold):
+    """The prefix filter with its size bisect and per-agent index is exact: the pairs it finds are all
+    pairs of two agents' word sets at Jaccard >= threshold, no more (small vocabularies make many
+    ties at the threshold and sets of equal size)."""
+    from hive_brain.memory.review import _jaccard, similar_pairs
+
+    words = {f"m{i}": w for i, (_, w) in enumerate(sets)}
+    agent_of = {f"m{i}": a for i, (a, _) in enumerate(sets)}
+    found = {frozenset(p) for p in similar_pairs(words, agent_of, threshold)}
+    want = {
+        frozenset((x, y))
+        for x in words
+        for y in words
+        if x < y and agent_of[x] != agent_of[y] and _jaccard(words[x], words[y]) >= threshold
+    }
+    assert found == want
