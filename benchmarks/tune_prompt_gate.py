@@ -316,7 +316,8 @@ def where(work: Path, sizes: list[int | str], split: str | None) -> None:
     hook's own search of the prompt (tiered, ``WHERE_DEPTH`` deep) and in typed memory alone, with the
     second model's gap and the first pass's place, and the words the speller changed, at each size side by
     side: the candidates' side of a miss, which ``misses`` (the hook's six hits per search) cannot show.
-    ``pos``/``mem`` are 0-based; ``-`` = not in the list."""
+    Places are 0-based; ``-``: not in the list; ``unread``: the second model did not read the prompt or
+    the note (another script, no English function word, a conversation, the lexical view)."""
     _mems, prompts = load()
     chosen = [p for p in prompts if p["needs"] and split in (None, p["split"])]
     cols: dict[int | str, dict[str, str]] = {}
@@ -336,7 +337,7 @@ def where(work: Path, sizes: list[int | str], split: str | None) -> None:
                     continue
                 d = at[1].get("scoreDetails") or {}
                 gap = d.get("rerankGap")
-                cell.append(f"{at[0]}" + (f" {gap:.3f} fp{d.get('firstPassRank')}" if gap is not None else " e5"))
+                cell.append(f"{at[0]}" + (f" {gap:.3f} fp{d.get('firstPassRank')}" if gap is not None else " unread"))
                 if scope == "tiered":
                     cell[-1] = f"{res.get('tier', '')[:4]} {cell[-1]}"
             fixes = res.get("spelling") or {}
