@@ -15,6 +15,7 @@ Tune on ``--split tune``; quote final numbers from ``benchmarks.prompt_hook`` (t
     python -m benchmarks.tune_prompt_gate record --work /tmp/gate --size 500 --lexical     # the no-server answer
     python -m benchmarks.tune_prompt_gate curve --work /tmp/gate --sizes lex0,lex500 --param hook_lex --values 0.3,0.5
     python -m benchmarks.tune_prompt_gate talk --work /tmp/gate --sizes lex0,lex3000,0 --split held  # live, talk.json
+    python -m benchmarks.tune_prompt_gate where --work /tmp/gate --sizes 0,3000   # live: the needed memory's place
 """
 
 from __future__ import annotations
@@ -271,20 +272,13 @@ def talk(work: Path, sizes: list[int | str], split: str | None, overrides: dict[
     """Live, on the recorded vaults: how often the hook injects anything for the prompts of
     ``prompts/talk.json`` that only talk to the agent (``talk``: it should not) and for the short ones
     that name a topic (``work``), with the conversational filter (``hook_conversational``) and without."""
-    from hive_brain.agents.hooks import lexical_view
-    from hive_brain.engine import Engine
     from hive_brain.search.params import PARAMS
     from hive_brain.search.prompt import contextual_answer
 
     data = json.loads((DATA / "talk.json").read_text(encoding="utf-8"))
     rows = [r for k in ("tune", "held") if split in (None, k) for r in data[k]]
-    os.environ["HIVE_BRAIN_AUTOSTART"] = "0"
-    os.environ["HIVE_BRAIN_USE_SERVER"] = "0"
     for size in sizes:
-        d = work / _dir(size)
-        os.environ["HIVE_BRAIN_STATE_DIR"] = str(d / "state")
-        eng = Engine.open(d / "vault")
-        view = lexical_view(eng.vault, eng.settings) if str(size).startswith("lex") else eng.view()
+        view = _live_view(work, size)
 
         def rec(q: str, _view: Any = view, **o: Any) -> dict:
             return _search(_view, q, o)
@@ -301,9 +295,61 @@ def talk(work: Path, sizes: list[int | str], split: str | None, overrides: dict[
                   f"talk answered: {said['talk'][:6]}")
 
 
+def _live_view(work: Path, size: int | str) -> Any:
+    """The recorded vault of ``size`` opened in-process as ``record`` opened it (hybrid, or the lexical view)."""
+    from hive_brain.agents.hooks import lexical_view
+    from hive_brain.engine import Engine
+
+    os.environ["HIVE_BRAIN_AUTOSTART"] = "0"
+    os.environ["HIVE_BRAIN_USE_SERVER"] = "0"
+    d = work / _dir(size)
+    os.environ["HIVE_BRAIN_STATE_DIR"] = str(d / "state")
+    eng = Engine.open(d / "vault")
+    return lexical_view(eng.vault, eng.settings) if str(size).startswith("lex") else eng.view()
+
+
+WHERE_DEPTH = 30  # as deep as the second model reads (``rr_top``): below it a note keeps its first-pass place
+
+
+def where(work: Path, sizes: list[int | str], split: str | None) -> None:
+    """Live, on the recorded vaults: for each prompt that needs a memory, where that memory stands in the
+    hook's own search of the prompt (tiered, ``WHERE_DEPTH`` deep) and in typed memory alone, with the
+    second model's gap and the first pass's place, and the words the speller changed, at each size side by
+    side: the candidates' side of a miss, which ``misses`` (the hook's six hits per search) cannot show.
+    Places are 0-based; ``-``: not in the list; ``unread``: the second model did not read the prompt or
+    the note (another script, no English function word, a conversation, the lexical view)."""
+    _mems, prompts = load()
+    chosen = [p for p in prompts if p["needs"] and split in (None, p["split"])]
+    cols: dict[int | str, dict[str, str]] = {}
+    for size in sizes:
+        view = _live_view(work, size)
+        heads, _old = gold(view.catalog)
+        cols[size] = {}
+        for p in chosen:
+            need = {heads[k] for k in p["needs"] if k in heads}
+            cell = []
+            for scope in ("tiered", "agent-memory"):
+                res = _search(view, p["prompt"], {"scope": scope, "limit": WHERE_DEPTH, "pool": 60,
+                                                  "detail": "overview", "abstain": False})
+                at = next(((i, h) for i, h in enumerate(res["hits"]) if h["path"] in need), None)
+                if at is None:
+                    cell.append("-")
+                    continue
+                d = at[1].get("scoreDetails") or {}
+                gap = d.get("rerankGap")
+                cell.append(f"{at[0]}" + (f" {gap:.3f} fp{d.get('firstPassRank')}" if gap is not None else " unread"))
+                if scope == "tiered":
+                    cell[-1] = f"{res.get('tier', '')[:4]} {cell[-1]}"
+            fixes = res.get("spelling") or {}
+            cols[size][p["id"]] = " | ".join(cell) + (f" {fixes}" if fixes else "")
+    print(f"{'prompt':14s} " + "  ".join(f"{str(s) + ': tier pos gap first-pass | typed-only pos gap':44s}" for s in sizes))
+    for p in chosen:
+        print(f"{p['id']:14s} " + "  ".join(f"{cols[s][p['id']]:44s}" for s in sizes) + f"  {p['prompt'][:50]!r}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("record", "eval", "curve", "misses", "grid", "usage", "talk"))
+    ap.add_argument("cmd", choices=("record", "eval", "curve", "misses", "grid", "usage", "talk", "where"))
     ap.add_argument("--work", required=True)
     ap.add_argument("--size", type=int, default=None)
     ap.add_argument("--sizes", default="0")
@@ -329,6 +375,9 @@ def main() -> None:
     variants = [json.loads(t) for t in args.tries] or [{}]
     if args.cmd == "talk":
         talk(work, sizes, None if args.split == "all" else args.split, variants[0])
+        return
+    if args.cmd == "where":
+        where(work, sizes, split)
         return
     if args.cmd == "usage":
         usage_calibration(work, sizes, variants[0])
