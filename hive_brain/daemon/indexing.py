@@ -23,11 +23,16 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import LockTimeout
 from .embedding import BackgroundEmbedder
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..store.catalog import Catalog
+    from ..store.vault import Vault
 
 DEBOUNCE_S = 0.3  # editors write a note in bursts (temp file, rename, metadata); index once it is quiet
 RESYNC_S = 30.0  # full stat scan as a safety net for events the watcher missed (queue overflow, NFS)
@@ -52,7 +57,7 @@ TRANSCRIPT_SCAN_S = 30.0
 RERANK_SLICE_S = 0.1
 
 
-def transcript_pass(eng: Any, quiet_s: float, log: logging.Logger) -> list[str]:
+def transcript_pass(eng: Engine, quiet_s: float, log: logging.Logger) -> list[str]:
     """Capture the quiet transcripts (off when ``quiet_s`` <= 0); the notes written."""
     from ..memory.conversations import capture_quiet
 
@@ -65,7 +70,7 @@ def transcript_pass(eng: Any, quiet_s: float, log: logging.Logger) -> list[str]:
     return list(res["written"])
 
 
-def promotion_pass(eng: Any, every_s: float, log: logging.Logger) -> dict[str, Any] | None:
+def promotion_pass(eng: Engine, every_s: float, log: logging.Logger) -> dict[str, Any] | None:
     """The promotion pass, at most once per ``every_s`` per vault (``store.fsutil.due`` on a marker
     file, so a restarted server does not run it again the same day): Brain Review proposals only,
     never memory. The server is the owner's own process, so it proposes as the owner. Returns the
@@ -157,7 +162,7 @@ class IndexingLoop:
     side reports each request through :meth:`begin_request`/:meth:`end_request` so background
     embedding gives way to queries."""
 
-    def __init__(self, settings: Settings, vault: Any, stop: threading.Event, *, debounce: float = DEBOUNCE_S,
+    def __init__(self, settings: Settings, vault: Vault, stop: threading.Event, *, debounce: float = DEBOUNCE_S,
                  resync: float = RESYNC_S, on_resync: Callable[[], None] = lambda: None) -> None:
         self.settings = settings
         self.vault = vault
@@ -258,7 +263,7 @@ class IndexingLoop:
             self._last_event = time.monotonic()
             self.cond.notify_all()
 
-    def refresh_catalog(self, catalog: Any) -> bool:
+    def refresh_catalog(self, catalog: Catalog) -> bool:
         """Bring ``catalog`` up to date for a write (lock held): re-read only the notes the watcher saw
         change, or walk the whole vault when it cannot say (no watcher, a folder event, not read yet).
         The 30 s resync walks anyway, for events a watcher can miss (a full inotify queue, NFS).
@@ -357,7 +362,7 @@ class IndexingLoop:
                 self._write_due = now + WRITE_INDEX_DELAY_S
             self.cond.notify_all()
 
-    def _run_writes(self, eng: Any) -> None:
+    def _run_writes(self, eng: Engine) -> None:
         with self.cond:
             jobs, self._writes = self._writes, []
         try:
@@ -480,7 +485,7 @@ class IndexingLoop:
                 self.cond.notify_all()
             return self._wait(lambda: self._writes_indexed >= target, deadline)
 
-    def _first_index(self, eng: Any) -> bool:
+    def _first_index(self, eng: Engine) -> bool:
         t0, c0 = time.monotonic(), time.process_time()
         idx = eng.indexer
         if idx.pack_dir is not None:
@@ -712,7 +717,7 @@ class IndexingLoop:
                 if self._touched_unknown is not None and self._touched_unknown <= read:
                     self._touched_unknown = None
 
-    def stale_notes(self, catalog: Any, generation: int | None) -> int | None:
+    def stale_notes(self, catalog: Catalog, generation: int | None) -> int | None:
         """How many notes differ from the index (``hive-brain status``'s staleNotes) when ``generation``
         is the snapshot's: only the notes touched since its cycle read the vault are compared with its
         manifest. None when that is not known here (no watcher, a folder event since, the first
@@ -744,7 +749,7 @@ class IndexingLoop:
             except Exception:  # noqa: BLE001 - damage is handled by the request that meets it
                 self.log.exception("could not reload the vectors' in-memory copy")
 
-    def _scan_transcripts(self, eng: Any) -> None:
+    def _scan_transcripts(self, eng: Engine) -> None:
         now = time.monotonic()
         if self._transcripts_at is not None and now - self._transcripts_at < TRANSCRIPT_SCAN_S:
             return
@@ -792,7 +797,7 @@ class IndexingLoop:
                 self.cond.wait(max(0.01, wake - now))
         return "", 0
 
-    def _apply_pending_writes(self, eng: Any) -> None:
+    def _apply_pending_writes(self, eng: Engine) -> None:
         """Writes a CLI left pending (it could not get the lock in time) are applied here too, so they
         do not wait for the next CLI write; the vault being busy again simply leaves them queued."""
         from ..errors import LockTimeout
@@ -805,7 +810,7 @@ class IndexingLoop:
         except LockTimeout:
             pass
 
-    def _loop(self, eng: Any) -> None:
+    def _loop(self, eng: Engine) -> None:
         idx = eng.indexer
         emb = self.embedder
         next_resync = time.monotonic() + self.resync
