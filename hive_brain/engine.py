@@ -8,10 +8,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .config import Settings, resolve
 from .store.vault import Vault, open_vault
+
+if TYPE_CHECKING:
+    from .search.recall import View
 
 __all__ = ["Engine"]
 
@@ -81,8 +84,16 @@ class Engine:
         require_owner(self.settings, "rebuilding the index")
         return self.indexer.rebuild(progress=progress, embed=embed)
 
+    @overload
+    def view(self, *, catch_up: Literal[True] = True, semantic: bool = True, embed_budget_s: float = 20.0,
+             generation: int | None = None) -> View: ...
+
+    @overload
+    def view(self, *, catch_up: bool, semantic: bool = True, embed_budget_s: float = 20.0,
+             generation: int | None = None) -> View | None: ...
+
     def view(self, *, catch_up: bool = True, semantic: bool = True, embed_budget_s: float = 20.0,
-             generation: int | None = None):
+             generation: int | None = None) -> View | None:
         """A recall view (:func:`~hive_brain.search.view.open_view`): by default the current index after
         a catch-up that never waits on a writer; ``generation=G`` replays generation G."""
         import sqlite3
@@ -143,7 +154,7 @@ class Engine:
             view.semantic_off_reason = SERVER_STARTING
         return view
 
-    def recall(self, query: str, *, semantic: bool = True, view=None, **opts: Any) -> dict:
+    def recall(self, query: str, *, semantic: bool = True, view: View | None = None, **opts: Any) -> dict:
         if view is None:
             res = self._mark_started(self.reader.recall(query, semantic=semantic, **opts))
         else:
@@ -213,7 +224,7 @@ class Engine:
         me = self.settings.agent_id or None
         return [r for r in records if (r.get("agent") or None) == me]
 
-    def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
+    def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view: View | None = None, **opts: Any) -> dict:
         if view is None:
             pack = self._mark_started(self.reader.answer(query, budget=budget, semantic=semantic, **opts))
             from .memory.operations import log_retrieved
