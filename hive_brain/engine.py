@@ -14,7 +14,13 @@ from .config import Settings, resolve
 from .store.vault import Vault, open_vault
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from .index.indexer import Indexer
+    from .memory.store import MemoryStore
+    from .reader import Reader
     from .search.recall import View
+    from .store.catalog import Catalog
 
 __all__ = ["Engine"]
 
@@ -35,14 +41,14 @@ class Engine:
         return cls(open_vault(settings), settings)
 
     @cached_property
-    def memory(self):
+    def memory(self) -> MemoryStore:
         from .memory.store import MemoryStore
 
         with self._usable_state():
             return MemoryStore(self.vault, self.settings, publish=self.publish)
 
     @cached_property
-    def catalog(self):
+    def catalog(self) -> Catalog:
         return self.memory.catalog
 
     def publish(self, paths: list[str]) -> None:
@@ -52,7 +58,7 @@ class Engine:
         self.indexer.catch_up(changed=paths, label=write_label(paths))
 
     @cached_property
-    def indexer(self):
+    def indexer(self) -> Indexer:
         from .index.indexer import Indexer
 
         catalog = self.catalog
@@ -123,20 +129,20 @@ class Engine:
         except Exception:  # noqa: BLE001 - no server is the safe answer
             return False
 
-    def _lock(self, command: str):
+    def _lock(self, command: str) -> AbstractContextManager[list[dict]]:
         from .store.journal import write_session
 
         return write_session(self.vault, timeout=self.settings.lock_timeout, command=command)
 
     @cached_property
-    def reader(self):
+    def reader(self) -> Reader:
         """This engine's reads: the warm server first, else a catch-up view in-process."""
         from .reader import Reader
 
         return Reader(self.vault.state, agent=self.settings.agent_id, use_server=self.settings.use_server,
                       local_view=self._fallback_view, auth=self.settings.auth)
 
-    def _fallback_view(self, semantic: bool):
+    def _fallback_view(self, semantic: bool) -> View | None:
         """The view a read uses when the server does not answer. With a server in use and started on
         demand (the defaults), the models belong to it: loading both here cost a cold `recall` 21 s and
         950 MB (issue 30), so the read starts the server and answers lexically at once, saying so.
