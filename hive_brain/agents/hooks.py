@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from ..config import Settings
     from ..engine import Engine
-    from ..reader import Reader
+    from ..reader import Reader, Source
     from ..search.recall import View
     from ..store.vault import Vault
 
@@ -351,6 +351,7 @@ def answer_for_hook(settings: Settings, prompt: str, context: str = "", *, budge
 
     Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | scan).
     """
+    from ..reader import ServerSource
     from ..store.vault import open_vault
 
     vault = open_vault(settings)
@@ -359,14 +360,14 @@ def answer_for_hook(settings: Settings, prompt: str, context: str = "", *, budge
     seen: dict[str, str] = {}
     reader = hook_reader(vault, settings, seen, deadline=deadline)
 
-    def from_recalls(src: Any, *, local: bool) -> dict:
+    def from_recalls(src: Source, *, local: bool) -> dict:
         return prompt_pack(lambda q, semantic=True, **o: src.recall(q, semantic=semantic and not local, **o), prompt,
                            context or transcript_context(transcript_path), budget=budget, state=vault.state,
                            agent=settings.agent_id, deadline=deadline, full_text=src.full_text if local else None,
                            local=local)
 
-    def work(src: Any) -> dict:
-        if src.via == "server":
+    def work(src: Source) -> dict:
+        if isinstance(src, ServerSource):
             try:
                 return src.prompt(prompt, context=context, transcript_path=transcript_path, budget=budget)
             except Exception as e:  # noqa: BLE001 - only an older server's refusal is handled here
@@ -443,7 +444,7 @@ def hook_reader(vault: Vault, settings: Settings, seen: dict[str, str] | None = 
 REBUILD_RETRY_S = 600.0
 
 
-def _request_rebuild(state: Any, vault_root: Any) -> bool:
+def _request_rebuild(state: Path, vault_root: Path) -> bool:
     """Start `hive-brain rebuild-index` detached, at most once per REBUILD_RETRY_S; True if started."""
     import subprocess
     from pathlib import Path

@@ -31,6 +31,9 @@ from .embedding import BackgroundEmbedder
 
 if TYPE_CHECKING:
     from ..engine import Engine
+    from ..index.indexer import Indexer
+    from ..index.lexical import LexicalIndex
+    from ..index.vectors import VectorIndex
     from ..store.catalog import Catalog
     from ..store.vault import Vault
 
@@ -108,8 +111,8 @@ class Snapshot:
     """What readers see; replaced as a whole by the indexing thread, never mutated."""
 
     generation: int | None
-    lexical: Any
-    vectors: Any
+    lexical: LexicalIndex
+    vectors: VectorIndex | None
     embedder: Any
     semantic_off: str | None
     warnings: tuple[str, ...] = ()
@@ -543,7 +546,7 @@ class IndexingLoop:
         self.ready.set()
         return True
 
-    def _warm_read(self, idx: Any, snap: Any) -> None:
+    def _warm_read(self, idx: Indexer, snap: Snapshot) -> None:
         """One prompt answered before ``ready`` (nothing logged): the read path's imports, first
         searches and first model runs are paid here. Without it the first prompt after a start paid
         them and timed out at the hook's 1.5 s deadline with nothing injected (measured)."""
@@ -565,7 +568,7 @@ class IndexingLoop:
         except Exception:  # noqa: BLE001 - a failure here is met again, and reported, by the first request
             self.log.exception("warming the read path failed")
 
-    def _load_semantic(self, idx: Any) -> None:
+    def _load_semantic(self, idx: Indexer) -> None:
         self.pack_key = idx.pack_key
         if idx.pack_dir is None:
             from ..search.view import NO_PACK
@@ -610,7 +613,7 @@ class IndexingLoop:
     def reranker_on(self) -> bool:
         return self._rr_model is not None
 
-    def _plan_rerank_warm(self, idx: Any) -> None:
+    def _plan_rerank_warm(self, idx: Indexer) -> None:
         from ..search import rerank
 
         self._rr_model = rerank.model_for(self._sem[1]) if self._sem[1] is not None else None
@@ -620,7 +623,7 @@ class IndexingLoop:
         # off, no pack) analysed each question's candidate passages itself, ~4 of a 10k recall's 15 ms CPU.
         self._rr_todo = rerank.warm_order(idx.catalog)
 
-    def _rerank_warm(self, idx: Any) -> None:
+    def _rerank_warm(self, idx: Indexer) -> None:
         from ..search import features, rerank
 
         t_end = time.monotonic() + RERANK_SLICE_S
@@ -637,7 +640,7 @@ class IndexingLoop:
         if not self._rr_todo:
             self.log.info("passages read ahead (%s)", "coverage and the second model" if self._rr_model else "coverage")
 
-    def _catch_up(self, idx: Any, *, lock_timeout: float, label: str, walk: bool = False) -> dict | None:
+    def _catch_up(self, idx: Indexer, *, lock_timeout: float, label: str, walk: bool = False) -> dict | None:
         """Index what changed, under the vault lock: the notes the watcher saw change and the server's
         own writes (the catalog read those as they were written: the diff against the current
         generation finds them) or, with ``walk``, after a folder event, without a watcher, or when
@@ -678,7 +681,7 @@ class IndexingLoop:
             self.last_catch_up = {**res, "at": time.time()}
         return res
 
-    def _prune_export(self, idx: Any, res: dict) -> None:
+    def _prune_export(self, idx: Indexer, res: dict) -> None:
         """Keep the default OKF bundle current: a note deleted, archived or superseded leaves it at once.
         Keyed on the generation, not on this catch-up's own changes: a write through the server or a CLI
         write publishes its generation itself, and the catch-up that follows finds nothing new to index.
@@ -697,7 +700,7 @@ class IndexingLoop:
         if gone:
             self.log.info("OKF export: removed %d concepts whose note is gone, archived or superseded", len(gone))
 
-    def _refresh(self, idx: Any) -> None:
+    def _refresh(self, idx: Indexer) -> None:
         gid = idx.gens.current_id()
         warnings = tuple(dict.fromkeys(idx.gens.warnings))
         idx.gens.warnings.clear()  # current_id() appends on every call; keep only this round's

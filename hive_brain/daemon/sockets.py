@@ -19,12 +19,37 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
 from ..rpc.client import MAX_REQUEST, InProcessOnly, ServerNotReady, WritesRefused, encode_line
 from ..store.text import clean_text
+
+if TYPE_CHECKING:
+    import logging
+    from pathlib import Path
+
+    from ..config import Settings
+    from ..store.vault import Vault
+
+
+class Owner(Protocol):
+    """What the socket side uses of the :class:`~.server.Server` that owns it (server.py imports this
+    module, so it is named by what is used)."""
+
+    settings: Settings
+    vault: Vault
+    state: Path
+    socket: Path
+    log: logging.Logger
+    log_path: Path
+    stopping: threading.Event
+    indexing: Any  # its .indexing.IndexingLoop, which imports this module too
+    started_at: float | None
+
+    def request_stop(self) -> None: ...
+
 
 WORKERS = 16
 IDLE_CONNECTION_S = 60.0
@@ -73,8 +98,7 @@ def _agent_arg(args: dict) -> str | None:
 class SocketServer:
     """Listener, connections and ops of one :class:`~.server.Server` (which owns the lifecycle)."""
 
-    def __init__(self, server: Any) -> None:
-        # `server` is the owning .server.Server (typed loosely: server.py imports this module)
+    def __init__(self, server: Owner) -> None:
         self.server = server
         self.loop = server.indexing
         self.listener: socket.socket | None = None
