@@ -22,6 +22,7 @@ from .text import count, pending_line, pending_write_line
 if TYPE_CHECKING:
     from ..config import Settings
     from ..engine import Engine
+    from ..memory.store import MemoryStore
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -56,7 +57,7 @@ class State:
 
         settings = self.settings()
 
-        def local() -> Any:
+        def local() -> MemoryStore:
             from ..engine import Engine  # only when the write is done here: the server has its own
 
             return Engine.from_settings(settings).memory

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ..config import Settings
+    from ..engine import Engine
+    from ..search.recall import View
+    from ..store.catalog import Catalog
     from ..store.vault import Vault
 
 
@@ -315,7 +318,7 @@ class SocketServer:
         return {**res, "via": "server"}
 
     # -- read ops --------------------------------------------------------------------------------
-    def _engine(self, args: dict) -> Any:
+    def _engine(self, args: dict) -> Engine:
         """An engine acting for the caller's agent on this request thread (kept per thread and agent:
         its catalog stays warm, and threads never share one SQLite handle). Outside enforcement mode
         only: no id means the owner there, as in-process."""
@@ -334,7 +337,7 @@ class SocketServer:
                 agent_id=agent, owner_verified=not agent))
         return eng
 
-    def _catalog_engine(self, args: dict) -> Any:
+    def _catalog_engine(self, args: dict) -> Engine:
         """:meth:`_engine` with its catalog brought up to date the way a write's is: only the notes the
         watcher saw change are re-read (the server's own writes refreshed theirs as they committed),
         or the vault walked when the watcher cannot say. A stat walk of every note per request was
@@ -366,7 +369,7 @@ class SocketServer:
         eng = self._catalog_engine(args)
         return eng.status(refresh=False, stale=lambda gid: self.loop.stale_notes(eng.catalog, gid))
 
-    def _catalog(self) -> Any:
+    def _catalog(self) -> Catalog:
         cat = getattr(self._tls, "catalog", None)
         if cat is None:
             from ..store.catalog import Catalog
@@ -375,7 +378,7 @@ class SocketServer:
             self._tls.catalog = cat
         return cat
 
-    def view(self, semantic: bool) -> Any:
+    def view(self, semantic: bool) -> View:
         from ..search.view import assemble
 
         snap = self.loop.snap
