@@ -78,6 +78,7 @@ class BackgroundEmbedder:
                 batch, self.todo = self.todo[: self.chunk], self.todo[self.chunk:]
                 from ..index.embcache import embed_with_cache
 
+                assert idx.embedder is not None  # uncached_pending lists passages only when there is a model
                 t0 = time.monotonic()
                 embed_with_cache(idx.embedder, idx.embcache, dict(batch))
                 per = (time.monotonic() - t0) / len(batch)
@@ -116,6 +117,7 @@ class BackgroundEmbedder:
         """Merge the small fragments left by edits and flushes (LanceDB optimize), under the lock."""
         from ..store.lock import vault_lock
 
+        assert idx.vectors is not None  # next_action is asked only when the snapshot has vectors
         t0 = time.monotonic()
         try:
             with vault_lock(self.state, timeout=0.5, command="serve: compact vectors"):

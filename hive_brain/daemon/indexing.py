@@ -577,6 +577,7 @@ class IndexingLoop:
             return
         try:
             vectors, embedder = idx.vectors, idx.embedder
+            assert vectors is not None and embedder is not None  # there is a pack (pack_dir)
             vectors.enable_memory_cache()  # warm exact search: a masked matrix product, not a LanceDB scan
             embedder.enable_single_session()  # questions: see Embedder.enable_single_session
             embedder.embed_queries(["warm up"])  # the first run of an ONNX session pays for allocation

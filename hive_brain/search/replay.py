@@ -21,6 +21,7 @@ from ..store.fsutil import atomic_write_text
 from ..store.notes import parse_bytes
 
 if TYPE_CHECKING:
+    from ..embedding.embedder import Embedder
     from ..index.indexer import Indexer
     from ..index.vectors import VectorIndex
     from ..store.vault import Vault
@@ -74,8 +75,8 @@ def replay_parts(vault: Vault, idx: Indexer, gid: int, *, semantic: bool = True)
         if same_pack:
             from ..index.embcache import embed_with_cache
 
-            vecs = embed_with_cache(idx.embedder, idx.embcache, {r["text_hash"]: r["_embed_text"] for r in vec_rows})
-            vi = _scratch_vectors(rdir, idx)
+            vi, model = _scratch_vectors(rdir, idx)
+            vecs = embed_with_cache(model, idx.embcache, {r["text_hash"]: r["_embed_text"] for r in vec_rows})
             vi.upsert([{**{k: v for k, v in r.items() if k != "_embed_text"}, "vector": vecs[r["text_hash"]]} for r in vec_rows])
         atomic_write_text(marker, json.dumps({"notes_hash": g.notes_hash, "vectors": bool(same_pack),
                                               "catalog": CATALOG_VERSION}))
@@ -84,19 +85,20 @@ def replay_parts(vault: Vault, idx: Indexer, gid: int, *, semantic: bool = True)
     vectors = embedder = None
     off = None
     if same_pack:
-        vectors = _scratch_vectors(rdir, idx)
-        embedder = idx.embedder
+        vectors, embedder = _scratch_vectors(rdir, idx)
     elif semantic:
         off = "generation was indexed without the installed embedding pack: replayed lexically"
     return {"lexical": lex, "catalog": cat, "vectors": vectors, "embedder": embedder, "off_reason": off}
 
 
-def _scratch_vectors(rdir: Path, idx: Indexer) -> VectorIndex:
+def _scratch_vectors(rdir: Path, idx: Indexer) -> tuple[VectorIndex, Embedder]:
+    """The replay's vector table and the model its question is embedded with."""
     from ..index.vectors import VectorIndex
 
-    key, manifest = idx.pack_key, idx.pack_manifest
-    assert key is not None and manifest is not None  # the index has vectors (same_pack): a pack is installed
-    return VectorIndex(rdir / "vectors", key, int(manifest["dim"]))
+    key, manifest, model = idx.pack_key, idx.pack_manifest, idx.embedder
+    # Called when the index has vectors (same_pack): a pack is installed.
+    assert key is not None and manifest is not None and model is not None
+    return VectorIndex(rdir / "vectors", key, int(manifest["dim"])), model
 
 
 def compare(engine: Replaying, query: str, a: int, b: int | None, **opts: Any) -> dict:
