@@ -20,6 +20,8 @@ from ..errors import HiveBrainError, StateDamaged
 from .text import count, pending_line, pending_write_line
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..config import Settings
     from ..engine import Engine
     from ..memory.store import MemoryStore
@@ -32,7 +34,7 @@ class State:
         self.vault_flag = vault
         self.agent_flag = agent
         self.owner_key_flag = owner_key
-        self.vault_root: Any = None  # the vault a write went to (set by write)
+        self.vault_root: Path | None = None  # the vault a write went to (set by write)
 
     def settings(self, *, identify: bool = True, **extra: Any) -> Settings:
         """Resolved settings; ``identify`` establishes (in enforcement mode: proves) who is calling,
