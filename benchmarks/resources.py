@@ -118,7 +118,9 @@ def generation_costs(vault: Path, state: Path, writes: int) -> dict[str, Any]:
         res = eng.memory.remember(MemoryInput(type="fact", title=f"Generation probe {i}",
                                               content=f"Generation probe {i}: the nightly export runs at 0{i % 10}:30."))
         dt = time.perf_counter() - t0
-        g = gens.load(gens.current_id())
+        gid = gens.current_id()
+        assert gid is not None, "a write publishes a generation"
+        g = gens.load(gid)
         recs.append({"seconds": round(dt, 4), "bytes": dir_bytes(state / "generations") - before, "kind": g.kind,
                      "gen_file_bytes": gens._gen_path(g.id).stat().st_size, "path": res["path"]})
     deltas = [r for r in recs if r["kind"] == "delta"]

@@ -109,7 +109,10 @@ def record(args: argparse.Namespace) -> None:
         # What the hook answers with when no server does: the read-only lexical view of hooks.lexical_view.
         from hive_brain.agents.hooks import lexical_view
 
-        view = lexical_view(eng.vault, eng.settings)
+        lex = lexical_view(eng.vault, eng.settings)
+        if lex is None:
+            sys.exit(f"nothing is indexed in {vault}: run `hive-brain --vault {vault} rebuild-index` first")
+        view = lex
     else:
         view = eng.view()
         assert view.embedder is not None, "no embedding pack: set HIVE_BRAIN_MODEL_DIR"

@@ -8,10 +8,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .config import Settings, resolve
 from .store.vault import Vault, open_vault
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from .index.indexer import Indexer
+    from .memory.store import MemoryStore
+    from .reader import Reader
+    from .search.recall import View
+    from .store.catalog import Catalog
 
 __all__ = ["Engine"]
 
@@ -32,14 +41,14 @@ class Engine:
         return cls(open_vault(settings), settings)
 
     @cached_property
-    def memory(self):
+    def memory(self) -> MemoryStore:
         from .memory.store import MemoryStore
 
         with self._usable_state():
             return MemoryStore(self.vault, self.settings, publish=self.publish)
 
     @cached_property
-    def catalog(self):
+    def catalog(self) -> Catalog:
         return self.memory.catalog
 
     def publish(self, paths: list[str]) -> None:
@@ -49,7 +58,7 @@ class Engine:
         self.indexer.catch_up(changed=paths, label=write_label(paths))
 
     @cached_property
-    def indexer(self):
+    def indexer(self) -> Indexer:
         from .index.indexer import Indexer
 
         catalog = self.catalog
@@ -81,8 +90,16 @@ class Engine:
         require_owner(self.settings, "rebuilding the index")
         return self.indexer.rebuild(progress=progress, embed=embed)
 
+    @overload
+    def view(self, *, catch_up: Literal[True] = True, semantic: bool = True, embed_budget_s: float = 20.0,
+             generation: int | None = None) -> View: ...
+
+    @overload
+    def view(self, *, catch_up: bool, semantic: bool = True, embed_budget_s: float = 20.0,
+             generation: int | None = None) -> View | None: ...
+
     def view(self, *, catch_up: bool = True, semantic: bool = True, embed_budget_s: float = 20.0,
-             generation: int | None = None):
+             generation: int | None = None) -> View | None:
         """A recall view (:func:`~hive_brain.search.view.open_view`): by default the current index after
         a catch-up that never waits on a writer; ``generation=G`` replays generation G."""
         import sqlite3
@@ -112,20 +129,20 @@ class Engine:
         except Exception:  # noqa: BLE001 - no server is the safe answer
             return False
 
-    def _lock(self, command: str):
+    def _lock(self, command: str) -> AbstractContextManager[list[dict]]:
         from .store.journal import write_session
 
         return write_session(self.vault, timeout=self.settings.lock_timeout, command=command)
 
     @cached_property
-    def reader(self):
+    def reader(self) -> Reader:
         """This engine's reads: the warm server first, else a catch-up view in-process."""
         from .reader import Reader
 
         return Reader(self.vault.state, agent=self.settings.agent_id, use_server=self.settings.use_server,
                       local_view=self._fallback_view, auth=self.settings.auth)
 
-    def _fallback_view(self, semantic: bool):
+    def _fallback_view(self, semantic: bool) -> View | None:
         """The view a read uses when the server does not answer. With a server in use and started on
         demand (the defaults), the models belong to it: loading both here cost a cold `recall` 21 s and
         950 MB (issue 30), so the read starts the server and answers lexically at once, saying so.
@@ -143,7 +160,7 @@ class Engine:
             view.semantic_off_reason = SERVER_STARTING
         return view
 
-    def recall(self, query: str, *, semantic: bool = True, view=None, **opts: Any) -> dict:
+    def recall(self, query: str, *, semantic: bool = True, view: View | None = None, **opts: Any) -> dict:
         if view is None:
             res = self._mark_started(self.reader.recall(query, semantic=semantic, **opts))
         else:
@@ -213,7 +230,7 @@ class Engine:
         me = self.settings.agent_id or None
         return [r for r in records if (r.get("agent") or None) == me]
 
-    def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view=None, **opts: Any) -> dict:
+    def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, view: View | None = None, **opts: Any) -> dict:
         if view is None:
             pack = self._mark_started(self.reader.answer(query, budget=budget, semantic=semantic, **opts))
             from .memory.operations import log_retrieved

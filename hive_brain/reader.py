@@ -29,6 +29,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeVar
 
+    from .search.recall import View
+
     T = TypeVar("T")
 
 __all__ = ["LocalSource", "Reader", "ServerSource", "Source"]
@@ -50,7 +52,7 @@ class Source:
     def answer(self, query: str, *, budget: int | None = None, semantic: bool = True, **opts: Any) -> dict:
         raise NotImplementedError
 
-    def view(self, semantic: bool = True) -> Any:
+    def view(self, semantic: bool = True) -> View | None:
         """The local view (None on the server, or when nothing is indexed yet)."""
         return None
 
@@ -103,14 +105,14 @@ class LocalSource(Source):
 
     def __init__(self, reader: Reader) -> None:
         self._r = reader
-        self._views: dict[bool, Any] = {}
+        self._views: dict[bool, View | None] = {}
 
-    def view(self, semantic: bool = True) -> Any:
+    def view(self, semantic: bool = True) -> View | None:
         if semantic not in self._views:
             self._views[semantic] = self._r.local_view(semantic)
         return self._views[semantic]
 
-    def _view(self, semantic: bool) -> Any:
+    def _view(self, semantic: bool) -> View:
         v = self.view(semantic)
         if v is None:
             from .errors import IndexError_
@@ -146,7 +148,7 @@ class Reader:
     local when the server answers with an error of its own (the hook: a server of another version
     must not cost the user their memory); otherwise only an unavailable server does."""
 
-    def __init__(self, state: Path | str, *, agent: str | None, local_view: Callable[[bool], Any],
+    def __init__(self, state: Path | str, *, agent: str | None, local_view: Callable[[bool], View | None],
                  use_server: bool = True, timeout: float = 60.0, fallback_on_error: bool = False,
                  local_reserve: float = 0.0, auth: dict[str, str] | None = None) -> None:
         self.state = state

@@ -300,6 +300,26 @@ def test_hive_brain_system_indexes_a_real_vault(tmp_path, monkeypatch):
     assert "Ann.md" in [h.doc_id for h in r.search("what is the name of Ann's puppy?", 5)]
 
 
+def test_tune_prompt_gate_lexical_record_on_an_unindexed_vault_says_so(tmp_path, monkeypatch):
+    """`tune_prompt_gate record --lexical --vault V` where nothing is indexed yet: one line saying to
+    rebuild, not an AttributeError on the None the read-only view is then (found by typing the view)."""
+    import argparse
+
+    from benchmarks import tune_prompt_gate
+    from hive_brain.config import resolve
+    from hive_brain.store.vault import init_vault
+
+    monkeypatch.setenv("HIVE_BRAIN_MODEL_DIR", str(tmp_path / "no-pack"))
+    vault = tmp_path / "vault"
+    init_vault(vault, resolve())
+    for k in ("HIVE_BRAIN_STATE_DIR", "HIVE_BRAIN_AUTOSTART", "HIVE_BRAIN_USE_SERVER"):
+        monkeypatch.setenv(k, "")  # record() sets them: restored after the test
+    args = argparse.Namespace(work=str(tmp_path / "work"), size=0, lexical=True, vault=str(vault),
+                              state=str(tmp_path / "state"))
+    with pytest.raises(SystemExit, match="nothing is indexed in .*rebuild-index"):
+        tune_prompt_gate.record(args)
+
+
 # --------------------------------------------------------------------------- prompt hook benchmark
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .settingsfile import (
     SettingsFileError,
@@ -25,6 +25,9 @@ from .settingsfile import (
     vault_of_env,
     write,
 )
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 AGENT = "agents-md"
 FILE_NAME = "AGENTS.md"
@@ -76,7 +79,7 @@ def block(vault: str | None) -> str:
     )
 
 
-def install_agents_md(settings: Any, *, path: Path | None = None, dry_run: bool = False, cwd: Path | None = None) -> dict:
+def install_agents_md(settings: Settings, *, path: Path | None = None, dry_run: bool = False, cwd: Path | None = None) -> dict:
     target = agents_md_path(path, cwd)
     raw = read_text(target)
     vault = pinned_vault(settings)

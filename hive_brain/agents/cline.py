@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .settingsfile import (
     SettingsFileError,
@@ -33,6 +33,9 @@ from .settingsfile import (
     vault_of_env,
     write,
 )
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 AGENT = "cline"
 # (Cline hook file, our hook event). TaskStart takes context too: the core memory; a task that ends
@@ -61,7 +64,7 @@ def _command_of(text: str) -> str | None:
     return next((line for line in text.splitlines() if is_ours(line)), None)
 
 
-def install_cline(settings: Any, *, project: bool = False, dry_run: bool = False, cwd: Path | None = None) -> dict:
+def install_cline(settings: Settings, *, project: bool = False, dry_run: bool = False, cwd: Path | None = None) -> dict:
     folder = hooks_dir(project, cwd)
     vault = pinned_vault(settings)
     cred = agent_credential(settings, AGENT, dry_run)

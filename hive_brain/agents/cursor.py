@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import mcpjson
 from .settingsfile import (
@@ -35,6 +35,9 @@ from .settingsfile import (
     vault_of_env,
     write,
 )
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 AGENT = "cursor"
 # (Cursor event, our hook event). sessionStart is the one Cursor event that takes context.
@@ -97,7 +100,7 @@ def strip_hooks(data: dict, path: Path) -> tuple[dict, int]:
     return out, removed
 
 
-def install_cursor(settings: Any, *, project: bool = False, dry_run: bool = False, cwd: Path | None = None) -> dict:
+def install_cursor(settings: Settings, *, project: bool = False, dry_run: bool = False, cwd: Path | None = None) -> dict:
     folder = cursor_dir(project, cwd)
     hooks_path, mcp_path = folder / "hooks.json", folder / "mcp.json"
     hooks_data, hooks_raw = read_json(hooks_path)

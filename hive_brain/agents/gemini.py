@@ -15,7 +15,7 @@ The hooks system itself may be turned off (``/settings`` → "Enable Hooks Syste
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import mcpjson
 from .settingsfile import (
@@ -29,6 +29,9 @@ from .settingsfile import (
     uninstalled_json,
     write,
 )
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 AGENT = "gemini"
 # (Gemini event, our hook event, timeout in milliseconds). AfterAgent ends every turn with the chat's
@@ -44,7 +47,7 @@ def gemini_settings_path(project: bool, cwd: Path | None = None) -> Path:
     return ((cwd or Path.cwd()) if project else Path.home()) / ".gemini" / "settings.json"
 
 
-def install_gemini(settings: Any, *, project: bool = False, dry_run: bool = False, cwd: Path | None = None) -> dict:
+def install_gemini(settings: Settings, *, project: bool = False, dry_run: bool = False, cwd: Path | None = None) -> dict:
     from .grouped import merge_grouped
 
     path = gemini_settings_path(project, cwd)

@@ -29,6 +29,12 @@ TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's pro
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..config import Settings
+    from ..engine import Engine
+    from ..reader import Reader, Source
+    from ..search.recall import View
+    from ..store.vault import Vault
+
 EVENTS = {
     "prompt": "UserPromptSubmit",
     "session-start": "SessionStart",
@@ -100,7 +106,7 @@ def dispatch(event: str, argv: list[str], *, stdin: str | None = None, hard_exit
         print(f"hive-brain hook: unknown --format {fmt!r} (use {' or '.join(FORMATS)})", file=sys.stderr)
         return 2
     rec: dict[str, Any] = {"time": _now_iso(), "event": event, "ok": True, "mode": None}
-    settings = None
+    settings: Settings | None = None
     output: dict | None = None
     timed_out = False
     try:
@@ -259,7 +265,7 @@ def derive_agent(payload: dict) -> str:
     return "claude-code"
 
 
-def _settings(payload: dict, argv: list[str]):
+def _settings(payload: dict, argv: list[str]) -> Settings:
     from ..config import resolve, validate_agent_id
 
     flags: dict[str, Any] = {}
@@ -307,7 +313,7 @@ def _deadline_run(fn: Any, deadline: float) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- prompt
-def _prompt(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
+def _prompt(settings: Settings, payload: dict, rec: dict, t0: float) -> dict | None:
     deadline = t0 + float(settings.hook_deadline)
     prompt = str(payload.get("prompt") or payload.get("user_prompt") or "").strip()
     if not prompt or (prompt.startswith("/") and " " not in prompt):
@@ -333,7 +339,7 @@ def _prompt(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": pack["context"]}}
 
 
-def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: int, deadline: float,
+def answer_for_hook(settings: Settings, prompt: str, context: str = "", *, budget: int, deadline: float,
                     transcript_path: str | None = None) -> dict:
     """A context pack for a prompt: the server first, else lexical in-process. Writes no memory and no
     index; the memories it injects are logged as ``retrieved`` usage (one line: :mod:`hive_brain.search.prompt`).
@@ -345,6 +351,7 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
 
     Returns the ``Engine.answer`` dict plus ``mode`` (hybrid | lexical-server | lexical | scan).
     """
+    from ..reader import ServerSource
     from ..store.vault import open_vault
 
     vault = open_vault(settings)
@@ -353,14 +360,14 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     seen: dict[str, str] = {}
     reader = hook_reader(vault, settings, seen, deadline=deadline)
 
-    def from_recalls(src: Any, *, local: bool) -> dict:
+    def from_recalls(src: Source, *, local: bool) -> dict:
         return prompt_pack(lambda q, semantic=True, **o: src.recall(q, semantic=semantic and not local, **o), prompt,
                            context or transcript_context(transcript_path), budget=budget, state=vault.state,
                            agent=settings.agent_id, deadline=deadline, full_text=src.full_text if local else None,
                            local=local)
 
-    def work(src: Any) -> dict:
-        if src.via == "server":
+    def work(src: Source) -> dict:
+        if isinstance(src, ServerSource):
             try:
                 return src.prompt(prompt, context=context, transcript_path=transcript_path, budget=budget)
             except Exception as e:  # noqa: BLE001 - only an older server's refusal is handled here
@@ -388,7 +395,7 @@ def answer_for_hook(settings: Any, prompt: str, context: str = "", *, budget: in
     return pack
 
 
-def _start_server(settings: Any) -> bool:
+def _start_server(settings: Settings) -> bool:
     """Warm by default, from any prompt: a server that is gone (it crashed, the machine restarted under
     a resumed session) is started again in the background once this prompt has its lexical answer, so
     the next prompts are hybrid. At most once a minute (``client.start_in_background``); off with
@@ -401,7 +408,7 @@ def _start_server(settings: Any) -> bool:
         return False
 
 
-def hook_reader(vault: Any, settings: Any, seen: dict[str, str] | None = None, *, deadline: float | None = None) -> Any:
+def hook_reader(vault: Vault, settings: Settings, seen: dict[str, str] | None = None, *, deadline: float | None = None) -> Reader:
     """The hook process's :class:`~hive_brain.reader.Reader`: the server within the deadline, else the
     read-only lexical view; any server failure (another version, a bug) falls back to that view.
     With no index to read (none yet, the state dir deleted, another version's) a scan of the notes
@@ -410,7 +417,7 @@ def hook_reader(vault: Any, settings: Any, seen: dict[str, str] | None = None, *
     index at all)."""
     from ..reader import Reader
 
-    def local_view(semantic: bool) -> Any:
+    def local_view(semantic: bool) -> View:
         from ..errors import IndexError_
         from ..search.view import INDEX_NONE, INDEX_OTHER_VERSION, hook_scan_budget, scan_view
 
@@ -437,7 +444,7 @@ def hook_reader(vault: Any, settings: Any, seen: dict[str, str] | None = None, *
 REBUILD_RETRY_S = 600.0
 
 
-def _request_rebuild(state: Any, vault_root: Any) -> bool:
+def _request_rebuild(state: Path, vault_root: Path) -> bool:
     """Start `hive-brain rebuild-index` detached, at most once per REBUILD_RETRY_S; True if started."""
     import subprocess
     from pathlib import Path
@@ -457,7 +464,7 @@ def _request_rebuild(state: Any, vault_root: Any) -> bool:
     return True
 
 
-def lexical_view(vault: Any, settings: Any) -> Any:
+def lexical_view(vault: Vault, settings: Settings) -> View | None:
     """A read-only lexical view of the current generation, or None when nothing is indexed yet
     (:func:`~hive_brain.search.view.open_view` without catch-up: no engine, no writer imports)."""
     from ..search.view import open_view
@@ -465,7 +472,7 @@ def lexical_view(vault: Any, settings: Any) -> Any:
     return open_view(vault, settings)
 
 
-def hook_answer(settings: Any, question: str, *, budget: int | None = None) -> dict:
+def hook_answer(settings: Settings, question: str, *, budget: int | None = None) -> dict:
     """``hive-brain answer --hook``: the prompt hook's answer for a question, within the hook deadline."""
     t0 = time.monotonic()
     deadline = t0 + float(settings.hook_deadline)
@@ -489,7 +496,7 @@ def hook_answer(settings: Any, question: str, *, budget: int | None = None) -> d
 
 
 # ---------------------------------------------------------------------------------------------- session start
-def _session_start(settings: Any, payload: dict, rec: dict, t0: float) -> dict | None:
+def _session_start(settings: Settings, payload: dict, rec: dict, t0: float) -> dict | None:
     deadline = t0 + max(float(settings.hook_deadline) * 2, SESSION_START_MIN_DEADLINE)
     from ..rpc.client import autostart
 
@@ -517,7 +524,7 @@ def _session_start(settings: Any, payload: dict, rec: dict, t0: float) -> dict |
     return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": text}}
 
 
-def _mark_session(engine: Any, settings: Any, payload: dict) -> None:
+def _mark_session(engine: Engine, settings: Settings, payload: dict) -> None:
     """This session runs with this vault's hooks: its server then captures the session's transcript
     if it goes quiet without a stop hook having captured it (memory/conversations.capture_quiet)."""
     from ..memory.conversations import mark_session
@@ -529,7 +536,7 @@ def _mark_session(engine: Any, settings: Any, payload: dict) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- stop
-def _stop(settings: Any, payload: dict, rec: dict) -> None:
+def _stop(settings: Settings, payload: dict, rec: dict) -> None:
     from ..engine import Engine
     from ..errors import LockTimeout
     from ..memory.conversations import capture, queue_pending
@@ -538,6 +545,8 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
     if not tp or not isinstance(tp, str):
         rec["mode"] = "no-transcript"
         return
+    agent = settings.agent_id
+    assert agent is not None  # _settings() derives one from the payload when none is set
     engine = Engine.from_settings(settings)
     _mark_session(engine, settings, payload)
     sid = payload.get("session_id")
@@ -548,7 +557,7 @@ def _stop(settings: Any, payload: dict, rec: dict) -> None:
             res = capture(
                 engine,
                 tp,
-                agent=settings.agent_id,
+                agent=agent,
                 session_id=sid,
                 cwd=cwd,
                 lock_timeout=min(STOP_LOCK_TIMEOUT, float(settings.lock_timeout)),
@@ -589,7 +598,7 @@ def _one_line(e: BaseException) -> str:
     return (f"{name}: {msg}" if name not in msg else msg)[:300]
 
 
-def _status_dir(settings: Any) -> Path:
+def _status_dir(settings: Settings | None) -> Path:
     if settings is not None:
         return Path(settings.state_dir) / "hooks"
     env = os.environ.get("HIVE_BRAIN_STATE_DIR")

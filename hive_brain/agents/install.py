@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import HiveBrainError, UsageError
 from .grouped import grouped_installed, merge_grouped, strip_grouped
@@ -36,6 +36,9 @@ from .settingsfile import (
     vault_of_env,
     write,
 )
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 # The agents `hooks install --agent` knows, in the order `--help` lists them.
 AGENTS = ("claude-code", "codex", "cursor", "gemini", "cline", "agents-md")
@@ -76,7 +79,7 @@ def codex_config_path() -> Path:
 
 # ---------------------------------------------------------------------------------------------- claude code
 def install_claude(
-    settings: Any, *, project: bool = False, dry_run: bool = False, cwd: Path | None = None
+    settings: Settings, *, project: bool = False, dry_run: bool = False, cwd: Path | None = None
 ) -> dict:
     path = claude_settings_path(project, cwd)
     data, raw = read_json(path)
@@ -213,7 +216,7 @@ def _parse_toml(raw: str, path: Path) -> dict:
         ) from e
 
 
-def install_codex(settings: Any, *, dry_run: bool = False) -> dict:
+def install_codex(settings: Settings, *, dry_run: bool = False) -> dict:
     from . import codex
     from .settingsfile import combine, put_block
 
@@ -303,7 +306,7 @@ def codex_installed() -> dict:
 
 # ---------------------------------------------------------------------------------------------- front
 def install(
-    settings: Any,
+    settings: Settings,
     *,
     agent: str = "claude-code",
     project: bool = False,
@@ -366,7 +369,7 @@ LEXICAL_NOTE = ("the first prompts get lexical memory only (no search by meaning
                 "`hive-brain server status` shows when it is")
 
 
-def server_for_hooks(settings: Any, timeout: float = SERVER_WAIT_S) -> dict:
+def server_for_hooks(settings: Settings, timeout: float = SERVER_WAIT_S) -> dict:
     """After an install: the warm server the hooks answer from, started and waited for (``timeout``
     seconds) so the very first session gets hybrid memory; or, when it is off or slow, a plain note
     that the first prompts will be lexical. Never fails the install."""
@@ -402,7 +405,7 @@ def _check_agent(agent: str, project: bool, path: Path | None) -> None:
         raise UsageError("--path is for --agent agents-md", hint="drop --path, or use --project for a project file")
 
 
-def status(settings: Any, cwd: Path | None = None) -> dict:
+def status(settings: Settings, cwd: Path | None = None) -> dict:
     from .agentsmd import agents_md_installed
     from .cline import cline_installed
     from .cursor import cursor_installed
@@ -465,6 +468,6 @@ def installed_vaults(st: dict) -> list[dict]:
     return rows
 
 
-def hook_vaults(settings: Any, cwd: Path | None = None) -> list[dict]:
+def hook_vaults(settings: Settings, cwd: Path | None = None) -> list[dict]:
     """For ``doctor``: each installed integration and its vault (see :func:`installed_vaults`)."""
     return installed_vaults(status(settings, cwd))

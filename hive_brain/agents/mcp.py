@@ -33,6 +33,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from ..config import Settings
     from ..engine import Engine
     from ..reader import Reader
     from .mcptools import ToolSpec
@@ -249,7 +252,7 @@ class Tools:
     """The session the tool bodies run in: settings, engine, reader, one worker thread (the engine's
     sqlite handles belong to one thread)."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._engine: Engine | None = None
         self._reader: Reader | None = None
@@ -361,7 +364,7 @@ def _sdk_tool(spec: ToolSpec, tools: Tools) -> Any:
     return t
 
 
-def build_server(settings: Any) -> Any:
+def build_server(settings: Settings) -> MCPServer:
     """The MCP server for ``settings`` (its ``agent_id`` is the identity of every call)."""
     from importlib.metadata import PackageNotFoundError, version
 
@@ -378,7 +381,7 @@ def build_server(settings: Any) -> Any:
                      tools=[_sdk_tool(spec, tools) for spec in REGISTRY.values()])
 
 
-def run(settings: Any) -> None:
+def run(settings: Settings) -> None:
     """Serve on stdio until the client closes the pipe."""
     server = build_server(settings)
     _filter_stdin()

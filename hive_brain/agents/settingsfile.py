@@ -17,9 +17,12 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 _OURS = re.compile(r"hive[-_]brain.*(?:\s|-)hook\s+(?:prompt|session-start|stop|session-end)\b")
 
@@ -45,7 +48,7 @@ def hive_brain_executable() -> list[str]:
     return [sys.executable, "-m", "hive_brain"]
 
 
-def pinned_vault(settings: Any) -> str | None:
+def pinned_vault(settings: Settings) -> str | None:
     """The vault to pin in the hook command: agents run hooks from the project folder, not the vault.
 
     A vault set in the config file is not pinned: every process reads that file anyway, and pinning
@@ -63,7 +66,7 @@ def pinned_vault(settings: Any) -> str | None:
     return None if str(settings.sources.get("vault", "")).startswith("config:") else root
 
 
-def pinned_state_dir(settings: Any) -> str | None:
+def pinned_state_dir(settings: Settings) -> str | None:
     """The state dir to pin in an installed command, or None for the default (or the config file's,
     which every process reads anyway). An agent started without this ``HIVE_BRAIN_STATE_DIR`` would
     otherwise build a second, empty index and miss the credential install issued."""
@@ -77,7 +80,7 @@ def pinned_state_dir(settings: Any) -> str | None:
     return str(state)
 
 
-def agent_credential(settings: Any, agent: str, dry_run: bool) -> str:
+def agent_credential(settings: Settings, agent: str, dry_run: bool) -> str:
     """The path of ``agent``'s credential file, issued (or kept, when still valid) unless ``dry_run``."""
     from ..store import identity
 

@@ -12,12 +12,19 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import HiveBrainError, StateDamaged
 from .text import count, pending_line, pending_write_line
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..config import Settings
+    from ..engine import Engine
+    from ..memory.store import MemoryStore
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -27,9 +34,9 @@ class State:
         self.vault_flag = vault
         self.agent_flag = agent
         self.owner_key_flag = owner_key
-        self.vault_root: Any = None  # the vault a write went to (set by write)
+        self.vault_root: Path | None = None  # the vault a write went to (set by write)
 
-    def settings(self, *, identify: bool = True, **extra: Any):
+    def settings(self, *, identify: bool = True, **extra: Any) -> Settings:
         """Resolved settings; ``identify`` establishes (in enforcement mode: proves) who is calling,
         which every command that reads or writes memory needs (store/identity.py)."""
         from ..config import resolve
@@ -41,7 +48,7 @@ class State:
             establish(s)
         return s
 
-    def engine(self, **extra: Any):
+    def engine(self, **extra: Any) -> Engine:
         from ..engine import Engine
 
         return Engine.from_settings(self.settings(**extra))
@@ -52,7 +59,7 @@ class State:
 
         settings = self.settings()
 
-        def local() -> Any:
+        def local() -> MemoryStore:
             from ..engine import Engine  # only when the write is done here: the server has its own
 
             return Engine.from_settings(settings).memory

@@ -7,14 +7,17 @@ inside the commands. (``promote`` is also ``consolidate --propose-promotions``, 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .base import State, command, out
 
+if TYPE_CHECKING:
+    from ..memory.review import BrainReview
 
-def _review(state: State) -> Any:
+
+def _review(state: State) -> BrainReview:
     from ..memory.review import BrainReview
 
     return BrainReview(state.engine().memory)

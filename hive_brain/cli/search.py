@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .base import State, command, out
 from .text import markup_escape, recall_lines, rich_style
 from .thin import NOTHING_FOUND_EXIT, recall_args
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 # ---------------------------------------------------------------------------------------------- recall
 
@@ -68,7 +71,7 @@ def _print_hits(c: Any, res: dict) -> None:
         c.print(line)
 
 
-def _warm_next(settings: Any, res: dict) -> None:
+def _warm_next(settings: Settings, res: dict) -> None:
     """A read that was done in-process starts the server for the next one (``autostart``)."""
     if res.get("via") == "server":
         return

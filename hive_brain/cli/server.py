@@ -6,14 +6,18 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .base import State, command, out
 
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..daemon.server import Server
 
-def _state_dir(state: State) -> tuple[Any, Path]:
+
+def _state_dir(state: State) -> tuple[Settings, Path]:
     from ..store.vault import open_vault
 
     settings = state.settings(identify=False)  # the server checks each request's own identity
@@ -122,7 +126,7 @@ def serve_cmd(state: State, stop: bool, show_status: bool, detach: bool, show_li
 
     from ..daemon.server import run_foreground
 
-    def started(srv: Any) -> None:
+    def started(srv: Server) -> None:
         if not as_json:
             click.echo(f"hive-brain server for {srv.vault.root} (pid {os.getpid()}) on {srv.socket}; "
                        "Ctrl-C or `hive-brain serve --stop` stops it", err=True)

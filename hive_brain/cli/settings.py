@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .base import State, command, out
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 
 @click.group("config")
@@ -23,7 +26,7 @@ def config_group() -> None:
     """
 
 
-def _value(settings: Any, key: str) -> Any:
+def _value(settings: Settings, key: str) -> Any:
     v = getattr(settings, key)
     return str(v) if v is not None and not isinstance(v, bool | int | float) else v
 

@@ -11,9 +11,12 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..errors import LockTimeout
+
+if TYPE_CHECKING:
+    from ..index.indexer import Indexer
 
 EMBED_SLICE_S = 0.25  # target length of one background embedding slice (model time)
 # Vectors are computed into the embedding cache in short slices, then written in one upsert of up to
@@ -60,7 +63,7 @@ class BackgroundEmbedder:
         self.todo = None
 
     # -- work (indexing thread, outside the condition) -------------------------------------------
-    def slice(self, idx: Any) -> int | None:
+    def slice(self, idx: Indexer) -> int | None:
         """One short step of background embedding: fill the cache for the next FLUSH_ROWS pending
         passages a few at a time, then write them to the vector table in one upsert. Returns the
         passages still pending after a write, None when nothing was written."""
@@ -75,6 +78,7 @@ class BackgroundEmbedder:
                 batch, self.todo = self.todo[: self.chunk], self.todo[self.chunk:]
                 from ..index.embcache import embed_with_cache
 
+                assert idx.embedder is not None  # uncached_pending lists passages only when there is a model
                 t0 = time.monotonic()
                 embed_with_cache(idx.embedder, idx.embcache, dict(batch))
                 per = (time.monotonic() - t0) / len(batch)
@@ -98,7 +102,7 @@ class BackgroundEmbedder:
             self.log.info("all passages embedded")
         return pending
 
-    def _uncached(self, idx: Any) -> list[tuple[str, str]] | None:
+    def _uncached(self, idx: Indexer) -> list[tuple[str, str]] | None:
         """(hash, text) of the next FLUSH_ROWS queued passages the cache lacks, or None when the
         queue cannot be read (embedding then falls back to plain small steps)."""
         import sqlite3
@@ -109,10 +113,11 @@ class BackgroundEmbedder:
             self.log.warning("cannot read the pending queue (%s: %s); embedding in plain steps", type(e).__name__, e)
             return None
 
-    def compact(self, idx: Any) -> None:
+    def compact(self, idx: Indexer) -> None:
         """Merge the small fragments left by edits and flushes (LanceDB optimize), under the lock."""
         from ..store.lock import vault_lock
 
+        assert idx.vectors is not None  # next_action is asked only when the snapshot has vectors
         t0 = time.monotonic()
         try:
             with vault_lock(self.state, timeout=0.5, command="serve: compact vectors"):

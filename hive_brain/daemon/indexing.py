@@ -23,11 +23,19 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import LockTimeout
 from .embedding import BackgroundEmbedder
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..index.indexer import Indexer
+    from ..index.lexical import LexicalIndex
+    from ..index.vectors import VectorIndex
+    from ..store.catalog import Catalog
+    from ..store.vault import Vault
 
 DEBOUNCE_S = 0.3  # editors write a note in bursts (temp file, rename, metadata); index once it is quiet
 RESYNC_S = 30.0  # full stat scan as a safety net for events the watcher missed (queue overflow, NFS)
@@ -52,7 +60,7 @@ TRANSCRIPT_SCAN_S = 30.0
 RERANK_SLICE_S = 0.1
 
 
-def transcript_pass(eng: Any, quiet_s: float, log: logging.Logger) -> list[str]:
+def transcript_pass(eng: Engine, quiet_s: float, log: logging.Logger) -> list[str]:
     """Capture the quiet transcripts (off when ``quiet_s`` <= 0); the notes written."""
     from ..memory.conversations import capture_quiet
 
@@ -65,7 +73,7 @@ def transcript_pass(eng: Any, quiet_s: float, log: logging.Logger) -> list[str]:
     return list(res["written"])
 
 
-def promotion_pass(eng: Any, every_s: float, log: logging.Logger) -> dict[str, Any] | None:
+def promotion_pass(eng: Engine, every_s: float, log: logging.Logger) -> dict[str, Any] | None:
     """The promotion pass, at most once per ``every_s`` per vault (``store.fsutil.due`` on a marker
     file, so a restarted server does not run it again the same day): Brain Review proposals only,
     never memory. The server is the owner's own process, so it proposes as the owner. Returns the
@@ -103,8 +111,8 @@ class Snapshot:
     """What readers see; replaced as a whole by the indexing thread, never mutated."""
 
     generation: int | None
-    lexical: Any
-    vectors: Any
+    lexical: LexicalIndex
+    vectors: VectorIndex | None
     embedder: Any
     semantic_off: str | None
     warnings: tuple[str, ...] = ()
@@ -157,7 +165,7 @@ class IndexingLoop:
     side reports each request through :meth:`begin_request`/:meth:`end_request` so background
     embedding gives way to queries."""
 
-    def __init__(self, settings: Settings, vault: Any, stop: threading.Event, *, debounce: float = DEBOUNCE_S,
+    def __init__(self, settings: Settings, vault: Vault, stop: threading.Event, *, debounce: float = DEBOUNCE_S,
                  resync: float = RESYNC_S, on_resync: Callable[[], None] = lambda: None) -> None:
         self.settings = settings
         self.vault = vault
@@ -258,7 +266,7 @@ class IndexingLoop:
             self._last_event = time.monotonic()
             self.cond.notify_all()
 
-    def refresh_catalog(self, catalog: Any) -> bool:
+    def refresh_catalog(self, catalog: Catalog) -> bool:
         """Bring ``catalog`` up to date for a write (lock held): re-read only the notes the watcher saw
         change, or walk the whole vault when it cannot say (no watcher, a folder event, not read yet).
         The 30 s resync walks anyway, for events a watcher can miss (a full inotify queue, NFS).
@@ -357,7 +365,7 @@ class IndexingLoop:
                 self._write_due = now + WRITE_INDEX_DELAY_S
             self.cond.notify_all()
 
-    def _run_writes(self, eng: Any) -> None:
+    def _run_writes(self, eng: Engine) -> None:
         with self.cond:
             jobs, self._writes = self._writes, []
         try:
@@ -480,7 +488,7 @@ class IndexingLoop:
                 self.cond.notify_all()
             return self._wait(lambda: self._writes_indexed >= target, deadline)
 
-    def _first_index(self, eng: Any) -> bool:
+    def _first_index(self, eng: Engine) -> bool:
         t0, c0 = time.monotonic(), time.process_time()
         idx = eng.indexer
         if idx.pack_dir is not None:
@@ -538,7 +546,7 @@ class IndexingLoop:
         self.ready.set()
         return True
 
-    def _warm_read(self, idx: Any, snap: Any) -> None:
+    def _warm_read(self, idx: Indexer, snap: Snapshot) -> None:
         """One prompt answered before ``ready`` (nothing logged): the read path's imports, first
         searches and first model runs are paid here. Without it the first prompt after a start paid
         them and timed out at the hook's 1.5 s deadline with nothing injected (measured)."""
@@ -560,7 +568,7 @@ class IndexingLoop:
         except Exception:  # noqa: BLE001 - a failure here is met again, and reported, by the first request
             self.log.exception("warming the read path failed")
 
-    def _load_semantic(self, idx: Any) -> None:
+    def _load_semantic(self, idx: Indexer) -> None:
         self.pack_key = idx.pack_key
         if idx.pack_dir is None:
             from ..search.view import NO_PACK
@@ -569,6 +577,7 @@ class IndexingLoop:
             return
         try:
             vectors, embedder = idx.vectors, idx.embedder
+            assert vectors is not None and embedder is not None  # there is a pack (pack_dir)
             vectors.enable_memory_cache()  # warm exact search: a masked matrix product, not a LanceDB scan
             embedder.enable_single_session()  # questions: see Embedder.enable_single_session
             embedder.embed_queries(["warm up"])  # the first run of an ONNX session pays for allocation
@@ -605,7 +614,7 @@ class IndexingLoop:
     def reranker_on(self) -> bool:
         return self._rr_model is not None
 
-    def _plan_rerank_warm(self, idx: Any) -> None:
+    def _plan_rerank_warm(self, idx: Indexer) -> None:
         from ..search import rerank
 
         self._rr_model = rerank.model_for(self._sem[1]) if self._sem[1] is not None else None
@@ -615,7 +624,7 @@ class IndexingLoop:
         # off, no pack) analysed each question's candidate passages itself, ~4 of a 10k recall's 15 ms CPU.
         self._rr_todo = rerank.warm_order(idx.catalog)
 
-    def _rerank_warm(self, idx: Any) -> None:
+    def _rerank_warm(self, idx: Indexer) -> None:
         from ..search import features, rerank
 
         t_end = time.monotonic() + RERANK_SLICE_S
@@ -632,7 +641,7 @@ class IndexingLoop:
         if not self._rr_todo:
             self.log.info("passages read ahead (%s)", "coverage and the second model" if self._rr_model else "coverage")
 
-    def _catch_up(self, idx: Any, *, lock_timeout: float, label: str, walk: bool = False) -> dict | None:
+    def _catch_up(self, idx: Indexer, *, lock_timeout: float, label: str, walk: bool = False) -> dict | None:
         """Index what changed, under the vault lock: the notes the watcher saw change and the server's
         own writes (the catalog read those as they were written: the diff against the current
         generation finds them) or, with ``walk``, after a folder event, without a watcher, or when
@@ -673,7 +682,7 @@ class IndexingLoop:
             self.last_catch_up = {**res, "at": time.time()}
         return res
 
-    def _prune_export(self, idx: Any, res: dict) -> None:
+    def _prune_export(self, idx: Indexer, res: dict) -> None:
         """Keep the default OKF bundle current: a note deleted, archived or superseded leaves it at once.
         Keyed on the generation, not on this catch-up's own changes: a write through the server or a CLI
         write publishes its generation itself, and the catch-up that follows finds nothing new to index.
@@ -692,7 +701,7 @@ class IndexingLoop:
         if gone:
             self.log.info("OKF export: removed %d concepts whose note is gone, archived or superseded", len(gone))
 
-    def _refresh(self, idx: Any) -> None:
+    def _refresh(self, idx: Indexer) -> None:
         gid = idx.gens.current_id()
         warnings = tuple(dict.fromkeys(idx.gens.warnings))
         idx.gens.warnings.clear()  # current_id() appends on every call; keep only this round's
@@ -712,7 +721,7 @@ class IndexingLoop:
                 if self._touched_unknown is not None and self._touched_unknown <= read:
                     self._touched_unknown = None
 
-    def stale_notes(self, catalog: Any, generation: int | None) -> int | None:
+    def stale_notes(self, catalog: Catalog, generation: int | None) -> int | None:
         """How many notes differ from the index (``hive-brain status``'s staleNotes) when ``generation``
         is the snapshot's: only the notes touched since its cycle read the vault are compared with its
         manifest. None when that is not known here (no watcher, a folder event since, the first
@@ -744,7 +753,7 @@ class IndexingLoop:
             except Exception:  # noqa: BLE001 - damage is handled by the request that meets it
                 self.log.exception("could not reload the vectors' in-memory copy")
 
-    def _scan_transcripts(self, eng: Any) -> None:
+    def _scan_transcripts(self, eng: Engine) -> None:
         now = time.monotonic()
         if self._transcripts_at is not None and now - self._transcripts_at < TRANSCRIPT_SCAN_S:
             return
@@ -792,7 +801,7 @@ class IndexingLoop:
                 self.cond.wait(max(0.01, wake - now))
         return "", 0
 
-    def _apply_pending_writes(self, eng: Any) -> None:
+    def _apply_pending_writes(self, eng: Engine) -> None:
         """Writes a CLI left pending (it could not get the lock in time) are applied here too, so they
         do not wait for the next CLI write; the vault being busy again simply leaves them queued."""
         from ..errors import LockTimeout
@@ -805,7 +814,7 @@ class IndexingLoop:
         except LockTimeout:
             pass
 
-    def _loop(self, eng: Any) -> None:
+    def _loop(self, eng: Engine) -> None:
         idx = eng.indexer
         emb = self.embedder
         next_resync = time.monotonic() + self.resync

@@ -19,12 +19,40 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import validate_agent_id
 from ..errors import HiveBrainError, UsageError
 from ..rpc.client import MAX_REQUEST, InProcessOnly, ServerNotReady, WritesRefused, encode_line
 from ..store.text import clean_text
+
+if TYPE_CHECKING:
+    import logging
+    from pathlib import Path
+
+    from ..config import Settings
+    from ..engine import Engine
+    from ..search.recall import View
+    from ..store.catalog import Catalog
+    from ..store.vault import Vault
+
+
+class Owner(Protocol):
+    """What the socket side uses of the :class:`~.server.Server` that owns it (server.py imports this
+    module, so it is named by what is used)."""
+
+    settings: Settings
+    vault: Vault
+    state: Path
+    socket: Path
+    log: logging.Logger
+    log_path: Path
+    stopping: threading.Event
+    indexing: Any  # its .indexing.IndexingLoop, which imports this module too
+    started_at: float | None
+
+    def request_stop(self) -> None: ...
+
 
 WORKERS = 16
 IDLE_CONNECTION_S = 60.0
@@ -73,8 +101,7 @@ def _agent_arg(args: dict) -> str | None:
 class SocketServer:
     """Listener, connections and ops of one :class:`~.server.Server` (which owns the lifecycle)."""
 
-    def __init__(self, server: Any) -> None:
-        # `server` is the owning .server.Server (typed loosely: server.py imports this module)
+    def __init__(self, server: Owner) -> None:
         self.server = server
         self.loop = server.indexing
         self.listener: socket.socket | None = None
@@ -291,7 +318,7 @@ class SocketServer:
         return {**res, "via": "server"}
 
     # -- read ops --------------------------------------------------------------------------------
-    def _engine(self, args: dict) -> Any:
+    def _engine(self, args: dict) -> Engine:
         """An engine acting for the caller's agent on this request thread (kept per thread and agent:
         its catalog stays warm, and threads never share one SQLite handle). Outside enforcement mode
         only: no id means the owner there, as in-process."""
@@ -310,7 +337,7 @@ class SocketServer:
                 agent_id=agent, owner_verified=not agent))
         return eng
 
-    def _catalog_engine(self, args: dict) -> Any:
+    def _catalog_engine(self, args: dict) -> Engine:
         """:meth:`_engine` with its catalog brought up to date the way a write's is: only the notes the
         watcher saw change are re-read (the server's own writes refreshed theirs as they committed),
         or the vault walked when the watcher cannot say. A stat walk of every note per request was
@@ -342,7 +369,7 @@ class SocketServer:
         eng = self._catalog_engine(args)
         return eng.status(refresh=False, stale=lambda gid: self.loop.stale_notes(eng.catalog, gid))
 
-    def _catalog(self) -> Any:
+    def _catalog(self) -> Catalog:
         cat = getattr(self._tls, "catalog", None)
         if cat is None:
             from ..store.catalog import Catalog
@@ -351,7 +378,7 @@ class SocketServer:
             self._tls.catalog = cat
         return cat
 
-    def view(self, semantic: bool) -> Any:
+    def view(self, semantic: bool) -> View:
         from ..search.view import assemble
 
         snap = self.loop.snap

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings
 from ..errors import GenerationCorrupt, LockTimeout, NoteError, StateDamaged
@@ -42,6 +42,12 @@ from ..store.notes import Note, date_of, note_id, note_tags, parse_bytes, to_tex
 from ..store.secrets import RULES_VERSION, scrub_bytes
 from ..store.vault import OKF_EXPORT_DIR, Vault
 from .generations import GenerationStore
+
+if TYPE_CHECKING:
+    from ..embedding.embedder import Embedder
+    from .embcache import EmbeddingCache
+    from .lexical import LexicalIndex
+    from .vectors import VectorIndex
 
 PASSAGE_WORDS = 200
 # Bump when passage splitting or the indexed document changes: the next catch-up rebuilds in full.
@@ -258,14 +264,14 @@ class Indexer:
 
     # -- components ------------------------------------------------------------------------------
     @cached_property
-    def lexical(self):
+    def lexical(self) -> LexicalIndex:
         """The writer-side handle: an index from another analyzer/schema version is wiped (it is a
         cache) and the next catch-up re-indexes everything. Open it only while holding the lock."""
         from .lexical import LexicalIndex
 
         return LexicalIndex(self.dir / "lexical", reset_incompatible=True)
 
-    def reader(self):
+    def reader(self) -> LexicalIndex:
         """A read-only handle that never resets or writes (the prompt hook's path)."""
         from .lexical import LexicalIndex
 
@@ -292,17 +298,18 @@ class Indexer:
         return pack_key(self.pack_manifest)
 
     @cached_property
-    def vectors(self):
-        if self.pack_key is None:
+    def vectors(self) -> VectorIndex | None:
+        manifest = self.pack_manifest
+        if self.pack_key is None or manifest is None:
             return None
         from .vectors import VectorIndex
 
-        vec = VectorIndex(self.dir / "vectors", self.pack_key, int(self.pack_manifest["dim"]))
+        vec = VectorIndex(self.dir / "vectors", self.pack_key, int(manifest["dim"]))
         vec.on_damage = self._vectors_damaged
         return vec
 
     @cached_property
-    def embedder(self):
+    def embedder(self) -> Embedder | None:
         if self.pack_dir is None:
             return None
         from ..embedding.embedder import get_embedder
@@ -310,7 +317,7 @@ class Indexer:
         return get_embedder(self.pack_dir)
 
     @cached_property
-    def embcache(self):
+    def embcache(self) -> EmbeddingCache:
         from .embcache import EmbeddingCache
 
         return EmbeddingCache(self.vault.state / "embcache.sqlite")

@@ -19,9 +19,12 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .ports import EngineLike
+
+if TYPE_CHECKING:
+    from ..store.vault import Vault
 
 TAIL_BYTES = 64 * 1024
 MAX_TURN_CHARS = 12_000
@@ -435,7 +438,7 @@ def note_folder(agent: str) -> str:
     return f"{CONVERSATIONS_DIR}/{agent}"
 
 
-def _existing_note(vault: Any, folder: str, session_id: str) -> str | None:
+def _existing_note(vault: Vault, folder: str, session_id: str) -> str | None:
     """The note already holding this session (found by its session_id, whatever its title became)."""
     from ..store.notes import read_note
 
@@ -690,7 +693,7 @@ def _transcript_turns(t: Transcript) -> list[tuple[int, str]]:
     return [(n, "\n\n".join(blocks)) for n, blocks in out]
 
 
-def conversation_evidence(vault: Any, *, agent: str | None, conversation: str, excerpt: str | None = None,
+def conversation_evidence(vault: Vault, *, agent: str | None, conversation: str, excerpt: str | None = None,
                           turn: int | None = None) -> dict[str, Any]:
     """Where a memory an agent proposes was learned, for the reviewer: the conversation (its note in
     the vault when it was captured, the transcript, the session id), the turn and the words quoted.

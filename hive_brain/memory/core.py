@@ -12,9 +12,12 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .ports import EngineLike
+
+if TYPE_CHECKING:
+    from ..store.catalog import Entry
 
 # Order is importance: what is cut first when the budget runs out is at the end.
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -102,7 +105,7 @@ def _read_body(engine: EngineLike, rel: str, sha: str = "") -> str | None:
     return body
 
 
-def _updated(e: Any) -> str:
+def _updated(e: Entry) -> str:
     return str(e.meta.get("updated") or e.meta.get("created") or "")
 
 

@@ -33,6 +33,8 @@ TYPE_CHECKING = False  # typing for the type checker only: the prompt hook's pro
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..config import Settings
+
 INFO_NAME = "server.json"
 LOCK_NAME = "server.lock"
 LOG_NAME = "server.log"
@@ -268,7 +270,7 @@ def start_in_background(vault_root: Path | str, state_dir: Path | str) -> bool:
         starter.release()
 
 
-def autostart(settings: Any) -> bool:
+def autostart(settings: Settings) -> bool:
     """:func:`start_in_background` for the vault of ``settings``, unless the user turned it off
     (``autostart = false`` / ``HIVE_BRAIN_AUTOSTART=0``) or does not use a server at all."""
     if not (settings.autostart and settings.use_server):
@@ -279,7 +281,7 @@ def autostart(settings: Any) -> bool:
     return start_in_background(v.root, v.state)
 
 
-def ensure_server(settings_or_state_dir: Any, vault_root: Path | str | None = None, timeout: float = 30.0) -> dict[str, Any]:
+def ensure_server(settings_or_state_dir: Settings | str | os.PathLike[str], vault_root: Path | str | None = None, timeout: float = 30.0) -> dict[str, Any]:
     """Make sure the vault's server is running and ready (starting it detached if needed); returns
     its ping answer. Pass either a ``Settings`` (the vault is opened from it) or the vault's state dir
     together with `vault_root`."""

@@ -13,10 +13,13 @@ closing tag.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..memory.frame import FRAME_CLOSE, FRAME_OPEN, HEADER, one_line
 from ..memory.frame import quote as _quote
+
+if TYPE_CHECKING:
+    from .recall import View
 
 CONVERSATION_BUDGET = 60_000
 
@@ -115,7 +118,7 @@ def build(result: dict, *, budget: int, full_text: Any = None) -> dict:
     }
 
 
-def answer_view(view: Any, query: str, *, agent: str | None, semantic: bool, budget: int | None, **opts: Any) -> dict:
+def answer_view(view: View, query: str, *, agent: str | None, semantic: bool, budget: int | None, **opts: Any) -> dict:
     """Recall on a view and build the pack (the one implementation used in-process and by the server)."""
     from .recall import _full_text, search
 

@@ -6,12 +6,27 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import StateDamaged
 from ..index.predicates import And, In, Pred, Range
 from .params import PARAMS
 from .query import Query
+
+if TYPE_CHECKING:
+    from ..index.lexical import LexicalIndex
+    from ..index.vectors import VectorIndex
+
+
+class Searched(Protocol):
+    """What gathering candidates reads of a view: a :class:`.recall.View`, named by its parts since
+    recall imports this module. ``embedder``: the pack's model or a unit test's stand-in."""
+
+    lexical: LexicalIndex
+    vectors: VectorIndex | None
+    embedder: Any
+    warnings: list[str]
+
 
 CANDIDATES = 120  # passages each ranking contributes before fusion (recall's ``pool`` default)
 
@@ -117,7 +132,7 @@ def _pack(embedder: Any) -> str | None:
     return key if isinstance(key, str) else None
 
 
-def size_allowance(view: Any, params: dict[str, float] = PARAMS) -> float:
+def size_allowance(view: Searched, params: dict[str, float] = PARAMS) -> float:
     """How much closer than the background a note may come by chance, given the vault's size: the
     best of more notes is nearer to any question (an off-topic question's best cosine rose by ~0.02 from
     20 to 2,000 notes on benchmarks/smallvault.py). Part of the semantic floor, so every threshold
@@ -145,7 +160,7 @@ class Cand:
     score: float = 0.0
 
 
-def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict[str, Any] | None = None,
+def gather(view: Searched, query: Query, where: Pred, *, semantic: bool, qcache: dict[str, Any] | None = None,
            pool: int = CANDIDATES, params: dict[str, float] = PARAMS) -> tuple[dict[str, Cand], dict[str, Any]]:
     """The candidates and what the ranking needs about the whole set (``info``: term weights,
     similarity statistics, the semantic floor, timings)."""
@@ -198,21 +213,21 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
     # A conversation window (`<passage>~w<n>`) and a writer's question (`~q<n>`) score for the passage
     # they come from.
     sem_pairs = [(h.passage_id.split("~", 1)[0], h) for h in sem_hits]
-    for pid, h in sem_pairs:
-        c = cands.setdefault(h.note_path, Cand(h.note_path))
-        if "~q" in h.passage_id and h.similarity > c.name_sem:
-            c.name_sem = h.similarity
-        if h.similarity > c.sem:
-            c.sem = h.similarity
-        c.sem_scores[pid] = max(h.similarity, c.sem_scores.get(pid, -1.0))
+    for pid, vh in sem_pairs:
+        c = cands.setdefault(vh.note_path, Cand(vh.note_path))
+        if "~q" in vh.passage_id and vh.similarity > c.name_sem:
+            c.name_sem = vh.similarity
+        if vh.similarity > c.sem:
+            c.sem = vh.similarity
+        c.sem_scores[pid] = max(vh.similarity, c.sem_scores.get(pid, -1.0))
     # Passage-level fused score (for picking the best passage to show): rank-based.
     k = params["passage_rrf_k"]
     lex_rank_p = {h.passage_id: i for i, h in enumerate(lex_hits)}
     sem_rank_p: dict[str, int] = {}
     for i, (pid, _h) in enumerate(sem_pairs):
         sem_rank_p.setdefault(pid, i)
-    for pid, h in sem_pairs:
-        cands[h.note_path].pids.setdefault(pid, 0.0)
+    for pid, vh in sem_pairs:
+        cands[vh.note_path].pids.setdefault(pid, 0.0)
     for c in cands.values():
         for pid in c.pids:
             s = 0.0
@@ -227,7 +242,7 @@ def gather(view: Any, query: Query, where: Pred, *, semantic: bool, qcache: dict
     return cands, info
 
 
-def add_window(view: Any, cands: dict[str, Cand], where: Pred, window: tuple[int, int],
+def add_window(view: Searched, cands: dict[str, Cand], where: Pred, window: tuple[int, int],
                params: dict[str, float] = PARAMS) -> None:
     """Notes dated inside a window the question names are candidates even when they share no word
     with it: "what did we talk about last Saturday" asks for that day's conversations. Only notes

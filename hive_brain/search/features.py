@@ -11,12 +11,15 @@ import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..store.catalog import Entry
 from .candidates import Cand
 from .params import PARAMS
 from .query import Query
+
+if TYPE_CHECKING:
+    from ..index.lexical import LexicalIndex
 
 
 @dataclass(slots=True)
@@ -165,7 +168,7 @@ _terms_of = functools.lru_cache(maxsize=65536)(_content_set)
 _head_terms_of = functools.lru_cache(maxsize=32768)(_content_set)
 
 
-def warm_terms(lexical: Any, entries: Iterable[Entry]) -> int:
+def warm_terms(lexical: LexicalIndex, entries: Iterable[Entry]) -> int:
     """Analyse these notes' passages (and titles) for coverage before any question needs them (the
     server's idle read-ahead, beside the second model's); returns how many passages were read."""
     n = 0

@@ -13,15 +13,18 @@ share of the collection statistics (document count and average length in BM25).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..index.predicates import In
 from ..index.textproc import query_terms
 from . import spelling
 from .query import analyse
 
+if TYPE_CHECKING:
+    from ..index.lexical import LexicalIndex
 
-def could_change(lexical: Any, texts: Iterable[str], written: set[str], paths: list[str], *, vectors: bool,
+
+def could_change(lexical: LexicalIndex, texts: Iterable[str], written: set[str], paths: list[str], *, vectors: bool,
                  now: Any = None, as_of: str | None = None) -> bool:
     """``texts``: the question and any alternatives the caller sent; ``written``: the terms of
     ``paths`` as they will be indexed (``index.indexer.written_terms``); ``vectors``: the read

@@ -11,16 +11,30 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import GenerationCorrupt
 from ..memory.layers import path_readable
+from ..memory.ports import EngineLike
 from ..store.catalog import CATALOG_VERSION, Catalog, classify
 from ..store.fsutil import atomic_write_text
 from ..store.notes import parse_bytes
 
+if TYPE_CHECKING:
+    from ..embedding.embedder import Embedder
+    from ..index.indexer import Indexer
+    from ..index.vectors import VectorIndex
+    from ..store.vault import Vault
+    from .recall import View
 
-def replay_parts(vault: Any, idx: Any, gid: int, *, semantic: bool = True) -> dict[str, Any]:
+
+class Replaying(EngineLike, Protocol):
+    """What :func:`compare` asks of an engine: a view of an old generation too."""
+
+    def view(self, *, generation: int | None = None) -> View: ...
+
+
+def replay_parts(vault: Vault, idx: Indexer, gid: int, *, semantic: bool = True) -> dict[str, Any]:
     """The parts of a View of generation `gid` of `vault` (lexical, catalog, vectors, embedder and why
     semantic search is off), through `idx` (an Indexer: its generation store, pack and embedding
     cache). Callers go through :func:`.view.open_view` (``generation=gid``), which assembles them."""
@@ -60,10 +74,9 @@ def replay_parts(vault: Any, idx: Any, gid: int, *, semantic: bool = True) -> di
                 vec_rows.extend(rows)
         if same_pack:
             from ..index.embcache import embed_with_cache
-            from ..index.vectors import VectorIndex
 
-            vecs = embed_with_cache(idx.embedder, idx.embcache, {r["text_hash"]: r["_embed_text"] for r in vec_rows})
-            vi = VectorIndex(rdir / "vectors", idx.pack_key, int(idx.pack_manifest["dim"]))
+            vi, model = _scratch_vectors(rdir, idx)
+            vecs = embed_with_cache(model, idx.embcache, {r["text_hash"]: r["_embed_text"] for r in vec_rows})
             vi.upsert([{**{k: v for k, v in r.items() if k != "_embed_text"}, "vector": vecs[r["text_hash"]]} for r in vec_rows])
         atomic_write_text(marker, json.dumps({"notes_hash": g.notes_hash, "vectors": bool(same_pack),
                                               "catalog": CATALOG_VERSION}))
@@ -72,16 +85,23 @@ def replay_parts(vault: Any, idx: Any, gid: int, *, semantic: bool = True) -> di
     vectors = embedder = None
     off = None
     if same_pack:
-        from ..index.vectors import VectorIndex
-
-        vectors = VectorIndex(rdir / "vectors", idx.pack_key, int(idx.pack_manifest["dim"]))
-        embedder = idx.embedder
+        vectors, embedder = _scratch_vectors(rdir, idx)
     elif semantic:
         off = "generation was indexed without the installed embedding pack: replayed lexically"
     return {"lexical": lex, "catalog": cat, "vectors": vectors, "embedder": embedder, "off_reason": off}
 
 
-def compare(engine: Any, query: str, a: int, b: int | None, **opts: Any) -> dict:
+def _scratch_vectors(rdir: Path, idx: Indexer) -> tuple[VectorIndex, Embedder]:
+    """The replay's vector table and the model its question is embedded with."""
+    from ..index.vectors import VectorIndex
+
+    key, manifest, model = idx.pack_key, idx.pack_manifest, idx.embedder
+    # Called when the index has vectors (same_pack): a pack is installed.
+    assert key is not None and manifest is not None and model is not None
+    return VectorIndex(rdir / "vectors", key, int(manifest["dim"])), model
+
+
+def compare(engine: Replaying, query: str, a: int, b: int | None, **opts: Any) -> dict:
     gens = engine.indexer.gens
     if b is None:
         b = gens.current_id()

@@ -36,7 +36,11 @@ import time
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..store.vault import Vault
 
 SCAN_WARNING = ("the index is unavailable ({why}): answered by scanning the notes for the question's words "
                 "(no ranking by meaning); `hive-brain rebuild-index` rebuilds it")
@@ -75,8 +79,8 @@ def rg_path() -> str | None:
 class NoteScan:
     """The notes of ``vault`` as a view without an index reads them (:func:`.view.scan_view`)."""
 
-    vault: Any
-    settings: Any
+    vault: Vault
+    settings: Settings
     why: str
     budget_s: float = BUDGET_S
     # The latest monotonic time reading may go on to, whatever ``budget_s`` leaves: the prompt hook's

@@ -20,7 +20,19 @@ module level; the read-only path imports no writer (indexer, lock), numpy or Lan
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..config import Settings
+    from ..index.generations import GenerationStore
+    from ..index.indexer import Indexer
+    from ..index.lexical import LexicalIndex
+    from ..index.vectors import VectorIndex
+    from ..store.catalog import Catalog
+    from ..store.vault import Vault
+    from .recall import View
 
 NO_PACK = "no embedding pack installed (run `hive-brain model install`)"
 NOT_EMBEDDED = "{n} passages are not embedded yet; semantic search covers the rest"
@@ -34,15 +46,15 @@ INDEX_NONE = "nothing is indexed yet"
 INDEX_OTHER_VERSION = "it was built by another version of hive-brain"
 
 
-def hook_scan_budget(settings: Any) -> float:
+def hook_scan_budget(settings: Settings) -> float:
     """The seconds a scan may read notes for in the prompt hook: a third of its deadline (pass 1 only;
     the best notes' parse and the pack come after it, and the hook's process start before)."""
     return float(settings.hook_deadline) / 3
 
 
-def assemble(*, lexical: Any, catalog: Any, generation: int | None, semantic: bool = True, vectors: Any = None,
-             embedder: Any = None, off_reason: str | None = None, pending: int = 0,
-             warnings: list[str] | tuple[str, ...] = (), state: Any = None) -> Any:
+def assemble(*, lexical: LexicalIndex, catalog: Catalog, generation: int | None, semantic: bool = True,
+             vectors: VectorIndex | None = None, embedder: Any = None, off_reason: str | None = None, pending: int = 0,
+             warnings: list[str] | tuple[str, ...] = (), state: Path | None = None) -> View:
     """A View from its parts. Vectors count only when semantic search is asked for and both the
     table and the model are there; otherwise ``off_reason`` says why (when it was asked for).
     ``state``: the vault's state dir, whose usage log ranks (memory.usage); None (replay): it does not."""
@@ -63,8 +75,8 @@ def assemble(*, lexical: Any, catalog: Any, generation: int | None, semantic: bo
                 usage=usage)
 
 
-def scan_view(vault: Any, settings: Any, why: str, warnings: list[str] | tuple[str, ...] = (), *,
-              budget_s: float | None = None) -> Any:
+def scan_view(vault: Vault, settings: Settings, why: str, warnings: list[str] | tuple[str, ...] = (), *,
+              budget_s: float | None = None) -> View:
     """A view that answers by scanning the notes (:mod:`.scan`): ``why`` the index cannot be read;
     ``budget_s``: the most seconds one search may read notes for (default :data:`.scan.BUDGET_S`)."""
     from .recall import View
@@ -81,9 +93,9 @@ def state_problem(e: BaseException) -> str:
     return f"its state dir cannot be used: {msg[:200]}"
 
 
-def open_view(vault: Any, settings: Any, *, catch_up: bool = False, generation: int | None = None,
-              semantic: bool = True, indexer: Any = None, catalog: Any = None,
-              embed: bool | Callable[[], bool] = True, embed_budget_s: float = 20.0) -> Any:
+def open_view(vault: Vault, settings: Settings, *, catch_up: bool = False, generation: int | None = None,
+              semantic: bool = True, indexer: Indexer | None = None, catalog: Catalog | None = None,
+              embed: bool | Callable[[], bool] = True, embed_budget_s: float = 20.0) -> View | None:
     """A read view of `vault` (see the module docstring for the three kinds).
 
     ``indexer``/``catalog``: the caller's own (an Engine's), reused instead of opened again; the
@@ -102,7 +114,7 @@ def open_view(vault: Any, settings: Any, *, catch_up: bool = False, generation: 
     return _read_only_view(vault, settings, semantic=semantic, catalog=catalog)
 
 
-def _indexer(vault: Any, settings: Any, indexer: Any, catalog: Any) -> Any:
+def _indexer(vault: Vault, settings: Settings, indexer: Indexer | None, catalog: Catalog | None) -> Indexer:
     if indexer is not None:
         return indexer
     from ..index.indexer import Indexer
@@ -110,7 +122,7 @@ def _indexer(vault: Any, settings: Any, indexer: Any, catalog: Any) -> Any:
     return Indexer(vault, settings, catalog=catalog)
 
 
-def _read_only_view(vault: Any, settings: Any, *, semantic: bool, catalog: Any) -> Any:
+def _read_only_view(vault: Vault, settings: Settings, *, semantic: bool, catalog: Catalog | None) -> View | None:
     """The current generation through a read-only index handle, trusting the ``current`` pointer
     (no manifest re-hash): lexical only, since loading the model is a second or more."""
     from ..index.generations import GenerationStore
@@ -133,8 +145,8 @@ def _read_only_view(vault: Any, settings: Any, *, semantic: bool, catalog: Any) 
                     off_reason="the server is not running", warnings=gens.warnings, state=vault.state)
 
 
-def _catch_up_view(vault: Any, settings: Any, idx: Any, *, semantic: bool, embed: bool | Callable[[], bool],
-                   embed_budget_s: float) -> Any:
+def _catch_up_view(vault: Vault, settings: Settings, idx: Indexer, *, semantic: bool,
+                   embed: bool | Callable[[], bool], embed_budget_s: float) -> View:
     """The current index after a catch-up that never waits on a writer.
 
     Reading never fails because someone is writing: when the lock is taken the view answers with
@@ -191,7 +203,7 @@ def _catch_up_view(vault: Any, settings: Any, idx: Any, *, semantic: bool, embed
                     embedder=embedder, off_reason=off, pending=pending, warnings=warnings, state=vault.state)
 
 
-def _indexed_notes(gens: Any, gid: int | None) -> int:
+def _indexed_notes(gens: GenerationStore, gid: int | None) -> int:
     """How many notes generation ``gid`` says are indexed (0 when it cannot be read)."""
     if gid is None:
         return 0
