@@ -230,6 +230,20 @@ def temp_dir(prefix: str) -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+@contextmanager
+def vault_dir(keep: Path | None, size: int, prefix: str) -> Iterator[Path]:
+    """A throwaway folder, or ``keep/<size>`` kept between runs (its own state dir either way): a benchmark
+    whose large vault takes minutes to embed builds it once and asks it again."""
+    if keep is None:
+        with temp_state_dir(), temp_dir(prefix) as work:
+            yield work
+        return
+    work = keep / str(size)
+    work.mkdir(parents=True, exist_ok=True)
+    with state_dir_at(work / "state"):
+        yield work
+
+
 _T0 = time.perf_counter()
 
 
