@@ -232,16 +232,19 @@ def temp_dir(prefix: str) -> Iterator[Path]:
 
 @contextmanager
 def vault_dir(keep: Path | None, size: int, prefix: str) -> Iterator[Path]:
-    """A throwaway folder, or ``keep/<size>`` kept between runs (its own state dir either way): a benchmark
-    whose large vault takes minutes to embed builds it once and asks it again."""
+    """``keep/<size>``, kept between runs, or a throwaway folder; its state dir is ``<it>/state`` either way
+    (a benchmark whose large vault takes minutes to embed builds it once and asks it again)."""
     if keep is None:
-        with temp_state_dir(), temp_dir(prefix) as work:
-            yield work
+        with temp_dir(prefix) as tmp:
+            d = tmp / str(size)
+            d.mkdir()
+            with state_dir_at(d / "state"):
+                yield d
         return
-    work = keep / str(size)
-    work.mkdir(parents=True, exist_ok=True)
-    with state_dir_at(work / "state"):
-        yield work
+    d = keep / str(size)
+    d.mkdir(parents=True, exist_ok=True)
+    with state_dir_at(d / "state"):
+        yield d
 
 
 _T0 = time.perf_counter()
