@@ -27,13 +27,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .common import BenchConfig, log, print_table, standalone_main, summary_row, temp_dir, temp_state_dir
+from .common import BenchConfig, log, print_table, standalone_main, summary_row, vault_dir
 
 NAME = "aliasvault"
 DATA = Path(__file__).parent / "aliasvault"
 QUICK_SIZES = (40,)
 FULL_SIZES = (40, 540, 2040)
 STAGES = ("plain", "+aliases", "+aliases+questions")
+NAMES = ("aliases", "questions")  # the writer-supplied frontmatter fields
 TARGETS = {"hit@1": 0.85, "hit@3": 0.95}
 
 
@@ -69,16 +70,29 @@ def build_vault(root: Path, size: int, memories: list[dict[str, Any]]) -> tuple[
 
 
 def add_names(root: Path, paths: Mapping[str, str], memories: list[dict[str, Any]], fields: tuple[str, ...]) -> None:
-    """Write ``fields`` of each memory into its note's frontmatter (a hand edit, as in Obsidian)."""
+    """Give each memory's note exactly ``fields`` of the writer's names in its frontmatter (a hand edit, as in
+    Obsidian); the other names go, so a kept vault (``--work``) asked again starts from none."""
     from hive_brain.store.notes import parse_text, render
 
     for m in memories:
         p = root / paths[m["key"]]
         note = parse_text(paths[m["key"]], p.read_text(encoding="utf-8"))
-        meta = dict(note.meta)
-        for f in fields:
-            meta[f] = list(m[f])
-        p.write_text(render(meta, note.body, like=note), encoding="utf-8")
+        meta = {k: v for k, v in note.meta.items() if k not in NAMES}
+        meta.update({f: list(m[f]) for f in fields})
+        if meta != dict(note.meta):
+            p.write_text(render(meta, note.body, like=note), encoding="utf-8")
+
+
+def _open_or_build(work: Path, size: int, memories: list[dict[str, Any]]) -> tuple[Any, dict[str, str], dict[str, Any]]:
+    maps = work / "maps.json"
+    if maps.exists():
+        from hive_brain.engine import Engine
+
+        m = json.loads(maps.read_text(encoding="utf-8"))
+        return Engine.open(work / "vault"), m["paths"], {**m["info"], "reused": True}
+    eng, paths, info = build_vault(work / "vault", size, memories)
+    maps.write_text(json.dumps({"paths": paths, "info": info}), encoding="utf-8")
+    return eng, paths, info
 
 
 def evaluate(eng: Any, view: Any, qs: list[dict[str, Any]], offtopic: list[str], **recall_opts: Any) -> dict[str, Any]:
@@ -110,7 +124,7 @@ def metrics(ev: Mapping[str, Any], split: str) -> dict[str, Any]:
 
 
 def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, questions: Path | None = None,
-        deep: bool = False) -> dict[str, Any]:
+        deep: bool = False, keep: Path | None = None) -> dict[str, Any]:
     from hive_brain.search.params import PARAMS
 
     from .smallvault import read_ahead
@@ -123,15 +137,14 @@ def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, questions: Path 
         raise SystemExit(f"aliasvault: questions name unknown memory keys: {', '.join(unknown)}")
     out: list[dict[str, Any]] = []
     for size in sizes:
-        with temp_state_dir(), temp_dir("hb-bench-aliasvault-") as work:
+        with vault_dir(keep, size, "hb-bench-aliasvault-") as work:
             root = work / "vault"
-            eng, paths, info = build_vault(root, max(size, len(memories)), memories)
+            eng, paths, info = _open_or_build(work, max(size, len(memories)), memories)
             qs = [{"q": q, "key": k, "gold": paths[k], "split": "tune" if i % 2 == 0 else "held"}
                   for i, (q, k) in enumerate(raw_qs)]
             stages = []
             for stage, fields in zip(STAGES, ((), ("aliases",), ("aliases", "questions")), strict=True):
-                if fields:
-                    add_names(root, paths, memories, fields)
+                add_names(root, paths, memories, fields)
                 t0 = time.perf_counter()
                 view = eng.view()  # catches up on the edited notes (and embeds them)
                 read_ahead(eng, view)
@@ -181,13 +194,16 @@ def summary_rows(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _args(ap: Any) -> None:
     ap.add_argument("--sizes", default=None, help="comma-separated vault sizes (default: by mode)")
+    ap.add_argument("--work", type=Path, default=None,
+                    help="keep the built vaults in WORK/<size> and reuse them (the 2,040 size takes 10-15 min to "
+                         "embed); each run strips the writer's names first, so its stages start from none")
     ap.add_argument("--questions", type=Path, default=None, help="the question file (default: aliasvault/questions.json)")
     ap.add_argument("--deep", action="store_true", help="also ask every stage in deep mode (recall --rerank)")
 
 
 def _kwargs(args: Any) -> dict[str, Any]:
     return {"sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else None, "questions": args.questions,
-            "deep": args.deep}
+            "deep": args.deep, "keep": args.work}
 
 
 if __name__ == "__main__":

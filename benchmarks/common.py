@@ -230,6 +230,23 @@ def temp_dir(prefix: str) -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+@contextmanager
+def vault_dir(keep: Path | None, size: int, prefix: str) -> Iterator[Path]:
+    """``keep/<size>``, kept between runs, or a throwaway folder; its state dir is ``<it>/state`` either way
+    (a benchmark whose large vault takes minutes to embed builds it once and asks it again)."""
+    if keep is None:
+        with temp_dir(prefix) as tmp:
+            d = tmp / str(size)
+            d.mkdir()
+            with state_dir_at(d / "state"):
+                yield d
+        return
+    d = keep / str(size)
+    d.mkdir(parents=True, exist_ok=True)
+    with state_dir_at(d / "state"):
+        yield d
+
+
 _T0 = time.perf_counter()
 
 

@@ -72,9 +72,9 @@ from .common import (
     print_table,
     running_server,
     standalone_main,
-    state_dir_at,
     summary_row,
     temp_dir,
+    vault_dir,
     wait_server_idle,
 )
 
@@ -238,22 +238,6 @@ def _title_of(path: Path) -> str:
         return m.group(1).strip().strip("'\"")
     h = re.search(r"^# (.+)$", text, re.M)
     return h.group(1).strip() if h else path.stem
-
-
-@contextmanager
-def size_dir(work: Path | None, size: int) -> Iterator[Path]:
-    """``work/<size>`` (kept), or a throwaway folder; its state dir is ``<it>/state`` either way."""
-    if work is None:
-        with temp_dir("hb-bench-prompt-hook-") as tmp:
-            d = tmp / str(size)
-            d.mkdir()
-            with state_dir_at(d / "state"):
-                yield d
-        return
-    d = work / str(size)
-    d.mkdir(parents=True, exist_ok=True)
-    with state_dir_at(d / "state"):
-        yield d
 
 
 def open_or_build(d: Path, size: int, memories: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -585,7 +569,7 @@ def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None 
     pack, why = embedding_pack()
     out: list[dict[str, Any]] = []
     for size in sizes:
-        with size_dir(work, size) as d:
+        with vault_dir(work, size, "hb-bench-prompt-hook-") as d:
             maps = open_or_build(d, size, memories)
             vault = d / "vault"
             notes = NoteMap(maps, vault)
@@ -742,7 +726,7 @@ def reset_usage(state: Path) -> list[str]:
 def build_only(work: Path, sizes: Sequence[int]) -> None:
     memories, _prompts = load_data()
     for size in sizes:
-        with size_dir(work, size) as d:
+        with vault_dir(work, size, "hb-bench-prompt-hook-") as d:
             maps = open_or_build(d, size, memories)
             log(f"prompt_hook: {size}: {maps['info']}")
 

@@ -26,8 +26,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +35,8 @@ from .common import (
     log,
     print_table,
     standalone_main,
-    state_dir_at,
     summary_row,
-    temp_dir,
-    temp_state_dir,
+    vault_dir,
 )
 
 NAME = "smallvault"
@@ -225,19 +222,6 @@ def questions_for(data: Mapping[str, Any], keys: set[str], head: Mapping[str, st
     return qs
 
 
-@contextmanager
-def _vault_dir(keep: Path | None, size: int) -> Iterator[Path]:
-    """A throwaway folder, or ``keep/<size>`` kept between runs (its own state dir either way)."""
-    if keep is None:
-        with temp_state_dir(), temp_dir("hb-bench-smallvault-") as work:
-            yield work
-        return
-    work = keep / str(size)
-    work.mkdir(parents=True, exist_ok=True)
-    with state_dir_at(work / "state"):
-        yield work
-
-
 def _open_or_build(work: Path, size: int, memories: list[dict[str, Any]], evolutions: list[dict[str, Any]]) -> tuple[
         Any, dict[str, str], dict[str, str], dict[str, Any]]:
     maps = work / "maps.json"
@@ -260,7 +244,7 @@ def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, keep: Path | Non
     offtopic = [{"q": q, "split": split_of(i)} for i, q in enumerate(data["offtopic"])]
     out: list[dict[str, Any]] = []
     for size in sizes:
-        with _vault_dir(keep, size) as work:
+        with vault_dir(keep, size, "hb-bench-smallvault-") as work:
             eng, head, first, info = _open_or_build(work, size, memories, data["evolve"])
             view = eng.view()
             read_ahead(eng, view)

@@ -148,3 +148,26 @@ def test_deep_mode_reads_the_top_again_and_says_so(vault_path, with_model, monke
     assert fast["hits"][0]["scoreDetails"]["lateRank"] is None
     cli = run("recall", "which test runner does the frontend use?", "--rerank")
     assert cli["deep"] is True and cli["hits"][0]["title"] == "Test framework"
+
+
+def test_notes_placed_by_their_questions_do_not_push_the_answer_out_of_the_abstentions_reading(vault_path, with_model,
+                                                                                                  monkeypatch):
+    """The 40 memories of benchmarks/aliasvault with their writers' names, as its 45-note vault: three
+    notes the second model placed by their questions (their text far from the asked one) took the
+    three places the abstention reads, ahead of *Background jobs*, whose text answers; it abstained."""
+    import json
+
+    from hive_brain.search.params import PARAMS
+
+    mems = json.loads((Path(__file__).parents[1] / "benchmarks" / "aliasvault" / "memories.json").read_text("utf-8"))
+    eng = Engine.open(vault_path)
+    recs = [{k: m[k] for k in ("type", "title", "content", "tags", "aliases", "questions")} for m in mems]
+    for i in range(0, len(recs), 25):
+        eng.memory.batch(recs[i:i + 25])
+    q = "How should I run asynchronous tasks for the new service?"
+    res = eng.recall(q, limit=10)
+    assert not res["abstained"], res["reason"]
+    jobs = next(h for h in res["hits"] if h["title"] == "Background jobs")
+    assert jobs["scoreDetails"]["rerankGap"] > 0
+    monkeypatch.setitem(PARAMS, "abstain_by_text", 0.0)  # the first three, whatever placed them
+    assert eng.recall(q, limit=10)["abstained"]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hive_brain.errors import UsageError
-from hive_brain.search.abstain import fits, memory_is_weak, reason
+from hive_brain.search.abstain import fits, memory_is_weak, read, reason
 from hive_brain.search.features import Features, breakdown, details, score
 from hive_brain.search.params import PARAMS
 from hive_brain.search.query import analyse
@@ -99,6 +99,27 @@ def test_abstains_only_when_words_and_meaning_are_both_weak():
     weak = Features(coverage=0.1)
     assert reason([weak, weak, Features(coverage=0.9)], question) is None
     assert reason([weak, weak, weak, Features(coverage=0.9)], question) is not None
+
+
+def test_notes_placed_by_a_writers_question_take_no_place_in_the_abstentions_top():
+    """aliasvault, 45 notes, with the writers' questions (recorded scoreDetails): the second model put
+    three notes first by their writers' questions (``rerankQuestionSim`` = ``rerankSim``), their text
+    -0.129 to -0.056 under the background; *Background jobs*, 4th, +0.110 by its text. It abstained."""
+    question = q("How should I run asynchronous tasks for the new service?")
+    by_question = [Features(coverage=c, gap=g, rr_sim=s, rr_question_sim=s, rr_gap=r) for c, g, s, r in
+                   [(0.202, 0.0489, 0.4165, -0.129), (0.202, 0.0403, 0.3759, -0.0914), (0.419, 0.0317, 0.3772, -0.0556)]]
+    jobs = Features(coverage=0.379, gap=0.0554, rr_sim=0.2878, rr_question_sim=0.2618, rr_gap=0.1104)
+    ranked = [*by_question, jobs, Features(coverage=0.2, gap=0.01, rr_sim=0.1, rr_gap=-0.233)]
+    assert reason(ranked, question, {**P, "abstain_by_text": 0.0}) is not None  # the old top three
+    assert reason(ranked, question) is None
+    assert read(ranked) == ranked  # three own places: *Background jobs* and the fifth
+    # Read beside the others, not instead: an off-topic prompt whose notes are far by their text still
+    # abstains ("what is the time complexity of quicksort?", 45 notes: every note read under -0.2).
+    far = [replace(f, rr_gap=-0.35) for f in by_question] + [Features(coverage=0.0, gap=-0.01, rr_sim=0.1, rr_gap=g)
+                                                              for g in (-0.349, -0.43, -0.377, 0.2)]
+    assert len(read(far)) == 6 and reason(far, question) is not None
+    # Without writers' questions the top three decide, as before.
+    assert read([jobs, *ranked[4:], jobs, jobs]) == [jobs, ranked[4], jobs]
 
 
 def test_abstention_thresholds_read_params_and_compare_reported_values():

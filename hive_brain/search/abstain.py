@@ -20,13 +20,40 @@ def _gap(f: Features) -> float | None:
     return round(f.gap, 4) if f.gap is not None else None
 
 
+def placed_by_question(f: Features) -> bool:
+    """The second model placed this note by one of its writer's ``questions`` (nearer the asked one than
+    its own text is: ``rerankQuestionSim`` = ``rerankSim`` in scoreDetails), not by its text."""
+    return f.rr_question_sim is not None and f.rr_sim is not None and f.rr_question_sim >= f.rr_sim
+
+
+def read(ranked: Sequence[Features], params: Mapping[str, float] = PARAMS) -> list[Features]:
+    """The hits whose evidence decides: the first ``abstain_top`` placed by their own text, and any a
+    writer's question placed among them (``abstain_by_text``; read too, on their text like every hit).
+    The gap reads a note's text alone, because a question is near any other question; so a note lifted
+    by its questions, its text far from the asked one, must not push out of the top the note whose text
+    answers (aliasvault, 45 notes: "How should I run asynchronous tasks for the new service?" had three
+    such notes at -0.129 to -0.056 over the background ahead of *Background jobs* at +0.110, and
+    abstained)."""
+    n = int(params["abstain_top"])
+    if not params["abstain_by_text"]:
+        return list(ranked[:n])
+    out: list[Features] = []
+    own = 0
+    for f in ranked:
+        if own >= n:
+            break
+        out.append(f)
+        own += not placed_by_question(f)
+    return out
+
+
 def reason(ranked: Sequence[Features], query: Query, params: Mapping[str, float] = PARAMS) -> str | None:
     """Why nothing fits (None: something does). Abstains only when both signals are weak: lexical
     coverage and semantic separation from unrelated text."""
     P = params
     if not ranked:
         return "no note matches the question"
-    top = ranked[: int(P["abstain_top"])]
+    top = read(ranked, P)
     if query.time_only(P) and any(f.win_rank is not None for f in top):
         return None  # the question asks about a time, and notes from that time are there
     cov = max(_coverage(f) for f in top)

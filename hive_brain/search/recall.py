@@ -27,6 +27,7 @@ from ..store.chain import walk
 from ..store.text import check_text, clean_text
 from . import candidates, features, late, rerank, spelling
 from .abstain import fits, memory_is_weak
+from .abstain import read as abstain_read
 from .abstain import reason as abstain_reason
 from .candidates import BACKGROUND, CANDIDATES, Cand, background_vectors
 from .params import PARAMS
@@ -203,7 +204,7 @@ def _unread_may_answer(ranked: list[Cand], q: Query, reason: str) -> str | None:
     hits and its gaps say abstain, a top hit it could not read (a Chinese note for an English question)
     is judged as without it, by the first pass's evidence. Without this the reranker's verdict on the
     English notes around it refused the one note that answers (issue 28)."""
-    top = [c.features for c in ranked[: int(PARAMS["abstain_top"])] if c.features is not None]
+    top = abstain_read([c.features for c in ranked if c.features is not None])
     unread = [f for f in top if f.rr_gap is None]
     if not unread or len(unread) == len(top):
         return reason
