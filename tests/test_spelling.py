@@ -150,3 +150,60 @@ def test_a_stop_word_slip_is_not_respelled_by_new_notes(slips):
     assert not spelling.could_respell(lex, "waht", "waht", {"wait"}, where)
     assert spelling.could_respell(lex, "stagign", "stagign", {"stage"}, where)
     assert spelling.could_respell(lex, "lcaol", "lcaol", {"local"}, where)
+
+
+# Short words (two or three letters): a vault where each slip's reading is held, beside the words a
+# short word must never be read as: "mv" (for the abbreviation "vm"), "ic" (for "ci", no rarer than
+# it), "soon" and "add" (for the English "son" and "dad"), "elt" (a name, for "etl"), and "end" and
+# "need" in about as many passages (for "ned", whose two readings neither clearly leads).
+SHORT = [
+    ("fact", "On-call", "Whoever is on call this week answers the pager; call the backup when you switch."),
+    ("procedure", "Go formatting", "Run gofmt on go code before you go to review; run it in CI too."),
+    ("fact", "Shell", "Use mv to move files; the ic table and the elt job run soon; add the flag."),
+    ("fact", "Ends", "At the end of the sprint we need a demo; the end date is fixed."),
+    ("fact", "Needs", "We need two reviewers; what we need most is tests, and at the end a retro."),
+]
+
+
+@pytest.fixture
+def short(vault_path: Path) -> Engine:
+    return _vault(vault_path, SHORT)
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("rnu", "run"),    # two neighbours swapped
+    ("og", "go"),      # the same at two letters: "og" is in the vocabulary, "go" 6x commoner
+    ("wek", "week"),   # a letter undoubled
+    ("cal", "call"),
+    ("goo", "go"),     # a letter doubled
+    ("teh", "the"),    # a stop word one swap away
+])
+def test_a_short_word_is_read_by_the_cheapest_slip(short, typed, meant):
+    """Each failed before: a word under four letters was left as typed."""
+    assert spelling.correct(short.view().lexical, f"{typed} now")[1] == {typed: meant}
+
+
+@pytest.mark.parametrize("typed", [
+    "vm", "db",  # no vowel: an abbreviation ("mv" is one swap from "vm")
+    "ci",        # "ic" is no commoner a word than "ci"
+    "son", "dad",  # common English ("soon", "add" one slip away)
+    "etl",       # its reading "elt" is no English word but the vault's name
+    "ned",       # "end" and "need": neither leads by twice
+    "bee",       # a stop word only by a swap ("be" is one letter undoubled)
+    "wat",       # "what" is an inserted letter, no cheap slip
+    "ok",        # the vault lacks it, and it is common English
+])
+def test_a_short_word_is_left_as_typed_unless_one_cheap_reading_leads(short, typed):
+    assert spelling.correct(short.view().lexical, f"{typed} now")[1] == {}, typed
+
+
+def test_a_short_slip_may_be_respelled_by_new_notes(short):
+    """Indexing a note that holds "week" may change how "wek" reads (one that holds "weak" may not);
+    a stop word's slip never changes ("teh" is "the" whatever the notes hold)."""
+    from hive_brain.index.predicates import In
+
+    lex = short.view().lexical
+    where = In("note_path", ("new.md",))
+    assert spelling.could_respell(lex, "wek", "wek", {"week"}, where)
+    assert not spelling.could_respell(lex, "wek", "wek", {"weak"}, where)
+    assert not spelling.could_respell(lex, "teh", "teh", {"the"}, where)
