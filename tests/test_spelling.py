@@ -207,3 +207,14 @@ def test_a_short_slip_may_be_respelled_by_new_notes(short):
     assert spelling.could_respell(lex, "wek", "wek", {"week"}, where)
     assert not spelling.could_respell(lex, "wek", "wek", {"weak"}, where)
     assert not spelling.could_respell(lex, "teh", "teh", {"the"}, where)
+
+
+def test_a_reading_keeps_the_form_the_user_typed(vault_path):
+    """The vault holds "systems" and "gradual" only: "sytem" was read "systems" and "gradualy"
+    "gradual" (the vault's endings, not the user's; both fail before), now "system" and "gradually"
+    (one edit from what was typed, the likelier slip, the same stem for the index)."""
+    eng = _vault(vault_path, [("decision", "Rollouts", "Flag systems let a rollout be gradual; the flag systems are ours."),
+                              *SLIPS])
+    lex = eng.view().lexical
+    assert spelling.correct(lex, "which flag sytem rolls out gradualy")[1] == {"sytem": "system", "gradualy": "gradually"}
+    assert spelling.correct(lex, "lcoal sumer")[1] == {"lcoal": "local", "sumer": "summer"}  # a swap, a doubled letter: as before

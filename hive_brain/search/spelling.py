@@ -60,6 +60,7 @@ _CVC = re.compile(r"[^aeiou][aeiou][^aeiouwxy]$")
 _STOPS = frozenset(w for w in STOP_WORDS if w.isalpha() and len(w) >= MIN_CHARS)
 _SHORT_STOPS = frozenset(w for w in STOP_WORDS if w.isalpha() and len(w) >= SHORT_CHARS)
 _VOWEL = re.compile(r"[aeiouy]")
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 @functools.lru_cache(maxsize=1)
@@ -156,7 +157,7 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
             looked += 1
             best = _nearest(low, term, lexical)
         if best:
-            fixes[low] = best
+            fixes[low] = best if best in _STOPS else _as_typed(low, best)
     if not fixes:
         return text, {}
 
@@ -309,6 +310,34 @@ def _probes(word: str, term: str) -> list[tuple[str, int, bool]]:
     if len(word) > MIN_CHARS + 2:
         probes.append((word[: len(word) - 3], 1, True))
     return probes
+
+
+def _one_edit(word: str) -> set[str]:
+    """Every string one edit (:func:`edits`) from ``word``."""
+    out = set()
+    for i in range(len(word) + 1):
+        head, tail = word[:i], word[i:]
+        if tail:
+            out.add(head + tail[1:])
+        if len(tail) > 1:
+            out.add(head + tail[1] + tail[0] + tail[2:])
+        for c in _LETTERS:
+            out.add(head + c + tail)
+            if tail:
+                out.add(head + c + tail[1:])
+    out.discard(word)
+    return out
+
+
+def _as_typed(word: str, reading: str) -> str:
+    """``reading`` in the form the user typed: the English word one edit from ``word`` with the
+    reading's stem, when it is the likelier slip (:func:`typing_cost`). The vault's surface form
+    carries the vault's ending ("sytem" met "systems", "gradualy" met "gradual"); the index reads the
+    stem either way, but both models read the words, and the user asked about one "system", "gradually"."""
+    stem = _stem(reading)
+    ranks = _ranks()
+    forms = sorted((typing_cost(word, f), f) for f in _one_edit(word) if f in ranks and f != reading and _stem(f) == stem)
+    return forms[0][1] if forms and forms[0][0] < typing_cost(word, reading) else reading
 
 
 def _stem(word: str) -> str:
