@@ -19,8 +19,9 @@ commonest slips explains it (two neighbours swapped, a letter doubled or undoubl
 clearly leads on the vault's counts, and never when it is a common English word (the vocabulary's
 :data:`COMMON_RANK` commonest), an abbreviation (no vowel: "vm", "db") or a rarer word than its
 reading (a vocabulary word is read only as one English uses :data:`SHORT_RATIO` times as often: "io",
-"ci" stay). Anything that is no plain lower-case word
-(identifiers, paths, versions, CJK) is left alone: a name the vault lacks is more often a name than a typo. No new
+"ci" stay). A reading keeps the form the user typed (:func:`_as_typed`: "sytem" is "system" though the
+vault only says "systems"). Anything that is no plain lower-case word (identifiers, paths, versions,
+CJK) is left alone: a name the vault lacks is more often a name than a typo. No new
 index and no model: a few term counts, and one automaton query per unknown word no swap explains, on
 the hook's path too.
 """
@@ -150,14 +151,16 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
             break
         read.add(low)
         if len(low) < MIN_CHARS:
-            fixes.update({low: best} if (best := _short(low, lexical)) else {})
-            continue
-        best = _at_hand(low, lexical)
-        if best is None and looked < MAX_LOOKUPS:
-            looked += 1
-            best = _nearest(low, term, lexical)
+            best = _short(low, lexical)
+        else:
+            best = _at_hand(low, lexical)
+            if best is None and looked < MAX_LOOKUPS:
+                looked += 1
+                best = _nearest(low, term, lexical)
+            if best and best not in _STOPS:
+                best = _as_typed(low, best)
         if best:
-            fixes[low] = best if best in _STOPS else _as_typed(low, best)
+            fixes[low] = best
     if not fixes:
         return text, {}
 
@@ -170,7 +173,7 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
 
 def unknown_words(lexical: Any, text: str) -> Iterator[tuple[str, str]]:
     """The words of ``text`` that :func:`correct` may look up, each with its term, in text order
-    (repeats too): not stop words, not English, not in the index."""
+    (repeats too): not stop words, not English (of two or three letters: :func:`_rare`), not in the index."""
     for m in _WORD.finditer(text):
         word = m.group(0)
         low = word.lower()
