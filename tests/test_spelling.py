@@ -218,3 +218,20 @@ def test_a_reading_keeps_the_form_the_user_typed(vault_path):
     lex = eng.view().lexical
     assert spelling.correct(lex, "which flag sytem rolls out gradualy")[1] == {"sytem": "system", "gradualy": "gradually"}
     assert spelling.correct(lex, "lcoal sumer")[1] == {"lcoal": "local", "sumer": "summer"}  # a swap, a doubled letter: as before
+
+
+def test_a_tie_reads_the_same_in_every_process(vault_path):
+    """"logz" is one edit from "log" and from "logs", the same slip and the same passages: it was read
+    by the order of a set of strings, which is each process's hash seed (the server and the hook's
+    own recall could read the question apart). Fails before with these seeds."""
+    import os
+    import subprocess
+    import sys
+
+    _vault(vault_path, [("fact", "Logs", "The log rotates daily; logs older than a week are dropped.")])
+    script = ("import sys; from pathlib import Path; from hive_brain.engine import Engine; "
+              "from hive_brain.search import spelling; "
+              "print(spelling.correct(Engine.open(Path(sys.argv[1])).view().lexical, 'where do logz go')[1])")
+    seen = {subprocess.run([sys.executable, "-c", script, str(vault_path)], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(6)}
+    assert len(seen) == 1, seen

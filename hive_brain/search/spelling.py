@@ -362,10 +362,11 @@ def _nearest(word: str, term: str, lexical: Any) -> str | None:
     # The surface forms stay within one edit more than that: stems alone made "beginner" (stem
     # "beginn") two edits from "region", four apart as written.
     # Equal edits go to the likelier slip as typed (:func:`typing_cost`): "sumer" is "summer", not "super".
-    ranked = sorted(((min(edits(word, w, most), edits(term, _stem(w), most)), typing_cost(word, w), -n, w)
-                     for w, n in seen.items()
-                     if len(w) >= MIN_CHARS - 1 and w != word and edits(word, w, most + 1) <= most + 1),
-                    key=lambda x: x[:3])
+    # A full tie goes by spelling, not by the order of a set (each process's hash seed: "logz" was "log"
+    # in one process and "logs" in the next).
+    ranked = sorted((min(edits(word, w, most), edits(term, _stem(w), most)), typing_cost(word, w), -n, w)
+                    for w, n in seen.items()
+                    if len(w) >= MIN_CHARS - 1 and w != word and edits(word, w, most + 1) <= most + 1)
     if not ranked or ranked[0][0] > most:
         return None
     return ranked[0][3]
