@@ -158,7 +158,7 @@ def test_a_stop_word_slip_is_not_respelled_by_new_notes(slips):
 # "need" in about as many passages (for "ned", whose two readings neither clearly leads).
 SHORT = [
     ("fact", "On-call", "Whoever is on call this week answers the pager; call the backup when you switch."),
-    ("procedure", "Go formatting", "Run gofmt on go code before you go to review; run it in CI too."),
+    ("procedure", "Go formatting", "Run gofmt on go code before you go to review; run it before each push."),
     ("fact", "Shell", "Use mv to move files; the ic table and the elt job run soon; add the flag."),
     ("fact", "Ends", "At the end of the sprint we need a demo; the end date is fixed."),
     ("fact", "Needs", "We need two reviewers; what we need most is tests, and at the end a retro."),
