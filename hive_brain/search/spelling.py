@@ -12,9 +12,16 @@ Else it is found through tantivy's Levenshtein automaton over the term dictionar
 (:meth:`LexicalIndex.near_texts`) and chosen on the surface forms: the fewest edits (a swap of two
 letters is one), then the likelier slip (:func:`typing_cost`: "sumer" is "summer", not "super"), then
 the word more of those passages use. An ending makes an English word only where English writes it
-so ("laod" is no "lao" + "d", "sumer" no "sum" + "er"). Short words are left alone (a 3-letter
-word is one edit from dozens of others), and so is anything that is no plain lower-case word
-(identifiers, paths, versions, CJK): a name the vault lacks is more often a name than a typo. No new
+so ("laod" is no "lao" + "d", "sumer" no "sum" + "er"). A word of two or three letters is one edit
+from dozens of others, so it is read by a stricter rule (:func:`_short`): only one of the two
+commonest slips explains it (two neighbours swapped, a letter doubled or undoubled: "rnu", "og",
+"wek"), only as a word the vault holds (or a stop word one swap away: "teh"), only when one reading
+clearly leads on the vault's counts, and never when it is a common English word (the vocabulary's
+:data:`COMMON_RANK` commonest), an abbreviation (no vowel: "vm", "db") or a rarer word than its
+reading (a vocabulary word is read only as one English uses :data:`SHORT_RATIO` times as often: "io",
+"ci" stay). A reading keeps the form the user typed (:func:`_as_typed`: "sytem" is "system" though the
+vault only says "systems"). Anything that is no plain lower-case word (identifiers, paths, versions,
+CJK) is left alone: a name the vault lacks is more often a name than a typo. No new
 index and no model: a few term counts, and one automaton query per unknown word no swap explains, on
 the hook's path too.
 """
@@ -29,7 +36,13 @@ from typing import Any
 
 from ..index.textproc import STOP_WORDS, query_terms
 
-MIN_CHARS = 4  # shorter words are left as typed
+MIN_CHARS = 4  # shorter words are read by the stricter rule of _short
+SHORT_CHARS = 2  # a single letter is left as typed
+# The vocabulary lists its whole words in order of frequency in its corpus (from "the" at line 1,997):
+# a short word above this line is common English ("son", "dad", "cup", "sue"), one below it a rare
+# word, a name or an abbreviation ("cal", "og", "io").
+COMMON_RANK = 10_000
+SHORT_RATIO = 3  # a rare short word is read only as a word at least this many times commoner (by rank)
 LONG_CHARS = 8  # from this length two edits are allowed, one below
 MAX_LOOKUPS = 4  # unknown words looked up per question (a pasted log is mostly names the vault lacks)
 MAX_WORDS = 12  # unknown words read at all per question (the swaps and stop words, no lookup)
@@ -46,22 +59,26 @@ _CVC = re.compile(r"[^aeiou][aeiou][^aeiouwxy]$")
 # The stop words a typo is read as before any vault word (the index holds none of them): "waht" is
 # "what", not the vault's "wait"; "aftr" is "after", not "attr".
 _STOPS = frozenset(w for w in STOP_WORDS if w.isalpha() and len(w) >= MIN_CHARS)
+_SHORT_STOPS = frozenset(w for w in STOP_WORDS if w.isalpha() and len(w) >= SHORT_CHARS)
+_VOWEL = re.compile(r"[aeiouy]")
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 @functools.lru_cache(maxsize=1)
-def _english() -> frozenset[str]:
+def _ranks() -> dict[str, int]:
+    """The vocabulary's whole words and their line numbers (the commoner, the lower)."""
     from ..embedding.vocab import RERANK_VOCAB
 
     try:
-        lines = RERANK_VOCAB.read_text(encoding="utf-8").split()
+        lines = RERANK_VOCAB.read_text(encoding="utf-8").splitlines()
     except OSError:
-        return frozenset()
-    return frozenset(w for w in lines if w.isalpha())
+        return {}
+    return {w: n for n, w in enumerate(lines, 1) if w.isalpha()}
 
 
 def english(word: str) -> bool:
     """``word`` (lower case) is an English word or one with an ordinary ending ("parses", "testers")."""
-    vocab = _english()
+    vocab = _ranks()
     return word in vocab or any(word.endswith(e) and word[: -len(e)] in vocab and _inflects(word[: -len(e)], e)
                                 for e in _ENDINGS if len(word) - len(e) >= MIN_CHARS - 1)
 
@@ -133,10 +150,15 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
         if len(read) >= MAX_WORDS:
             break
         read.add(low)
-        best = _at_hand(low, lexical)
-        if best is None and looked < MAX_LOOKUPS:
-            looked += 1
-            best = _nearest(low, term, lexical)
+        if len(low) < MIN_CHARS:
+            best = _short(low, lexical)
+        else:
+            best = _at_hand(low, lexical)
+            if best is None and looked < MAX_LOOKUPS:
+                looked += 1
+                best = _nearest(low, term, lexical)
+            if best and best not in _STOPS:
+                best = _as_typed(low, best)
         if best:
             fixes[low] = best
     if not fixes:
@@ -151,15 +173,17 @@ def correct(lexical: Any, text: str) -> tuple[str, dict[str, str]]:
 
 def unknown_words(lexical: Any, text: str) -> Iterator[tuple[str, str]]:
     """The words of ``text`` that :func:`correct` may look up, each with its term, in text order
-    (repeats too): not stop words, not English, not in the index."""
+    (repeats too): not stop words, not English (of two or three letters: :func:`_rare`), not in the index."""
     for m in _WORD.finditer(text):
         word = m.group(0)
         low = word.lower()
-        if len(low) < MIN_CHARS or not low.isalpha() or (word != low and not word.istitle()):
+        if len(low) < SHORT_CHARS or not low.isalpha() or (word != low and not word.istitle()):
             continue
+        if not (_rare(low) if len(low) < MIN_CHARS else not english(low)):
+            continue  # an English word, or a short word that is common or an abbreviation
         terms = query_terms(low)
-        if len(terms) != 1 or english(low) or lexical.known(terms[0]):
-            continue  # a stop word, an English word, or a word the vault has
+        if len(terms) != 1 or lexical.known(terms[0]):
+            continue  # a stop word, or a word the vault has
         yield low, terms[0]
 
 
@@ -203,11 +227,63 @@ def _at_hand(word: str, lexical: Any) -> str | None:
     return _stop_word(word, swaps, swapped=False)
 
 
+def _rare(word: str) -> bool:
+    """A short word :func:`_short` may read: it has a vowel (no abbreviation: "vm", "db", "npm")
+    and is no common English word."""
+    return bool(_VOWEL.search(word)) and _ranks().get(word, COMMON_RANK) >= COMMON_RANK
+
+
+def _slips(word: str) -> list[tuple[str, str]]:
+    """``word`` after one of the cheapest slips (:func:`typing_cost` 1) undone: two neighbours
+    swapped, a letter doubled or undoubled; each with its term ("" for a stop word or more than one)."""
+    out = dict(_swaps(word))
+    for i, c in enumerate(word):
+        for w in (word[:i] + c + word[i:], word[:i] + word[i + 1:] if word[i + 1: i + 2] == c else ""):
+            if len(w) >= SHORT_CHARS and w not in out:
+                terms = query_terms(w)
+                out[w] = terms[0] if len(terms) == 1 else ""
+    return list(out.items())
+
+
+def _commoner(word: str, reading: str) -> bool:
+    """``reading`` is an English word likelier than ``word`` itself: ``word`` is in no vocabulary,
+    or ``reading`` is one English uses :data:`SHORT_RATIO` times as often (by their ranks). A reading
+    the vocabulary lacks is no English word but the vault's own name ("etl" is no slip of "elt")."""
+    ranks = _ranks()
+    return reading in ranks and (word not in ranks or ranks[word] >= SHORT_RATIO * ranks[reading])
+
+
+def _short_stop(word: str) -> str | None:
+    """The stop word one swap from a short ``word`` and commoner than it ("teh" is "the")."""
+    return next((w for w, _t in _swaps(word) if w in _SHORT_STOPS and _commoner(word, w)), None)
+
+
+def _short(word: str, lexical: Any) -> str | None:
+    """How a rare short word (:func:`_rare`) reads, or None: a stop word one swap away ("teh"), else
+    the vault's word one of the cheapest slips away (:func:`_slips`: "rnu" is "run", "og" "go", "wek"
+    "week") that is commoner than the word typed (:func:`_commoner`) and held by at least twice as
+    many passages as any other such reading (at three letters a slip has several readings, and a
+    close second means the typed word does not say which)."""
+    stop = _short_stop(word)
+    if stop:
+        return stop
+    known = sorted(((n, w) for w, t in _slips(word) if t and _commoner(word, w) and (n := lexical.frequency(t))),
+                   reverse=True)
+    if not known or (len(known) > 1 and known[0][0] < 2 * known[1][0]):
+        return None
+    return known[0][1]
+
+
 def could_respell(lexical: Any, word: str, term: str, terms: set[str], where: Any) -> bool:
     """Whether reading ``word`` (:func:`_at_hand`, then the lookup :func:`_nearest` with each of its
     :func:`_probes`) could meet one of ``terms`` (of notes not indexed yet) or a passage that ``where``
     selects in the index (their versions indexed now): if so, indexing those notes may change how the
     word is read. Distances with one edit to spare over the index's automaton."""
+    if len(word) < MIN_CHARS:
+        if _short_stop(word):
+            return False  # read as the stop word whatever the notes hold
+        slipped = [t for w, t in _slips(word) if t and _commoner(word, w)]
+        return bool(set(slipped) & terms) or any(lexical.near_texts(t, 0, 1, where=where) for t in slipped)
     swaps = _swaps(word)
     if _stop_word(word, swaps, swapped=True):
         return False  # read as the stop word whatever the notes hold
@@ -239,6 +315,34 @@ def _probes(word: str, term: str) -> list[tuple[str, int, bool]]:
     return probes
 
 
+def _one_edit(word: str) -> set[str]:
+    """Every string one edit (:func:`edits`) from ``word``."""
+    out = set()
+    for i in range(len(word) + 1):
+        head, tail = word[:i], word[i:]
+        if tail:
+            out.add(head + tail[1:])
+        if len(tail) > 1:
+            out.add(head + tail[1] + tail[0] + tail[2:])
+        for c in _LETTERS:
+            out.add(head + c + tail)
+            if tail:
+                out.add(head + c + tail[1:])
+    out.discard(word)
+    return out
+
+
+def _as_typed(word: str, reading: str) -> str:
+    """``reading`` in the form the user typed: the English word one edit from ``word`` with the
+    reading's stem, when it is the likelier slip (:func:`typing_cost`). The vault's surface form
+    carries the vault's ending ("sytem" met "systems", "gradualy" met "gradual"); the index reads the
+    stem either way, but both models read the words, and the user asked about one "system", "gradually"."""
+    stem = _stem(reading)
+    ranks = _ranks()
+    forms = sorted((typing_cost(word, f), f) for f in _one_edit(word) if f in ranks and f != reading and _stem(f) == stem)
+    return forms[0][1] if forms and forms[0][0] < typing_cost(word, reading) else reading
+
+
 def _stem(word: str) -> str:
     terms = query_terms(word)
     return terms[0] if len(terms) == 1 else word
@@ -258,10 +362,11 @@ def _nearest(word: str, term: str, lexical: Any) -> str | None:
     # The surface forms stay within one edit more than that: stems alone made "beginner" (stem
     # "beginn") two edits from "region", four apart as written.
     # Equal edits go to the likelier slip as typed (:func:`typing_cost`): "sumer" is "summer", not "super".
-    ranked = sorted(((min(edits(word, w, most), edits(term, _stem(w), most)), typing_cost(word, w), -n, w)
-                     for w, n in seen.items()
-                     if len(w) >= MIN_CHARS - 1 and w != word and edits(word, w, most + 1) <= most + 1),
-                    key=lambda x: x[:3])
+    # A full tie goes by spelling, not by the order of a set (each process's hash seed: "logz" was "log"
+    # in one process and "logs" in the next).
+    ranked = sorted((min(edits(word, w, most), edits(term, _stem(w), most)), typing_cost(word, w), -n, w)
+                    for w, n in seen.items()
+                    if len(w) >= MIN_CHARS - 1 and w != word and edits(word, w, most + 1) <= most + 1)
     if not ranked or ranked[0][0] > most:
         return None
     return ranked[0][3]
