@@ -122,6 +122,24 @@ def test_notes_placed_by_a_writers_question_take_no_place_in_the_abstentions_top
     assert read([jobs, *ranked[4:], jobs, jobs]) == [jobs, ranked[4], jobs]
 
 
+def test_a_note_just_under_the_second_models_line_that_e5_separates_clearly_answers():
+    """aliasvault, 45 notes, with the writers' questions (recorded scoreDetails): "Why did we get rid of
+    Celery?" had *Background jobs* first, e5 +0.0951 over the background, the second model -0.0237 (its
+    writer's question 0.83 from the asked one, but the gap reads the note's text), coverage 0.358: it
+    abstained. Off-topic prompts with a note that near the second model's line reach e5 +0.045 at most."""
+    question = q("Why did we get rid of Celery?")
+    jobs = Features(coverage=0.358, gap=0.0951, rr_sim=0.8284, rr_question_sim=0.8284, rr_gap=-0.0237)
+    others = [Features(coverage=0.0, gap=0.0221, rr_sim=0.2974, rr_gap=-0.0676),
+              Features(coverage=0.0, gap=0.0314, rr_sim=0.2641, rr_gap=-0.0742)]
+    assert reason([jobs, *others], question, {**P, "abstain_rr_e5": 9.0}) is not None  # before
+    assert reason([jobs, *others], question) is None
+    # The off-topic side: "explain the Rust borrow checker" at 2,011 notes, a near-topic note at the line
+    # with e5 +0.045; and a note e5 separates clearly but the second model puts well under the line.
+    rust = [Features(coverage=0.0, gap=0.045, rr_sim=0.3, rr_gap=-0.02), *others]
+    assert reason(rust, q("explain the Rust borrow checker to a beginner")) is not None
+    assert reason([replace(jobs, rr_gap=-0.05), *others], question) is not None
+
+
 def test_abstention_thresholds_read_params_and_compare_reported_values():
     question = q()
     f = Features(coverage=0.7)

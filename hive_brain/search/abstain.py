@@ -47,6 +47,17 @@ def read(ranked: Sequence[Features], params: Mapping[str, float] = PARAMS) -> li
     return out
 
 
+def _near_line_clear_e5(f: Features, P: Mapping[str, float]) -> bool:
+    """The second model puts this note just under the line (``abstain_rr_near`` to 0: it is no better
+    than the background sentences, not worse) while e5 separates it clearly (``abstain_rr_e5``): the
+    two models disagree by a hair, and the one that is sure is heard. Off-topic prompts never come
+    near: the most e5 separated any off-topic note the second model had near the line is 0.045, on
+    smallvault and aliasvault at 45 to 2,045 notes; held answerable questions there sat at 0.081-0.095
+    ("Why did we get rid of Celery?", the writer's own note, MiniLM -0.024)."""
+    gap = _gap(f)
+    return f.rr_gap is not None and gap is not None and round(f.rr_gap, 4) >= P["abstain_rr_near"] and gap >= P["abstain_rr_e5"]
+
+
 def reason(ranked: Sequence[Features], query: Query, params: Mapping[str, float] = PARAMS) -> str | None:
     """Why nothing fits (None: something does). Abstains only when both signals are weak: lexical
     coverage and semantic separation from unrelated text."""
@@ -66,6 +77,8 @@ def reason(ranked: Sequence[Features], query: Query, params: Mapping[str, float]
         # on benchmarks/smallvault.py; the e5 gap and MaxSim rules below were 0.75-0.85 at 500+ notes).
         # The question's own words, when the note holds most of them, still answer.
         if max(rrs) >= P["abstain_rr_gap"] or (gap is not None and cov >= P["abstain_cov"] and gap >= P["abstain_cov_gap"]):
+            return None
+        if any(_near_line_clear_e5(f, P) for f in top):
             return None
         return (f"best match covers {cov:.0%} of the question's words and comes only {max(rrs):+.3f} nearer to it "
                 "than unrelated text")

@@ -88,6 +88,10 @@ PARAMS: dict[str, float] = {
     # Where the second model ranked (English questions): its gap over the background decides instead of
     # the e5 and MaxSim gaps above; chosen on the smallvault tune half (docs/benchmarks.md, the curve).
     "abstain_rr_gap": 0.0,
+    # ... or a note the second model puts just under that line (this far) that e5 separates by at least
+    # `abstain_rr_e5` answers (abstain._near_line_clear_e5; stop 40: aliasvault held 45 notes hit@3 .925 -> 1.0)
+    "abstain_rr_near": -0.03,
+    "abstain_rr_e5": 0.07,
     "abstain_cov_partial": 0.34,  # ... or this coverage together with
     "abstain_gap_partial": -0.016,  # ... this gap
     "fit_cov": 0.34,  # a hit after the first needs this coverage
