@@ -264,13 +264,4 @@ def _nearest(word: str, term: str, lexical: Any) -> str | None:
                     key=lambda x: x[:3])
     if not ranked or ranked[0][0] > most:
         return None
-    best = ranked[0][3]
-    return None if _affixed(word, best) else best
-
-
-def _affixed(word: str, found: str) -> bool:
-    """``word`` is ``found`` with two or more letters more at one end: a word of its family
-    ("entrepreneurial", "reschedule", "checkups" beside the vault's "entrepreneur", "schedule",
-    "check"), not a slip of it. Left as typed: on LoCoMo, read as the shorter word, it put another
-    session first (docs/benchmarks.md, issue 29, stop 40). One letter more is a slip ("pushh")."""
-    return len(word) - len(found) >= 2 and (word.startswith(found) or word.endswith(found))
+    return ranked[0][3]
