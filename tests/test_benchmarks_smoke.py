@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks import common, locomo, startup  # noqa: E402
+from benchmarks import common, locomo, startup, tune_locomo  # noqa: E402
 from benchmarks.metrics import aggregate, session_scores, text_has_dialog_id, turn_scores  # noqa: E402
 from benchmarks.systems import (  # noqa: E402
     BM25Retriever,
@@ -213,6 +213,14 @@ def test_locomo_conversion_and_questions(tmp_path):
 
 
 # --------------------------------------------------------------------------- synthetic vaults (scale)
+
+
+def test_tune_locomo_splits_off_the_conversations_quick_asks():
+    qs = [{"id": f"conv-{c}-q{i:03d}"} for c in (26, 30, 41, 42) for i in range(2)]
+    quick, tune = tune_locomo.split(qs, "quick"), tune_locomo.split(qs, "tune")
+    assert {tune_locomo.conversation_of(q) for q in quick} == {"conv-26", "conv-30"}
+    assert {tune_locomo.conversation_of(q) for q in tune} == {"conv-41", "conv-42"}
+    assert tune_locomo.split(qs, "all") == qs and len(quick) + len(tune) == len(qs)
 
 
 def test_fixture_and_scale_metrics_on_a_tiny_vault(tmp_path):
