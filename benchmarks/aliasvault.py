@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .common import BenchConfig, log, print_table, standalone_main, summary_row, vault_dir
+from .common import BenchConfig, built_once, log, print_table, standalone_main, summary_row, vault_dir
 
 NAME = "aliasvault"
 DATA = Path(__file__).parent / "aliasvault"
@@ -84,15 +84,12 @@ def add_names(root: Path, paths: Mapping[str, str], memories: list[dict[str, Any
 
 
 def _open_or_build(work: Path, size: int, memories: list[dict[str, Any]]) -> tuple[Any, dict[str, str], dict[str, Any]]:
-    maps = work / "maps.json"
-    if maps.exists():
-        from hive_brain.engine import Engine
+    def build(root: Path) -> tuple[Any, dict[str, Any]]:
+        eng, paths, info = build_vault(root, size, memories)
+        return eng, {"paths": paths, "info": info}
 
-        m = json.loads(maps.read_text(encoding="utf-8"))
-        return Engine.open(work / "vault"), m["paths"], {**m["info"], "reused": True}
-    eng, paths, info = build_vault(work / "vault", size, memories)
-    maps.write_text(json.dumps({"paths": paths, "info": info}), encoding="utf-8")
-    return eng, paths, info
+    eng, maps = built_once(work, build)
+    return eng, maps["paths"], maps["info"]
 
 
 def evaluate(eng: Any, view: Any, qs: list[dict[str, Any]], offtopic: list[str], **recall_opts: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,17 +234,27 @@ def temp_dir(prefix: str) -> Iterator[Path]:
 def vault_dir(keep: Path | None, size: int, prefix: str) -> Iterator[Path]:
     """``keep/<size>``, kept between runs, or a throwaway folder; its state dir is ``<it>/state`` either way
     (a benchmark whose large vault takes minutes to embed builds it once and asks it again)."""
-    if keep is None:
-        with temp_dir(prefix) as tmp:
-            d = tmp / str(size)
-            d.mkdir()
-            with state_dir_at(d / "state"):
-                yield d
-        return
-    d = keep / str(size)
-    d.mkdir(parents=True, exist_ok=True)
-    with state_dir_at(d / "state"):
-        yield d
+    with nullcontext(keep) if keep is not None else temp_dir(prefix) as base:
+        d = base / str(size)
+        d.mkdir(parents=True, exist_ok=True)
+        with state_dir_at(d / "state"):
+            yield d
+
+
+def built_once(work: Path, build: Callable[[Path], tuple[Any, dict[str, Any]]]) -> tuple[Any, dict[str, Any]]:
+    """An engine on ``work/vault`` and what its build said (``build(root)`` -> engine, JSON maps with an
+    ``info``), built once: the maps are written to ``work/maps.json`` last, and a folder that has them
+    (a kept :func:`vault_dir`) is opened again as it is, ``info["reused"]`` set."""
+    maps_file = work / "maps.json"
+    if maps_file.exists():
+        from hive_brain.engine import Engine
+
+        maps = json.loads(maps_file.read_text(encoding="utf-8"))
+        maps["info"] = {**maps["info"], "reused": True}
+        return Engine.open(work / "vault"), maps
+    eng, maps = build(work / "vault")
+    maps_file.write_text(json.dumps(maps), encoding="utf-8")
+    return eng, maps
 
 
 _T0 = time.perf_counter()

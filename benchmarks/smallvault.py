@@ -32,6 +32,7 @@ from typing import Any
 
 from .common import (
     BenchConfig,
+    built_once,
     log,
     print_table,
     standalone_main,
@@ -224,15 +225,12 @@ def questions_for(data: Mapping[str, Any], keys: set[str], head: Mapping[str, st
 
 def _open_or_build(work: Path, size: int, memories: list[dict[str, Any]], evolutions: list[dict[str, Any]]) -> tuple[
         Any, dict[str, str], dict[str, str], dict[str, Any]]:
-    maps = work / "maps.json"
-    if maps.exists():
-        from hive_brain.engine import Engine
+    def build(root: Path) -> tuple[Any, dict[str, Any]]:
+        eng, head, first, info = build_vault(root, size, memories, evolutions)
+        return eng, {"head": head, "first": first, "info": info}
 
-        m = json.loads(maps.read_text(encoding="utf-8"))
-        return Engine.open(work / "vault"), m["head"], m["first"], {**m["info"], "reused": True}
-    eng, head, first, info = build_vault(work / "vault", size, memories, evolutions)
-    maps.write_text(json.dumps({"head": head, "first": first, "info": info}), encoding="utf-8")
-    return eng, head, first, info
+    eng, maps = built_once(work, build)
+    return eng, maps["head"], maps["first"], maps["info"]
 
 
 def run(cfg: BenchConfig, sizes: tuple[int, ...] | None = None, keep: Path | None = None,
