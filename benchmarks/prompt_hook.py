@@ -90,14 +90,19 @@ BASELINE_KS = (1, 2, 3)
 HOOK_TIMEOUT_S = 30.0
 SERVER_MODES = ("hybrid", "skipped")  # the server answered (or the hook rightly skipped a slash command)
 RETRIES = 2
+PROMPT_FILES = ("prompts.json", "prompts_confirm.json")
+SPLITS = ("tune", "held", "fresh", "confirm")
 
 
 # --------------------------------------------------------------------------- data
 
 
 def load_data() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The memories and every prompt: ``prompts.json`` (splits ``tune`` and ``held``) and
+    ``prompts_confirm.json``, written blind from ``memories.json`` alone in stop 41 (split ``fresh``,
+    its odd-numbered prompts, looked at from then on; ``confirm``, the even ones, kept blind)."""
     memories = json.loads((DATA / "memories.json").read_text(encoding="utf-8"))
-    prompts = json.loads((DATA / "prompts.json").read_text(encoding="utf-8"))
+    prompts = [p for f in PROMPT_FILES for p in json.loads((DATA / f).read_text(encoding="utf-8"))]
     check_data(memories, prompts)
     return memories, prompts
 
@@ -114,7 +119,7 @@ def check_data(memories: Sequence[Mapping[str, Any]], prompts: Sequence[Mapping[
         ids.add(p["id"])
         if p["style"] not in STYLES:
             raise ValueError(f"prompts.json: {p['id']} has unknown style {p['style']!r}")
-        if p["split"] not in ("tune", "held"):
+        if p["split"] not in SPLITS:
             raise ValueError(f"prompts.json: {p['id']} has split {p['split']!r}")
         missing = set(p["needs"]) - keys
         if missing:
@@ -536,8 +541,8 @@ def metrics(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def breakdown(recs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Metrics for split tune, held and all, and per style (all splits)."""
-    out: dict[str, Any] = {s: metrics([r for r in recs if r["split"] == s]) for s in ("tune", "held")}
+    """Metrics for each split and all, and per style (all splits)."""
+    out: dict[str, Any] = {s: metrics([r for r in recs if r["split"] == s]) for s in SPLITS}
     out["all"] = metrics(recs)
     out["styles"] = {st: metrics([r for r in recs if r["style"] == st]) for st in STYLES
                      if any(r["style"] == st for r in recs)}
@@ -643,7 +648,8 @@ COLUMNS = ["vault", "system", "split", "right", "first", "quiet", "quiet chit-ch
            "old", "follow-ups", "balanced"]
 
 
-def rows(result: Mapping[str, Any], splits: Sequence[str] = ("tune", "held", "all")) -> list[list[Any]]:
+def rows(result: Mapping[str, Any]) -> list[list[Any]]:
+    """A row per vault, system and split that has prompts (and all)."""
     out: list[list[Any]] = []
     for v in result["vaults"]:
         systems = [("hook (installed)", v["hook"]["metrics"], None)]
@@ -651,7 +657,7 @@ def rows(result: Mapping[str, Any], splits: Sequence[str] = ("tune", "held", "al
             if "metrics" in b:
                 systems.append((f"{name}, oracle t={b['oracle_threshold']:g}", b["metrics"], b["oracle_threshold"]))
         for name, m, _t in systems:
-            for s in splits:
+            for s in [s for s in SPLITS if m.get(s, {}).get("n")] + ["all"]:
                 x = m[s]
                 out.append([f"{v['info']['notes']:,} notes", name, s, x["right"], x["first"], x["quiet"],
                             x["quiet_chitchat"], x["items"], x["chars"], x["chars_per_nomem"], x["old_injected"],
@@ -699,7 +705,7 @@ def _args(ap: Any) -> None:
                          "`cp -a` works too); built when missing")
     ap.add_argument("--sizes", default=None, help="comma-separated reference-note counts (default: 0,500,3000 "
                                                   "with --full, 0 with --quick)")
-    ap.add_argument("--split", choices=("tune", "held", "all"), default=None,
+    ap.add_argument("--split", choices=(*SPLITS, "all"), default=None,
                     help="which prompts (default: all with --full, tune with --quick)")
     ap.add_argument("--every", type=int, default=None, help="every n-th prompt only (default: all)")
     ap.add_argument("--no-baselines", action="store_true", help="the hook alone")

@@ -33,9 +33,9 @@ DATA = Path(__file__).parent / "prompts"
 
 
 def load() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    mems = json.loads((DATA / "memories.json").read_text(encoding="utf-8"))
-    prompts = json.loads((DATA / "prompts.json").read_text(encoding="utf-8"))
-    return mems, prompts
+    from .prompt_hook import load_data
+
+    return load_data()
 
 
 def _key(query: str, opts: dict[str, Any]) -> str:
@@ -360,7 +360,7 @@ def main() -> None:
                     help="record: the no-server answer (lexical view; any --size is built, without vectors)")
     ap.add_argument("--vault")
     ap.add_argument("--state")
-    ap.add_argument("--split", default="tune", help="tune | held | all")
+    ap.add_argument("--split", default="tune", help="tune | held | confirm | all")
     ap.add_argument("--try", dest="tries", action="append", default=[], help="JSON PARAMS overrides (repeatable)")
     ap.add_argument("--grid", help='JSON {param: [values]}: every combination, best (mean of right and quiet) first')
     ap.add_argument("--top", type=int, default=15)

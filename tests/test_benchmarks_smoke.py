@@ -400,8 +400,13 @@ def test_prompt_data_is_labelled_consistently():
         assert sum(1 for p in prompts if p["style"] == st) >= 8, st
     need = sum(1 for p in prompts if p["needs"]) / len(prompts)
     assert 0.40 <= need <= 0.50
-    tune = sum(1 for p in prompts if p["split"] == "tune") / len(prompts)
+    first = [p for p in prompts if p["split"] in ("tune", "held")]
+    tune = sum(1 for p in first if p["split"] == "tune") / len(first)
     assert 0.45 <= tune <= 0.55
+    blind = [p for p in prompts if p["split"] in ("fresh", "confirm")]  # written blind, from the memories alone
+    assert len(blind) >= 100 and {p["style"] for p in blind} == set(STYLES)
+    for half in ("fresh", "confirm"):
+        assert {p["style"] for p in blind if p["split"] == half} == set(STYLES), half
 
 
 def test_typo_and_imperative_sets_name_real_memories():
