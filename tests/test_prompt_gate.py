@@ -249,3 +249,38 @@ def test_the_lexical_answer_keeps_notes_under_the_best_by_words():
                                          "kotlin-formatting.md", "kwame-mensah.md", "gate-scanner-app.md")]
     kept, _why = hook_gate([*hits, lexical("feature-flags.md", 0.684)], [], short=True)
     assert [h["path"] for h in kept] == ["android-ui-architecture.md", "android-ci-out-of-memory.md", "kotlin-formatting.md"]
+
+
+def test_a_reference_page_named_in_the_reply_does_not_shut_out_the_memory_it_points_to():
+    """At +3,000 reference notes (benchmarks/prompt_hook.py, held follow-up "how do we check it holds up
+    under real traffic before summer?" after a reply about the departures query): the lexical prompt +
+    reply search put the pages "Real" and "join" ("real traffic", "joined query") 2nd and 3rd, inside the
+    referent window. "Real" was named, so the agreement test never ran, and it was then refused as
+    reference material: no referent, and the reply-only search injected *Slow departures endpoint*. Among
+    the 77 notes *Load testing harbor* was in the window and the referent by agreement. Numbers as recorded."""
+
+    def hit(title: str, kind: str, rr: float | None = None, gap: float | None = None, cov: float = 0.0) -> dict:
+        slug = title.lower().replace(" ", "-")
+        return {"path": f"{'Memory' if kind == 'memory' else 'Reference'}/{slug}.md", "id": slug, "title": title,
+                "kind": kind, "status": "active", "passage": {"text": f"{title}."},
+                "scoreDetails": {"rerankGap": rr, "semanticGap": gap, "coverage": cov, "specificity": 0.5,
+                                 "floorAllowance": 0.0159 if gap is not None else 0.0}}
+
+    def recall(q: str, **o: object) -> dict:
+        if o.get("semantic") is False:  # the lexical prompt + reply search
+            hits = [hit("Slow departures endpoint", "memory", cov=0.351), hit("Real", "note", cov=0.05),
+                    hit("join", "note", cov=0.049), hit("Load testing harbor", "memory", cov=0.24),
+                    hit("check", "note", cov=0.049)]
+        elif "\n" in q:  # the prompt with the end of the reply, when nothing else passed
+            hits = [hit("Slow departures endpoint", "memory", 0.3132, 0.0187, 0.351),
+                    hit("Load testing harbor", "memory", 0.2595, 0.0114, 0.24)]
+        else:  # the prompt alone
+            hits = [hit("Load testing harbor", "memory", 0.1548, 0.0162, 0.275),
+                    hit("sched_rr_get_interval", "note", -0.1253, 0.0104)]
+        return {"hits": hits, "abstained": False, "reason": None}
+
+    reply = ("The departures handler now uses the joined query, and the local p95 for GET /v2/departures went "
+             "from 900 ms to 120 ms.")
+    pack = contextual_answer(recall, "how do we check it holds up under real traffic before summer?", reply,
+                             budget=6000)
+    assert [it["path"] for it in pack["items"]][:1] == ["Memory/load-testing-harbor.md"], pack.get("gate")

@@ -11,6 +11,10 @@ from .features import Features
 from .params import PARAMS
 from .query import Query
 
+# Notes the team wrote: typed memory and conversations. Everything else is reference material, which
+# needs more evidence before the hook injects it and is never what a reply points to.
+OWN_KINDS = ("memory", "conversation")
+
 
 def _coverage(f: Features) -> float:
     return round(f.coverage, 3)
@@ -153,7 +157,7 @@ def hook_evidence(hit: Mapping, params: Mapping[str, float] = PARAMS) -> tuple[f
 def hook_need(basis: str, kind: str | None, params: Mapping[str, float]) -> float:
     """The evidence a hit needs: reference material (notes that are not typed memory) needs more."""
     base = {"rerank": "hook_rr", "e5": "hook_gap", "lexical": "hook_lex"}[basis]
-    return params[base] + (params[base + "_note"] if kind not in ("memory", "conversation") else 0.0)
+    return params[base] + (params[base + "_note"] if kind not in OWN_KINDS else 0.0)
 
 
 def _need(hit: Mapping, basis: str, params: Mapping[str, float], latin: bool) -> float:
@@ -204,7 +208,7 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool, l
         # The vault's own rare words, most of them in the note, answer whatever the models say: neither
         # knows "zorbulator", and the second model reads an unknown word as noise.
         words = _words(d)
-        words_need = P["hook_words"] + (P["hook_words_note"] if h.get("kind") not in ("memory", "conversation") else 0.0)
+        words_need = P["hook_words"] + (P["hook_words_note"] if h.get("kind") not in OWN_KINDS else 0.0)
         ok = ev >= need or words >= words_need
         d["hookGate"] = {"evidence": round(ev, 4), "basis": basis, "need": round(need, 4), "words": round(words, 4),
                          "wordsNeed": round(words_need, 4), "strength": _strength(ev, need, words, words_need),
@@ -256,7 +260,7 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool, l
         if h.get("status") == "superseded" or h.get("historical"):
             continue
         d = h.setdefault("scoreDetails", {})
-        if h.get("kind") not in ("memory", "conversation") and not P["hook_referent_notes"]:
+        if h.get("kind") not in OWN_KINDS and not P["hook_referent_notes"]:
             # A reference page's one-word title ("merge", "return") is in any reply about code.
             d["hookGate"] = {"kept": False, "basis": "referent", "why": "reference material is no referent"}
             continue

@@ -138,9 +138,13 @@ def _referents(r2_hits: list[dict], q_terms: set[str], prompt_hits: list[dict], 
     at once: "do the same for the android code" after a reply about reformatting Go files (no note's
     title in it) asks about formatting Kotlin, which the prompt alone and the prompt + reply both find.
     The agreement is in the referent's ``scoreDetails.referentAgree``."""
-    from .abstain import hook_evidence, hook_need
+    from .abstain import OWN_KINDS, hook_evidence, hook_need
 
-    top = [h for h in r2_hits[: int(P["hook_referent_top"])] if h.get("kind") != "core"]
+    # The window holds only what can be a referent: at +3,000 reference notes a page whose one-word title is
+    # in the reply ("Real" for "real traffic", "join" for "joined") took a place, was named, and shut out
+    # both the memory the reply points to and the agreement test, then was refused as reference material.
+    top = [h for h in r2_hits if h.get("kind") in OWN_KINDS
+           or (P["hook_referent_notes"] and h.get("kind") != "core")][: int(P["hook_referent_top"])]
     named = [h for h in top if _topic_present(h, q_terms)]
     if named:
         return named
