@@ -557,8 +557,25 @@ def select(prompts: Sequence[Mapping[str, Any]], split: str | None, every: int =
     return ps[::every]
 
 
+def with_names(vault: Path, maps: Mapping[str, Any], memories: Sequence[Mapping[str, Any]],
+               names: Path | None) -> int:
+    """Give each memory's current note the writer's ``aliases`` and ``questions`` of ``names``
+    (``prompts/memory_names.json``: written from the memories alone), or none: a frontmatter edit, as
+    in Obsidian, that the server catches up on at its start. A kept vault asked again without
+    ``names`` loses them. Returns how many memories carry names."""
+    from .aliasvault import NAMES, add_names
+
+    table = json.loads(names.read_text(encoding="utf-8")) if names else {}
+    missing = sorted(set(table) - {m["key"] for m in memories})
+    if missing:
+        raise SystemExit(f"{names}: names for unknown memory keys: {', '.join(missing)}")
+    named = [{"key": m["key"], **{f: list((table.get(m["key"]) or {}).get(f) or []) for f in NAMES}} for m in memories]
+    add_names(vault, maps["head"], named, NAMES if names else ())
+    return sum(1 for m in named if any(m[f] for f in NAMES))
+
+
 def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None = None, split: str | None = None,
-        every: int | None = None, baselines: bool = True) -> dict[str, Any]:
+        every: int | None = None, baselines: bool = True, names: Path | None = None) -> dict[str, Any]:
     from hive_brain.config import resolve
     from hive_brain.search.params import PARAMS
 
@@ -577,6 +594,7 @@ def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None 
         with vault_dir(work, size, "hb-bench-prompt-hook-") as d:
             maps = open_or_build(d, size, memories)
             vault = d / "vault"
+            n_named = with_names(vault, maps, memories, names)
             notes = NoteMap(maps, vault)
             settings = resolve(vault=str(vault))
             from hive_brain.store.vault import open_vault
@@ -593,7 +611,7 @@ def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None 
                     f"({time.perf_counter() - t0:.1f} s after start; semantic {((st.get('semantic') or {}).get('on'))})")
                 hook, ran = hook_records(vault, d / "state", chosen, notes, str(settings.model_dir))
             reset_usage(v.state)
-            row: dict[str, Any] = {"size": size, "info": maps["info"], "load": [load0, load_average()],
+            row: dict[str, Any] = {"size": size, "info": {**maps["info"], "named": n_named}, "load": [load0, load_average()],
                                    "server": {"start_s": srv["start_s"], "semantic": (st.get("semantic") or {})},
                                    "hook_run": ran, "hook": {"metrics": breakdown(hook), "records": hook}}
             modes: dict[str, int] = {}
@@ -710,12 +728,15 @@ def _args(ap: Any) -> None:
     ap.add_argument("--every", type=int, default=None, help="every n-th prompt only (default: all)")
     ap.add_argument("--no-baselines", action="store_true", help="the hook alone")
     ap.add_argument("--build-only", action="store_true", help="build (or check) the work dirs and stop")
+    ap.add_argument("--names", type=Path, default=None,
+                    help="give the memories the writer's aliases and questions of this file (e.g. "
+                         "benchmarks/prompts/memory_names.json) before asking; without it they have none")
 
 
 def _kwargs(args: Any) -> dict[str, Any]:
     default = FULL_SIZES if args.mode == "full" else QUICK_SIZES
     return {"work": args.work, "sizes": tuple(int(x) for x in args.sizes.split(",")) if args.sizes else default,
-            "split": args.split, "every": args.every, "baselines": not args.no_baselines}
+            "split": args.split, "every": args.every, "baselines": not args.no_baselines, "names": args.names}
 
 
 def reset_usage(state: Path) -> list[str]:

@@ -5,6 +5,7 @@ No timing assertions. The LoCoMo data part is skipped when ../shared/bench-data 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -407,11 +408,13 @@ def test_prompt_data_is_labelled_consistently():
     assert len(blind) >= 100 and {p["style"] for p in blind} == set(STYLES)
     for half in ("fresh", "confirm"):
         assert {p["style"] for p in blind if p["split"] == half} == set(STYLES), half
+    # The writer's names (prompt_hook --names): one entry per memory, questions as remember takes them.
+    names = json.loads((Path(__file__).parents[1] / "benchmarks/prompts/memory_names.json").read_text(encoding="utf-8"))
+    assert set(names) == {m["key"] for m in memories}
+    assert all(3 <= len(v["questions"]) <= 5 and len(v["aliases"]) <= 3 for v in names.values())
 
 
 def test_typo_and_imperative_sets_name_real_memories():
-    import json
-
     from benchmarks.prompt_hook import load_data
     from benchmarks.typo_prompts import DATA, is_typo_set
 
