@@ -360,7 +360,7 @@ def main() -> None:
                     help="record: the no-server answer (lexical view; any --size is built, without vectors)")
     ap.add_argument("--vault")
     ap.add_argument("--state")
-    ap.add_argument("--split", default="tune", help="tune | held | confirm | all")
+    ap.add_argument("--split", default="tune", help="tune | held | fresh | confirm | all")
     ap.add_argument("--try", dest="tries", action="append", default=[], help="JSON PARAMS overrides (repeatable)")
     ap.add_argument("--grid", help='JSON {param: [values]}: every combination, best (mean of right and quiet) first')
     ap.add_argument("--top", type=int, default=15)

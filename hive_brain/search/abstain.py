@@ -260,10 +260,6 @@ def hook_gate(hits: Sequence[dict], referents: Sequence[dict], *, short: bool, l
         if h.get("status") == "superseded" or h.get("historical"):
             continue
         d = h.setdefault("scoreDetails", {})
-        if h.get("kind") not in OWN_KINDS and not P["hook_referent_notes"]:
-            # A reference page's one-word title ("merge", "return") is in any reply about code.
-            d["hookGate"] = {"kept": False, "basis": "referent", "why": "reference material is no referent"}
-            continue
         d["hookGate"] = {"kept": True, "basis": "referent", **({"agree": d["referentAgree"]} if "referentAgree" in d else {})}
         refs.append(h)
     for h in refs:

@@ -140,9 +140,9 @@ def _referents(r2_hits: list[dict], q_terms: set[str], prompt_hits: list[dict], 
     The agreement is in the referent's ``scoreDetails.referentAgree``."""
     from .abstain import OWN_KINDS, hook_evidence, hook_need
 
-    # The window holds only what can be a referent: at +3,000 reference notes a page whose one-word title is
-    # in the reply ("Real" for "real traffic", "join" for "joined") took a place, was named, and shut out
-    # both the memory the reply points to and the agreement test, then was refused as reference material.
+    # The window holds only what can be a referent. A reference page's one-word title ("merge", "return",
+    # "Real") is in any reply about code: at +3,000 reference notes such a page took a place here, was
+    # named, and shut out both the memory the reply points to and the agreement test.
     top = [h for h in r2_hits if h.get("kind") in OWN_KINDS
            or (P["hook_referent_notes"] and h.get("kind") != "core")][: int(P["hook_referent_top"])]
     named = [h for h in top if _topic_present(h, q_terms)]
