@@ -102,12 +102,17 @@ def load_data() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     ``prompts_confirm.json``, written blind from ``memories.json`` alone in stop 41 (split ``fresh``,
     its odd-numbered prompts, looked at from then on; ``confirm``, the even ones, kept blind)."""
     memories = json.loads((DATA / "memories.json").read_text(encoding="utf-8"))
-    prompts = [p for f in PROMPT_FILES for p in json.loads((DATA / f).read_text(encoding="utf-8"))]
-    check_data(memories, prompts)
+    prompts: list[dict[str, Any]] = []
+    for f in PROMPT_FILES:
+        some = json.loads((DATA / f).read_text(encoding="utf-8"))
+        check_data(memories, some, f)
+        prompts += some
+    check_data(memories, prompts)  # ids unique across the files too
     return memories, prompts
 
 
-def check_data(memories: Sequence[Mapping[str, Any]], prompts: Sequence[Mapping[str, Any]]) -> None:
+def check_data(memories: Sequence[Mapping[str, Any]], prompts: Sequence[Mapping[str, Any]],
+               source: str = "prompts") -> None:
     """Labels that point nowhere or a style nobody declared fail loudly, before any vault is built."""
     keys = {m["key"] for m in memories}
     if len(keys) != len(memories):
@@ -115,17 +120,17 @@ def check_data(memories: Sequence[Mapping[str, Any]], prompts: Sequence[Mapping[
     ids: set[str] = set()
     for p in prompts:
         if p["id"] in ids:
-            raise ValueError(f"prompts.json: duplicate id {p['id']}")
+            raise ValueError(f"{source}: duplicate id {p['id']}")
         ids.add(p["id"])
         if p["style"] not in STYLES:
-            raise ValueError(f"prompts.json: {p['id']} has unknown style {p['style']!r}")
+            raise ValueError(f"{source}: {p['id']} has unknown style {p['style']!r}")
         if p["split"] not in SPLITS:
-            raise ValueError(f"prompts.json: {p['id']} has split {p['split']!r}")
+            raise ValueError(f"{source}: {p['id']} has split {p['split']!r}")
         missing = set(p["needs"]) - keys
         if missing:
-            raise ValueError(f"prompts.json: {p['id']} needs unknown memories {sorted(missing)}")
+            raise ValueError(f"{source}: {p['id']} needs unknown memories {sorted(missing)}")
         if p["style"] == "followup" and not p.get("transcript"):
-            raise ValueError(f"prompts.json: follow-up {p['id']} has no transcript")
+            raise ValueError(f"{source}: follow-up {p['id']} has no transcript")
 
 
 # --------------------------------------------------------------------------- the vault
