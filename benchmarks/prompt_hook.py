@@ -562,20 +562,34 @@ def select(prompts: Sequence[Mapping[str, Any]], split: str | None, every: int =
     return ps[::every]
 
 
-def with_names(vault: Path, maps: Mapping[str, Any], memories: Sequence[Mapping[str, Any]],
-               names: Path | None) -> int:
-    """Give each memory's current note the writer's ``aliases`` and ``questions`` of ``names``
-    (``prompts/memory_names.json``: written from the memories alone), or none: a frontmatter edit, as
-    in Obsidian, that the server catches up on at its start. A kept vault asked again without
-    ``names`` loses them. Returns how many memories carry names."""
-    from .aliasvault import NAMES, add_names
-
-    table = json.loads(names.read_text(encoding="utf-8")) if names else {}
+def load_names(names: Path, memories: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The writer's names of ``names`` (``{key: {"aliases": [...], "questions": [...]}}``), checked
+    before any vault is built: a file that cannot be read, or names a memory that does not exist, is
+    one line and no run."""
+    try:
+        table = json.loads(names.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"--names {names}: cannot read it ({e}); pass a JSON file like "
+                         "benchmarks/prompts/memory_names.json") from None
+    if not isinstance(table, dict):
+        raise SystemExit(f"--names {names}: expected an object of memory keys, like benchmarks/prompts/memory_names.json")
     missing = sorted(set(table) - {m["key"] for m in memories})
     if missing:
-        raise SystemExit(f"{names}: names for unknown memory keys: {', '.join(missing)}")
-    named = [{"key": m["key"], **{f: list((table.get(m["key"]) or {}).get(f) or []) for f in NAMES}} for m in memories]
-    add_names(vault, maps["head"], named, NAMES if names else ())
+        raise SystemExit(f"--names {names}: names for unknown memory keys: {', '.join(missing)}")
+    return table
+
+
+def with_names(vault: Path, maps: Mapping[str, Any], memories: Sequence[Mapping[str, Any]],
+               table: Mapping[str, Any] | None) -> int:
+    """Give each memory's current note the writer's ``aliases`` and ``questions`` of ``table``
+    (:func:`load_names`), or none: a frontmatter edit, as in Obsidian, that the server catches up on
+    at its start. A kept vault asked again without names loses them. Returns how many memories carry
+    names."""
+    from .aliasvault import NAMES, add_names
+
+    named = [{"key": m["key"], **{f: list(((table or {}).get(m["key"]) or {}).get(f) or []) for f in NAMES}}
+             for m in memories]
+    add_names(vault, maps["head"], named, NAMES if table is not None else ())
     return sum(1 for m in named if any(m[f] for f in NAMES))
 
 
@@ -587,6 +601,7 @@ def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None 
     from .common import embedding_pack
 
     memories, prompts = load_data()
+    table = load_names(names, memories) if names else None
     # Called without sizes (by benchmarks.run, quick or full) this is the smoke: the memories alone and
     # every other tune prompt; the full sizes run alone (`python -m benchmarks.prompt_hook --full`).
     smoke = sizes is None
@@ -599,7 +614,7 @@ def run(cfg: BenchConfig, sizes: Sequence[int] | None = None, work: Path | None 
         with vault_dir(work, size, "hb-bench-prompt-hook-") as d:
             maps = open_or_build(d, size, memories)
             vault = d / "vault"
-            n_named = with_names(vault, maps, memories, names)
+            n_named = with_names(vault, maps, memories, table)
             notes = NoteMap(maps, vault)
             settings = resolve(vault=str(vault))
             from hive_brain.store.vault import open_vault

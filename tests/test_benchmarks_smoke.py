@@ -439,3 +439,22 @@ def test_prompt_refs_order_is_a_seeded_prefix():
     assert choose(paths, 10, seed=1) != small
     text = "\n\n".join(["a" * 40] * 10)
     assert _cap(text, 100) == "\n\n".join(["a" * 40] * 2)
+
+
+def test_prompt_hook_names_file_that_cannot_be_used_is_one_line_before_any_build(tmp_path):
+    """`prompt_hook --names` with a missing file, a file that is no JSON object, or names for a memory
+    that does not exist: one line saying what to pass, before any vault is built (it was a traceback)."""
+    from benchmarks.prompt_hook import load_data, load_names
+
+    memories = load_data()[0]
+    bad_key = tmp_path / "names.json"
+    bad_key.write_text(json.dumps({"no-such-memory": {"aliases": [], "questions": []}}), encoding="utf-8")
+    listed = tmp_path / "list.json"
+    listed.write_text("[]", encoding="utf-8")
+    for path, said in ((tmp_path / "missing.json", "cannot read it"), (listed, "expected an object"),
+                       (bad_key, "unknown memory keys: no-such-memory")):
+        with pytest.raises(SystemExit) as e:
+            load_names(path, memories)
+        assert said in str(e.value) and "\n" not in str(e.value), e.value
+    good = load_names(Path(__file__).parents[1] / "benchmarks/prompts/memory_names.json", memories)
+    assert len(good) == len(memories)
